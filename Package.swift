@@ -1,0 +1,72 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// recbot: a recording and archival bot for the WebRTC SFU Sora.
+// Targets follow ../shared/docs/architecture.md: C modules for system libraries at
+// the bottom, pure (sans-IO) cores above them, the command-line interface on top.
+let package = Package(
+    name: "recbot",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "recbot", targets: ["recbot"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // MARK: System libraries (module maps over pkg-config; static inline shims for macros)
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
+        .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        // libwebm ships only its C++ webm_parser (no .pc file): a small extern "C" shim.
+        .target(
+            name: "CWebMParser",
+            linkerSettings: [.linkedLibrary("webm")]
+        ),
+
+        // MARK: Pure cores
+        .target(name: "WebM"),
+
+        // MARK: Readers, codecs, catalog
+        .target(name: "WebMReader", dependencies: ["CWebMParser"]),
+        .target(name: "CodecBindings", dependencies: ["CVPX", "COpus"]),
+        .target(
+            name: "Archive",
+            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            plugins: ["EmbedMigrations"]
+        ),
+
+        // MARK: Build-time embedding of migrations/*.sql (so a copied binary works alone)
+        .executableTarget(name: "MigrationEmbedder"),
+        .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["MigrationEmbedder"]),
+
+        // MARK: Command line
+        .target(
+            name: "RecBotCLI",
+            dependencies: [
+                "Archive", "WebM", "WebMReader",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(name: "recbot", dependencies: ["RecBotCLI"]),
+        // Writes a synthetic recording + catalog entry: the README's first command until `recbot join` lands.
+        .executableTarget(
+            name: "recbot-demo",
+            dependencies: [
+                "Archive", "WebM", "CodecBindings",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+
+        // MARK: Tests
+        .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings"]),
+        .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
+        .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive"]),
+        .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,118 @@
+import GRDB
+
+public struct SessionFilter: Sendable {
+    public var channelID: String?
+    /// Sessions that started at or after this time (Unix ms).
+    public var since: Int64?
+    /// Sessions that started before this time (Unix ms).
+    public var until: Int64?
+    public var limit: Int?
+
+    public init(channelID: String? = nil, since: Int64? = nil, until: Int64? = nil, limit: Int? = nil) {
+        self.channelID = channelID
+        self.since = since
+        self.until = until
+        self.limit = limit
+    }
+}
+
+public struct RecordingFilter: Sendable {
+    public var sessionID: String?
+    public var connectionID: String?
+    public var channelID: String?
+    public var limit: Int?
+
+    public init(sessionID: String? = nil, connectionID: String? = nil, channelID: String? = nil, limit: Int? = nil) {
+        self.sessionID = sessionID
+        self.connectionID = connectionID
+        self.channelID = channelID
+        self.limit = limit
+    }
+}
+
+public struct EventFilter: Sendable {
+    public var sessionID: String
+    public var kind: EventKind?
+    public var eventType: String?
+    public var label: String?
+    public var limit: Int?
+
+    public init(sessionID: String, kind: EventKind? = nil, eventType: String? = nil, label: String? = nil, limit: Int? = nil) {
+        self.sessionID = sessionID
+        self.kind = kind
+        self.eventType = eventType
+        self.label = label
+        self.limit = limit
+    }
+}
+
+public struct EventCount: Sendable, Equatable {
+    public var kind: EventKind
+    public var count: Int
+}
+
+extension Catalog {
+    /// Newest first.
+    public func sessions(_ filter: SessionFilter = SessionFilter()) throws(CatalogError) -> [SessionRecord] {
+        try read { db in
+            var request = SessionRecord.all()
+            if let channel = filter.channelID { request = request.filter(Column("channel_id") == channel) }
+            if let since = filter.since { request = request.filter(Column("started_at") >= since) }
+            if let until = filter.until { request = request.filter(Column("started_at") < until) }
+            request = request.order(Column("started_at").desc, Column("id").desc)
+            if let limit = filter.limit { request = request.limit(limit) }
+            return try request.fetchAll(db)
+        }
+    }
+
+    public func session(id: String) throws(CatalogError) -> SessionRecord? {
+        try read { db in try SessionRecord.fetchOne(db, key: id) }
+    }
+
+    public func connections(sessionID: String) throws(CatalogError) -> [ConnectionRecord] {
+        try read { db in
+            try ConnectionRecord.filter(Column("session_id") == sessionID)
+                .order(Column("first_seen_at"), Column("id")).fetchAll(db)
+        }
+    }
+
+    /// Oldest first, within a session by sender and part.
+    public func recordings(_ filter: RecordingFilter = RecordingFilter()) throws(CatalogError) -> [RecordingRecord] {
+        try read { db in
+            var request = RecordingRecord.all()
+            if let session = filter.sessionID { request = request.filter(Column("session_id") == session) }
+            if let connection = filter.connectionID { request = request.filter(Column("connection_id") == connection) }
+            if let channel = filter.channelID {
+                request = request.filter(
+                    sql: "session_id IN (SELECT id FROM sessions WHERE channel_id = ?)", arguments: [channel])
+            }
+            request = request.order(Column("started_at"), Column("connection_id"), Column("part"), Column("id"))
+            if let limit = filter.limit { request = request.limit(limit) }
+            return try request.fetchAll(db)
+        }
+    }
+
+    /// In arrival order.
+    public func events(_ filter: EventFilter) throws(CatalogError) -> [EventRecord] {
+        try read { db in
+            var request = EventRecord.filter(Column("session_id") == filter.sessionID)
+            if let kind = filter.kind { request = request.filter(Column("kind") == kind.rawValue) }
+            if let type = filter.eventType { request = request.filter(Column("event_type") == type) }
+            if let label = filter.label { request = request.filter(Column("label") == label) }
+            request = request.order(Column("received_at"), Column("id"))
+            if let limit = filter.limit { request = request.limit(limit) }
+            return try request.fetchAll(db)
+        }
+    }
+
+    public func eventCounts(sessionID: String) throws(CatalogError) -> [EventCount] {
+        try read { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT kind, count(*) AS n FROM events WHERE session_id = ? GROUP BY kind ORDER BY kind",
+                arguments: [sessionID])
+            return rows.compactMap { row in
+                EventKind(rawValue: row["kind"]).map { EventCount(kind: $0, count: row["n"]) }
+            }
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import GRDB
+
+/// Writes made by a recording session.
+extension Catalog {
+    public func insertSession(_ session: SessionRecord) throws(CatalogError) {
+        try write { db in try session.insert(db) }
+    }
+
+    public func endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int) throws(CatalogError) {
+        let changed = try write { db in
+            try db.execute(
+                sql: "UPDATE sessions SET ended_at = ?, end_reason = ?, exit_status = ? WHERE id = ?",
+                arguments: [endedAt, endReason, exitStatus, id])
+            return db.changesCount
+        }
+        if changed == 0 { throw CatalogError(path: path, reason: .notFound("session \(id)")) }
+    }
+
+    /// Inserts the connection, or refreshes it when the session already knows it.
+    @discardableResult
+    public func upsertConnection(_ connection: ConnectionRecord) throws(CatalogError) -> ConnectionRecord {
+        try write { db in
+            var record = connection
+            if var existing = try ConnectionRecord
+                .filter(Column("session_id") == connection.sessionID && Column("connection_id") == connection.connectionID)
+                .fetchOne(db)
+            {
+                existing.lastSeenAt = max(existing.lastSeenAt, connection.lastSeenAt)
+                existing.clientID = connection.clientID ?? existing.clientID
+                existing.bundleID = connection.bundleID ?? existing.bundleID
+                existing.role = connection.role ?? existing.role
+                existing.metadata = connection.metadata ?? existing.metadata
+                existing.authnMetadata = connection.authnMetadata ?? existing.authnMetadata
+                existing.authzMetadata = connection.authzMetadata ?? existing.authzMetadata
+                existing.leftAt = connection.leftAt ?? existing.leftAt
+                try existing.update(db)
+                return existing
+            }
+            try record.insert(db)
+            return record
+        }
+    }
+
+    @discardableResult
+    public func insertRecording(_ recording: RecordingRecord) throws(CatalogError) -> RecordingRecord {
+        try write { db in
+            var record = recording
+            try record.insert(db)
+            return record
+        }
+    }
+
+    public func updateRecording(_ recording: RecordingRecord) throws(CatalogError) {
+        try write { db in try recording.update(db) }
+    }
+
+    @discardableResult
+    public func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord {
+        try write { db in
+            var record = event
+            try record.insert(db)
+            return record
+        }
+    }
+}

@@ -1,0 +1,39 @@
+/// Why the catalog could not be used. Always names the file.
+public struct CatalogError: Error, CustomStringConvertible, Sendable {
+    public enum Reason: Sendable, Equatable {
+        /// The file exists but is not an SQLite database.
+        case notSQLite
+        /// SQLite reports the file as damaged.
+        case corrupt(String)
+        /// Migrations this binary does not know were applied: a newer recbot wrote it.
+        case newerSchema(unknown: [String])
+        case cannotCreateDirectory(String)
+        case sqlite(String)
+        case notFound(String)
+    }
+
+    public var path: String
+    public var reason: Reason
+
+    public init(path: String, reason: Reason) {
+        self.path = path
+        self.reason = reason
+    }
+
+    public var description: String {
+        switch reason {
+        case .notSQLite:
+            "catalog \(path) is not an SQLite database; refusing to touch it"
+        case .corrupt(let detail):
+            "catalog \(path) is corrupt (\(detail)); refusing to touch it"
+        case .newerSchema(let unknown):
+            "catalog \(path) has a newer schema than this recbot knows (migrations \(unknown.joined(separator: ", "))); upgrade recbot"
+        case .cannotCreateDirectory(let detail):
+            "cannot create the directory for catalog \(path): \(detail)"
+        case .sqlite(let detail):
+            "catalog \(path): \(detail)"
+        case .notFound(let what):
+            "catalog \(path): \(what) not found"
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import GRDB
+
+/// One `recbot join`. Times are Unix milliseconds (UTC).
+public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
+    public static let databaseTableName = "sessions"
+
+    public var id: String
+    public var channelID: String
+    public var soraSessionID: String?
+    public var connectionID: String?
+    public var clientID: String?
+    public var bundleID: String?
+    public var signalingURL: String?
+    public var recbotVersion: String?
+    public var hostname: String?
+    public var pid: Int?
+    public var startedAt: Int64
+    public var endedAt: Int64?
+    public var endReason: String?
+    public var exitStatus: Int?
+
+    public init(
+        id: String, channelID: String, startedAt: Int64, soraSessionID: String? = nil, connectionID: String? = nil,
+        clientID: String? = nil, bundleID: String? = nil, signalingURL: String? = nil, recbotVersion: String? = nil,
+        hostname: String? = nil, pid: Int? = nil, endedAt: Int64? = nil, endReason: String? = nil, exitStatus: Int? = nil
+    ) {
+        self.id = id
+        self.channelID = channelID
+        self.startedAt = startedAt
+        self.soraSessionID = soraSessionID
+        self.connectionID = connectionID
+        self.clientID = clientID
+        self.bundleID = bundleID
+        self.signalingURL = signalingURL
+        self.recbotVersion = recbotVersion
+        self.hostname = hostname
+        self.pid = pid
+        self.endedAt = endedAt
+        self.endReason = endReason
+        self.exitStatus = exitStatus
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, pid, hostname
+        case channelID = "channel_id", soraSessionID = "sora_session_id", connectionID = "connection_id"
+        case clientID = "client_id", bundleID = "bundle_id", signalingURL = "signaling_url"
+        case recbotVersion = "recbot_version", startedAt = "started_at", endedAt = "ended_at"
+        case endReason = "end_reason", exitStatus = "exit_status"
+    }
+}
+
+/// A participant seen in a session's channel.
+public struct ConnectionRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "connections"
+
+    public var id: Int64?
+    public var sessionID: String
+    public var connectionID: String
+    public var clientID: String?
+    public var bundleID: String?
+    public var role: String?
+    public var metadata: String?
+    public var authnMetadata: String?
+    public var authzMetadata: String?
+    public var firstSeenAt: Int64
+    public var lastSeenAt: Int64
+    public var leftAt: Int64?
+
+    public init(
+        sessionID: String, connectionID: String, firstSeenAt: Int64, lastSeenAt: Int64? = nil, clientID: String? = nil,
+        bundleID: String? = nil, role: String? = nil, metadata: String? = nil, authnMetadata: String? = nil,
+        authzMetadata: String? = nil, leftAt: Int64? = nil
+    ) {
+        self.sessionID = sessionID
+        self.connectionID = connectionID
+        self.firstSeenAt = firstSeenAt
+        self.lastSeenAt = lastSeenAt ?? firstSeenAt
+        self.clientID = clientID
+        self.bundleID = bundleID
+        self.role = role
+        self.metadata = metadata
+        self.authnMetadata = authnMetadata
+        self.authzMetadata = authzMetadata
+        self.leftAt = leftAt
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    enum CodingKeys: String, CodingKey {
+        case id, role, metadata
+        case sessionID = "session_id", connectionID = "connection_id", clientID = "client_id", bundleID = "bundle_id"
+        case authnMetadata = "authn_metadata", authzMetadata = "authz_metadata"
+        case firstSeenAt = "first_seen_at", lastSeenAt = "last_seen_at", leftAt = "left_at"
+    }
+}
+
+public enum RecordingStatus: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {
+    case recording, complete, interrupted, repaired
+}
+
+/// One media file of one sender.
+public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "recordings"
+
+    public var id: Int64?
+    public var sessionID: String
+    public var connectionID: String
+    public var part: Int
+    /// Relative to the data directory.
+    public var path: String
+    public var videoCodec: String?
+    public var audioCodec: String?
+    public var startedAt: Int64
+    public var endedAt: Int64?
+    public var durationMs: Int64?
+    public var bytes: Int64
+    public var videoFrames: Int64
+    public var audioFrames: Int64
+    public var packetsReceived: Int64
+    public var packetsLost: Int64
+    public var nacksSent: Int64
+    public var packetsRecovered: Int64
+    public var framesDropped: Int64
+    public var keyframeRequests: Int64
+    public var status: RecordingStatus
+
+    public init(
+        sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
+        startedAt: Int64, status: RecordingStatus = .recording
+    ) {
+        self.sessionID = sessionID
+        self.connectionID = connectionID
+        self.part = part
+        self.path = path
+        self.videoCodec = videoCodec
+        self.audioCodec = audioCodec
+        self.startedAt = startedAt
+        self.bytes = 0
+        self.videoFrames = 0
+        self.audioFrames = 0
+        self.packetsReceived = 0
+        self.packetsLost = 0
+        self.nacksSent = 0
+        self.packetsRecovered = 0
+        self.framesDropped = 0
+        self.keyframeRequests = 0
+        self.status = status
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    enum CodingKeys: String, CodingKey {
+        case id, part, path, bytes, status
+        case sessionID = "session_id", connectionID = "connection_id", videoCodec = "video_codec"
+        case audioCodec = "audio_codec", startedAt = "started_at", endedAt = "ended_at", durationMs = "duration_ms"
+        case videoFrames = "video_frames", audioFrames = "audio_frames", packetsReceived = "packets_received"
+        case packetsLost = "packets_lost", nacksSent = "nacks_sent", packetsRecovered = "packets_recovered"
+        case framesDropped = "frames_dropped", keyframeRequests = "keyframe_requests"
+    }
+}
+
+public enum EventKind: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {
+    case notify, push, datachannel
+    /// Signaling messages of a type recbot does not know, kept rather than dropped.
+    case signaling
+}
+
+/// The payload of an event as received: JSON text, other text, or bytes.
+public enum EventPayload: Sendable, Equatable {
+    case json(String)
+    case text(String)
+    case binary([UInt8])
+
+    /// Classifies a received string: JSON when it parses as JSON, text otherwise.
+    public static func classify(text: String, isJSON: Bool) -> EventPayload {
+        isJSON ? .json(text) : .text(text)
+    }
+}
+
+/// A notify / push / data-channel message.
+public struct EventRecord: Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "events"
+
+    public var id: Int64?
+    public var sessionID: String
+    public var kind: EventKind
+    public var eventType: String?
+    public var label: String?
+    public var senderConnectionID: String?
+    public var receivedAt: Int64
+    public var payload: EventPayload
+
+    public init(
+        sessionID: String, kind: EventKind, eventType: String? = nil, label: String? = nil,
+        senderConnectionID: String? = nil, receivedAt: Int64, payload: EventPayload
+    ) {
+        self.sessionID = sessionID
+        self.kind = kind
+        self.eventType = eventType
+        self.label = label
+        self.senderConnectionID = senderConnectionID
+        self.receivedAt = receivedAt
+        self.payload = payload
+    }
+
+    public init(row: Row) throws {
+        id = row["id"]
+        sessionID = row["session_id"]
+        let kindText: String = row["kind"]
+        kind = EventKind(rawValue: kindText) ?? .signaling
+        eventType = row["event_type"]
+        label = row["label"]
+        senderConnectionID = row["sender_connection_id"]
+        receivedAt = row["received_at"]
+        let format: String = row["payload_format"]
+        switch format {
+        case "json": payload = .json(row["payload_text"])
+        case "text": payload = .text(row["payload_text"])
+        default:
+            let data: Data? = row["payload_blob"]
+            payload = .binary(data.map { Array($0) } ?? [])
+        }
+    }
+
+    public func encode(to container: inout PersistenceContainer) throws {
+        container["id"] = id
+        container["session_id"] = sessionID
+        container["kind"] = kind.rawValue
+        container["event_type"] = eventType
+        container["label"] = label
+        container["sender_connection_id"] = senderConnectionID
+        container["received_at"] = receivedAt
+        switch payload {
+        case .json(let text):
+            container["payload_format"] = "json"
+            container["payload_text"] = text
+        case .text(let text):
+            container["payload_format"] = "text"
+            container["payload_text"] = text
+        case .binary(let bytes):
+            container["payload_format"] = "binary"
+            container["payload_blob"] = Data(bytes)
+        }
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}

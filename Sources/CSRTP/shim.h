@@ -1,0 +1,2 @@
+#pragma once
+#include <srtp2/srtp.h>

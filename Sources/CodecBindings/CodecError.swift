@@ -1,0 +1,8 @@
+public struct CodecError: Error, CustomStringConvertible, Sendable, Equatable {
+    public var codec: String
+    public var operation: String
+    public var code: Int32
+    public var detail: String
+
+    public var description: String { "\(codec) \(operation) failed (\(code)): \(detail)" }
+}

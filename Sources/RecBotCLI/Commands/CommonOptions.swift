@@ -1,0 +1,56 @@
+import Archive
+import ArgumentParser
+import Foundation
+
+/// Options every command takes.
+struct CommonOptions: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: ArgumentHelp(
+        "Data directory (catalog and recordings). Overrides RECBOT_DATA_DIR.", valueName: "dir"))
+    var dataDir: String?
+
+    var dataDirectory: DataDirectory {
+        DataDirectory.resolve(flag: dataDir, environment: ProcessInfo.processInfo.environment, isRoot: getuid() == 0)
+    }
+
+    /// Opens the catalog for a query. Returns nil (after a note on stderr) when nothing was recorded yet.
+    func openCatalogForQuery() throws -> Catalog? {
+        let path = dataDirectory.catalogPath
+        do {
+            guard let catalog = try Catalog.openExisting(path: path) else {
+                Console.note("no catalog at \(path) yet: nothing has been recorded there")
+                return nil
+            }
+            return catalog
+        } catch {
+            throw Console.fail(error, status: .storage)
+        }
+    }
+}
+
+struct OutputOptions: ParsableArguments {
+    @Flag(name: .long, help: "Print JSON (an array; RFC 3339 UTC times) instead of a table.")
+    var json = false
+}
+
+enum Console {
+    static func print(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    static func note(_ text: String) {
+        FileHandle.standardError.write(Data(("recbot: " + text + "\n").utf8))
+    }
+
+    /// Reports an error on stderr and returns the exit code to throw.
+    static func fail(_ error: any Error, status: ExitStatus) -> ExitCode {
+        FileHandle.standardError.write(Data(("recbot: error: \(error)\n").utf8))
+        return status.exitCode
+    }
+}
+
+extension Catalog {
+    /// Runs a query, turning catalog errors into a message and the storage exit code.
+    func query<T>(_ body: (Catalog) throws(CatalogError) -> T) throws -> T {
+        do { return try body(self) } catch { throw Console.fail(error, status: .storage) }
+    }
+}

@@ -1,0 +1,52 @@
+import Archive
+import ArgumentParser
+
+struct RecordingsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "recordings",
+        abstract: "List recorded files (one WebM per sender connection and part).",
+        subcommands: [List.self]
+    )
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List recordings, oldest first.")
+
+        @OptionGroup var common: CommonOptions
+        @OptionGroup var output: OutputOptions
+        @Option(help: ArgumentHelp("Only recordings of this session.", valueName: "id")) var session: ULIDArgument?
+        @Option(help: ArgumentHelp("Only recordings of this sender connection id.", valueName: "id")) var connection: String?
+        @Option(help: "Only recordings of this channel.") var channel: String?
+        @Option(help: "At most this many recordings.") var limit: Int?
+
+        func validate() throws {
+            if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+        }
+
+        func run() throws {
+            let filter = RecordingFilter(sessionID: session?.value, connectionID: connection, channelID: channel, limit: limit)
+            let recordings = try common.openCatalogForQuery()?.query { catalog throws(CatalogError) in try catalog.recordings(filter) } ?? []
+            let directory = common.dataDirectory
+            if output.json {
+                Console.print(JSONValue.array(recordings.map { .object(RecordJSON.recording($0, dataDirectory: directory)) }).rendered())
+                return
+            }
+            Console.print(RecordingsCommand.table(recordings, dataDirectory: directory).rendered())
+        }
+    }
+
+    static func table(_ recordings: [RecordingRecord], dataDirectory: DataDirectory) -> TextTable {
+        var table = TextTable([
+            ("ID", .right), ("SESSION", .left), ("CONNECTION", .left), ("CODECS", .left), ("STARTED", .left),
+            ("DURATION", .right), ("SIZE", .right), ("FRAMES V/A", .right), ("STATUS", .left), ("PATH", .left),
+        ])
+        for r in recordings {
+            let codecs = [r.videoCodec, r.audioCodec].compactMap { $0 }.joined(separator: "+")
+            table.add([
+                r.id.map(String.init), r.sessionID, r.connectionID, codecs, HumanFormat.localTime(milliseconds: r.startedAt),
+                HumanFormat.duration(milliseconds: r.durationMs), HumanFormat.size(bytes: r.bytes),
+                "\(r.videoFrames)/\(r.audioFrames)", r.status.rawValue, dataDirectory.absolute(catalogPath: r.path),
+            ])
+        }
+        return table
+    }
+}

@@ -1,0 +1,117 @@
+import Archive
+import ArgumentParser
+
+struct SessionsCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "sessions",
+        abstract: "List and inspect recording sessions (one per `recbot join`).",
+        subcommands: [List.self, Show.self]
+    )
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List sessions, newest first.")
+
+        @OptionGroup var common: CommonOptions
+        @OptionGroup var output: OutputOptions
+        @Option(help: "Only sessions of this channel.") var channel: String?
+        @Option(help: ArgumentHelp("Only sessions started at or after this time (RFC 3339, YYYY-MM-DD[ HH:MM[:SS]] local, or an age such as 24h).", valueName: "time"))
+        var since: TimeArgument?
+        @Option(help: ArgumentHelp("Only sessions started before this time.", valueName: "time"))
+        var until: TimeArgument?
+        @Option(help: "At most this many sessions.") var limit: Int?
+
+        func validate() throws {
+            if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+            if let since, let until, until.milliseconds <= since.milliseconds {
+                throw ValidationError("--until must be later than --since")
+            }
+        }
+
+        func run() throws {
+            let filter = SessionFilter(channelID: channel, since: since?.milliseconds, until: until?.milliseconds, limit: limit)
+            let sessions = try common.openCatalogForQuery()?.query { catalog throws(CatalogError) in try catalog.sessions(filter) } ?? []
+            if output.json {
+                Console.print(JSONValue.array(sessions.map { .object(RecordJSON.session($0)) }).rendered())
+                return
+            }
+            Console.print(SessionsCommand.table(sessions).rendered())
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show a session with its connections, recordings and event counts.")
+
+        @OptionGroup var common: CommonOptions
+        @OptionGroup var output: OutputOptions
+        @Argument(help: "The session id (a 26-character ULID).") var id: ULIDArgument
+
+        func run() throws {
+            guard let catalog = try common.openCatalogForQuery() else { throw ExitStatus.failure.exitCode }
+            let found = try catalog.query { catalog throws(CatalogError) -> (SessionRecord, [ConnectionRecord], [RecordingRecord], [EventCount])? in
+                guard let session = try catalog.session(id: id.value) else { return nil }
+                return (session, try catalog.connections(sessionID: session.id),
+                        try catalog.recordings(RecordingFilter(sessionID: session.id)),
+                        try catalog.eventCounts(sessionID: session.id))
+            }
+            guard let (session, connections, recordings, counts) = found else {
+                throw Console.fail(CatalogError(path: catalog.path, reason: .notFound("session \(id.value)")), status: .failure)
+            }
+            let directory = common.dataDirectory
+            if output.json {
+                var object = RecordJSON.session(session)
+                object.append(("connections", .array(connections.map { .object(RecordJSON.connection($0)) })))
+                object.append(("recordings", .array(recordings.map { .object(RecordJSON.recording($0, dataDirectory: directory)) })))
+                object.append(("event_counts", .object(EventKind.allCases.map { kind in
+                    (kind.rawValue, .int(Int64(counts.first { $0.kind == kind }?.count ?? 0)))
+                })))
+                Console.print(JSONValue.object(object).rendered())
+                return
+            }
+            var lines: [String] = []
+            let fields: [(String, String?)] = [
+                ("Session", session.id), ("Channel", session.channelID), ("Sora session", session.soraSessionID),
+                ("Connection", session.connectionID), ("Client", session.clientID), ("Signaling URL", session.signalingURL),
+                ("Started", HumanFormat.localTime(milliseconds: session.startedAt)),
+                ("Ended", HumanFormat.localTime(milliseconds: session.endedAt)),
+                ("Duration", HumanFormat.duration(milliseconds: session.endedAt.map { $0 - session.startedAt })),
+                ("End reason", session.endReason), ("Exit status", session.exitStatus.map(String.init)),
+                ("Recordings", directory.recordingsPath + "/" + session.id),
+            ]
+            let width = fields.map(\.0.count).max() ?? 0
+            for (name, value) in fields {
+                lines.append(name + ":" + String(repeating: " ", count: width - name.count + 1) + (value ?? "-"))
+            }
+            let total = counts.reduce(0) { $0 + $1.count }
+            let byKind = counts.map { "\($0.kind.rawValue) \($0.count)" }.joined(separator: ", ")
+            lines.append("Events:" + String(repeating: " ", count: width - 5) + "\(total)" + (byKind.isEmpty ? "" : " (\(byKind))"))
+
+            var connectionTable = TextTable([("CONNECTION", .left), ("CLIENT", .left), ("ROLE", .left), ("FIRST SEEN", .left), ("LEFT", .left)])
+            for c in connections {
+                connectionTable.add([c.connectionID, c.clientID, c.role, HumanFormat.localTime(milliseconds: c.firstSeenAt),
+                                     HumanFormat.localTime(milliseconds: c.leftAt)])
+            }
+            lines.append("")
+            lines.append("Connections (\(connections.count)):")
+            lines.append(connectionTable.rendered())
+            lines.append("")
+            lines.append("Recordings (\(recordings.count)):")
+            lines.append(RecordingsCommand.table(recordings, dataDirectory: directory).rendered())
+            Console.print(lines.joined(separator: "\n"))
+        }
+    }
+
+    static func table(_ sessions: [SessionRecord]) -> TextTable {
+        var table = TextTable([
+            ("ID", .left), ("CHANNEL", .left), ("CONNECTION", .left), ("STARTED", .left), ("DURATION", .right),
+            ("END REASON", .left),
+        ])
+        for s in sessions {
+            table.add([
+                s.id, s.channelID, s.connectionID, HumanFormat.localTime(milliseconds: s.startedAt),
+                HumanFormat.duration(milliseconds: s.endedAt.map { $0 - s.startedAt }),
+                s.endedAt == nil ? "(not ended)" : s.endReason,
+            ])
+        }
+        return table
+    }
+}

@@ -1,0 +1,115 @@
+import Archive
+import Foundation
+
+/// How catalog rows look in `--json` output. Keys are stable: scripts depend on them.
+enum RecordJSON {
+    static func time(_ milliseconds: Int64?) -> JSONValue {
+        milliseconds.map { .string(HumanFormat.rfc3339(milliseconds: $0)) } ?? .null
+    }
+
+    static func session(_ s: SessionRecord) -> [(String, JSONValue)] {
+        [
+            ("id", .string(s.id)),
+            ("channel_id", .string(s.channelID)),
+            ("sora_session_id", .string(s.soraSessionID)),
+            ("connection_id", .string(s.connectionID)),
+            ("client_id", .string(s.clientID)),
+            ("bundle_id", .string(s.bundleID)),
+            ("signaling_url", .string(s.signalingURL)),
+            ("started_at", time(s.startedAt)),
+            ("ended_at", time(s.endedAt)),
+            ("duration_ms", .int(s.endedAt.map { $0 - s.startedAt })),
+            ("end_reason", .string(s.endReason)),
+            ("exit_status", .int(s.exitStatus)),
+            ("recbot_version", .string(s.recbotVersion)),
+            ("hostname", .string(s.hostname)),
+            ("pid", .int(s.pid)),
+        ]
+    }
+
+    static func connection(_ c: ConnectionRecord) -> [(String, JSONValue)] {
+        [
+            ("connection_id", .string(c.connectionID)),
+            ("client_id", .string(c.clientID)),
+            ("bundle_id", .string(c.bundleID)),
+            ("role", .string(c.role)),
+            ("metadata", storedJSON(c.metadata)),
+            ("authn_metadata", storedJSON(c.authnMetadata)),
+            ("authz_metadata", storedJSON(c.authzMetadata)),
+            ("first_seen_at", time(c.firstSeenAt)),
+            ("last_seen_at", time(c.lastSeenAt)),
+            ("left_at", time(c.leftAt)),
+        ]
+    }
+
+    static func recording(_ r: RecordingRecord, dataDirectory: DataDirectory) -> [(String, JSONValue)] {
+        [
+            ("id", .int(r.id)),
+            ("session_id", .string(r.sessionID)),
+            ("connection_id", .string(r.connectionID)),
+            ("part", .int(Int64(r.part))),
+            ("path", .string(dataDirectory.absolute(catalogPath: r.path))),
+            ("video_codec", .string(r.videoCodec)),
+            ("audio_codec", .string(r.audioCodec)),
+            ("started_at", time(r.startedAt)),
+            ("ended_at", time(r.endedAt)),
+            ("duration_ms", .int(r.durationMs)),
+            ("bytes", .int(r.bytes)),
+            ("video_frames", .int(r.videoFrames)),
+            ("audio_frames", .int(r.audioFrames)),
+            ("packets_received", .int(r.packetsReceived)),
+            ("packets_lost", .int(r.packetsLost)),
+            ("nacks_sent", .int(r.nacksSent)),
+            ("packets_recovered", .int(r.packetsRecovered)),
+            ("frames_dropped", .int(r.framesDropped)),
+            ("keyframe_requests", .int(r.keyframeRequests)),
+            ("status", .string(r.status.rawValue)),
+        ]
+    }
+
+    static func event(_ e: EventRecord) -> [(String, JSONValue)] {
+        [
+            ("id", .int(e.id)),
+            ("session_id", .string(e.sessionID)),
+            ("kind", .string(e.kind.rawValue)),
+            ("event_type", .string(e.eventType)),
+            ("label", .string(e.label)),
+            ("sender_connection_id", .string(e.senderConnectionID)),
+            ("received_at", time(e.receivedAt)),
+            ("payload", payload(e.payload)),
+        ]
+    }
+
+    /// JSON payloads as their parsed value; text as {"text"}; bytes as {"base64", "text" when UTF-8}.
+    static func payload(_ payload: EventPayload) -> JSONValue {
+        switch payload {
+        case .json(let text):
+            return JSONValue.isValidJSON(text) ? .raw(text) : .object([("text", .string(text))])
+        case .text(let text):
+            return .object([("text", .string(text))])
+        case .binary(let bytes):
+            var members: [(String, JSONValue)] = [("base64", .string(Data(bytes).base64EncodedString()))]
+            if let text = String(validating: bytes, as: UTF8.self) { members.append(("text", .string(text))) }
+            return .object(members)
+        }
+    }
+
+    /// Metadata columns hold JSON text; print it as JSON (or as a string if it is not valid).
+    static func storedJSON(_ text: String?) -> JSONValue {
+        guard let text else { return .null }
+        return JSONValue.isValidJSON(text) ? .raw(text) : .string(text)
+    }
+
+    /// One-line preview of a payload for tables.
+    static func preview(_ payload: EventPayload, limit: Int = 80) -> String {
+        let text: String
+        switch payload {
+        case .json(let json): text = json
+        case .text(let plain): text = plain
+        case .binary(let bytes):
+            text = String(validating: bytes, as: UTF8.self).map { "(\(bytes.count) bytes) \($0)" } ?? "(\(bytes.count) bytes)"
+        }
+        let oneLine = text.split(whereSeparator: \.isNewline).joined(separator: " ")
+        return oneLine.count > limit ? String(oneLine.prefix(limit - 1)) + "…" : oneLine
+    }
+}

@@ -1,0 +1,391 @@
+/// A frame handed to the muxer: one encoded video frame or one Opus packet.
+public struct WebMFrame: Sendable {
+    public var track: WebMTrackKind
+    /// Presentation time on the recording's media clock (0 = the file's time 0), in nanoseconds.
+    public var timestampNanoseconds: Int64
+    /// For video: an independently decodable frame. Audio frames are always keyframes.
+    public var isKeyframe: Bool
+    public var data: [UInt8]
+
+    public init(track: WebMTrackKind, timestampNanoseconds: Int64, isKeyframe: Bool, data: [UInt8]) {
+        self.track = track
+        self.timestampNanoseconds = timestampNanoseconds
+        self.isKeyframe = isKeyframe
+        self.data = data
+    }
+}
+
+/// What the caller must do with the file: append bytes at its end, or overwrite bytes already written.
+public enum WebMWrite: Sendable, Equatable {
+    case append([UInt8])
+    case overwrite(offset: UInt64, bytes: [UInt8])
+}
+
+public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
+    case noTracks
+    case invalidSegmentUID(length: Int)
+    case invalidVideoSize(width: Int, height: Int)
+    case invalidClusterLimits(maxDurationMilliseconds: Int64, maxBytes: Int)
+    case missingCodecPrivate(WebMVideoCodec)
+    case trackNotConfigured(WebMTrackKind)
+    case emptyFrame(WebMTrackKind)
+    case negativeTimestamp(WebMTrackKind, nanoseconds: Int64)
+    case timestampDecreased(WebMTrackKind, previousMilliseconds: Int64, milliseconds: Int64)
+    case alreadyFinalized
+
+    public var description: String {
+        switch self {
+        case .noTracks: "a WebM file needs at least one track"
+        case .invalidSegmentUID(let length): "SegmentUID must be 16 bytes, got \(length)"
+        case .invalidVideoSize(let w, let h): "invalid video size \(w)x\(h)"
+        case .invalidClusterLimits(let d, let b): "invalid cluster limits: \(d) ms, \(b) bytes"
+        case .missingCodecPrivate(let codec): "\(codec.rawValue) needs CodecPrivate"
+        case .trackNotConfigured(let track): "frame for the \(track) track, which this file does not have"
+        case .emptyFrame(let track): "empty \(track) frame"
+        case .negativeTimestamp(let track, let ns): "negative \(track) timestamp \(ns) ns"
+        case .timestampDecreased(let track, let previous, let now):
+            "\(track) frame at \(now) ms is earlier than the previous block at \(previous) ms"
+        case .alreadyFinalized: "the file is already finalized"
+        }
+    }
+}
+
+public struct WebMMuxerConfiguration: Sendable {
+    public var video: WebMVideoTrack?
+    public var audio: WebMAudioTrack?
+    /// hisui requires both app strings to be "WebRTC SFU Sora" (the format we emulate).
+    public var muxingApp: String
+    public var writingApp: String
+    /// 16 random bytes, injected so the muxer stays deterministic.
+    public var segmentUID: [UInt8]
+    /// A cluster is closed after this much media time even without a keyframe.
+    public var maxClusterDurationMilliseconds: Int64
+    /// ... or once it holds this many bytes (bounds what a crash can lose).
+    public var maxClusterBytes: Int
+
+    public init(
+        video: WebMVideoTrack?, audio: WebMAudioTrack?, segmentUID: [UInt8],
+        muxingApp: String = "WebRTC SFU Sora", writingApp: String = "WebRTC SFU Sora",
+        maxClusterDurationMilliseconds: Int64 = 5_000, maxClusterBytes: Int = 4 << 20
+    ) {
+        self.video = video
+        self.audio = audio
+        self.segmentUID = segmentUID
+        self.muxingApp = muxingApp
+        self.writingApp = writingApp
+        self.maxClusterDurationMilliseconds = maxClusterDurationMilliseconds
+        self.maxClusterBytes = maxClusterBytes
+    }
+}
+
+/// Counters of what has been written so far.
+public struct WebMMuxerStatistics: Sendable, Equatable {
+    public var bytes: UInt64 = 0
+    public var videoFrames = 0
+    public var audioFrames = 0
+    public var videoKeyframes = 0
+    public var clusters = 0
+    /// Timestamp of the latest block, in milliseconds (nil before the first frame).
+    public var lastTimestampMilliseconds: Int64?
+}
+
+/// A sans-IO WebM muxer: frames in, file writes out, in the layout of recording-format.md:
+/// EBML header, Segment { SeekHead, Void, Info, Tracks, Cluster..., Cues }.
+///
+/// While recording, the Segment size is unknown but every Cluster is emitted whole with a
+/// known size, so a crash loses at most the cluster being buffered. `finalize` appends Cues
+/// and patches Duration, the Segment size and the SeekHead in place.
+public struct WebMMuxer: Sendable {
+    public let configuration: WebMMuxerConfiguration
+    public private(set) var statistics = WebMMuxerStatistics()
+    public private(set) var isFinalized = false
+
+    private var headerWritten = false
+    private var layout = HeaderLayout()
+    private var cluster = EBMLWriter(capacity: 64 << 10)
+    private var clusterTimestamp: Int64?
+    private var clusterIsCuePoint = false
+    private var cuePoints: [CuePoint] = []
+
+    /// SeekHead with three fixed-width entries is 68 bytes; the rest of the area is Void.
+    static let seekAreaLength = 96
+
+    private struct HeaderLayout: Sendable {
+        var segmentSizeOffset: UInt64 = 0
+        var segmentDataOffset: UInt64 = 0
+        var durationValueOffset: UInt64 = 0
+        var infoPosition: UInt64 = 0
+        var tracksPosition: UInt64 = 0
+    }
+
+    private struct CuePoint: Sendable {
+        var time: Int64
+        var track: UInt8
+        var clusterPosition: UInt64
+    }
+
+    public init(configuration: WebMMuxerConfiguration) throws(WebMMuxerError) {
+        if configuration.video == nil && configuration.audio == nil { throw .noTracks }
+        if configuration.segmentUID.count != 16 { throw .invalidSegmentUID(length: configuration.segmentUID.count) }
+        if let video = configuration.video {
+            guard (1...16_384).contains(video.width), (1...16_384).contains(video.height) else {
+                throw .invalidVideoSize(width: video.width, height: video.height)
+            }
+            if video.codec == .av1 && (video.codecPrivate ?? []).isEmpty { throw .missingCodecPrivate(.av1) }
+        }
+        // Block timestamps are signed 16-bit offsets from their cluster's timestamp.
+        guard (1...30_000).contains(configuration.maxClusterDurationMilliseconds), configuration.maxClusterBytes > 0 else {
+            throw .invalidClusterLimits(
+                maxDurationMilliseconds: configuration.maxClusterDurationMilliseconds,
+                maxBytes: configuration.maxClusterBytes)
+        }
+        self.configuration = configuration
+    }
+
+    /// Adds one frame. On error nothing is written and the file stays valid.
+    public mutating func write(_ frame: WebMFrame) throws(WebMMuxerError) -> [WebMWrite] {
+        if isFinalized { throw .alreadyFinalized }
+        switch frame.track {
+        case .video where configuration.video == nil, .audio where configuration.audio == nil:
+            throw .trackNotConfigured(frame.track)
+        default: break
+        }
+        if frame.data.isEmpty { throw .emptyFrame(frame.track) }
+        if frame.timestampNanoseconds < 0 { throw .negativeTimestamp(frame.track, nanoseconds: frame.timestampNanoseconds) }
+        let milliseconds = frame.timestampNanoseconds / 1_000_000
+        if let previous = statistics.lastTimestampMilliseconds, milliseconds < previous {
+            throw .timestampDecreased(frame.track, previousMilliseconds: previous, milliseconds: milliseconds)
+        }
+
+        var writes: [WebMWrite] = []
+        if !headerWritten { writes.append(.append(makeHeader())) }
+
+        let isVideoKeyframe = frame.track == .video && frame.isKeyframe
+        if let start = clusterTimestamp {
+            let tooLong = milliseconds - start >= configuration.maxClusterDurationMilliseconds
+            let tooBig = cluster.count >= configuration.maxClusterBytes
+            if isVideoKeyframe || tooLong || tooBig {
+                writes.append(.append(closeCluster()))
+            }
+        }
+        if clusterTimestamp == nil { openCluster(at: milliseconds, startsWithVideoKeyframe: isVideoKeyframe) }
+
+        appendSimpleBlock(frame, milliseconds: milliseconds)
+        statistics.lastTimestampMilliseconds = milliseconds
+        switch frame.track {
+        case .video:
+            statistics.videoFrames += 1
+            if frame.isKeyframe { statistics.videoKeyframes += 1 }
+        case .audio:
+            statistics.audioFrames += 1
+        }
+        return writes
+    }
+
+    /// Emits the buffered cluster now (e.g. on a periodic flush timer).
+    public mutating func flush() -> [WebMWrite] {
+        guard !isFinalized, clusterTimestamp != nil else { return [] }
+        return [.append(closeCluster())]
+    }
+
+    /// Ends the file: closes the cluster, appends Cues, and patches Duration, the Segment size
+    /// and the SeekHead. `durationMilliseconds` defaults to the last block's timestamp.
+    public mutating func finalize(durationMilliseconds: Int64? = nil) throws(WebMMuxerError) -> [WebMWrite] {
+        if isFinalized { throw .alreadyFinalized }
+        var writes: [WebMWrite] = []
+        if !headerWritten { writes.append(.append(makeHeader())) }
+        if clusterTimestamp != nil { writes.append(.append(closeCluster())) }
+
+        var cuesPosition: UInt64?
+        if !cuePoints.isEmpty {
+            cuesPosition = statistics.bytes - layout.segmentDataOffset
+            let cues = makeCues()
+            statistics.bytes += UInt64(cues.count)
+            writes.append(.append(cues))
+        }
+
+        let duration = Double(max(0, durationMilliseconds ?? statistics.lastTimestampMilliseconds ?? 0))
+        var durationBytes = EBMLWriter(capacity: 8)
+        durationBytes.writeBigEndian(duration.bitPattern, width: 8)
+        writes.append(.overwrite(offset: layout.durationValueOffset, bytes: durationBytes.bytes))
+
+        var segmentSize = EBMLWriter(capacity: 8)
+        segmentSize.writeSize(statistics.bytes - layout.segmentDataOffset, width: 8)
+        writes.append(.overwrite(offset: layout.segmentSizeOffset, bytes: segmentSize.bytes))
+
+        writes.append(.overwrite(offset: layout.segmentDataOffset, bytes: makeSeekArea(cuesPosition: cuesPosition)))
+        isFinalized = true
+        return writes
+    }
+
+    // MARK: - Header
+
+    private mutating func makeHeader() -> [UInt8] {
+        var out = EBMLWriter(capacity: 512)
+        out.writeMaster(WebMElementID.ebml) { ebml in
+            ebml.writeUInt(WebMElementID.ebmlVersion, 1)
+            ebml.writeUInt(WebMElementID.ebmlReadVersion, 1)
+            ebml.writeUInt(WebMElementID.ebmlMaxIDLength, 4)
+            ebml.writeUInt(WebMElementID.ebmlMaxSizeLength, 8)
+            ebml.writeString(WebMElementID.docType, "webm")
+            ebml.writeUInt(WebMElementID.docTypeVersion, 4)
+            ebml.writeUInt(WebMElementID.docTypeReadVersion, 2)
+        }
+        out.writeID(WebMElementID.segment)
+        layout.segmentSizeOffset = UInt64(out.count)
+        out.writeUnknownSize()
+        layout.segmentDataOffset = UInt64(out.count)
+
+        // Info and Tracks follow the reserved SeekHead area, so their positions are known now.
+        layout.infoPosition = UInt64(Self.seekAreaLength)
+        let (info, durationOffsetInInfo) = makeInfo()
+        layout.durationValueOffset = layout.segmentDataOffset + layout.infoPosition + UInt64(durationOffsetInInfo)
+        layout.tracksPosition = layout.infoPosition + UInt64(info.count)
+
+        out.append(makeSeekArea(cuesPosition: nil))
+        out.append(info)
+        out.append(makeTracks())
+        headerWritten = true
+        statistics.bytes = UInt64(out.count)
+        return out.bytes
+    }
+
+    /// Returns the Info element and the offset of Duration's 8-byte value inside it.
+    private func makeInfo() -> ([UInt8], Int) {
+        var body = EBMLWriter()
+        body.writeUInt(WebMElementID.timestampScale, 1_000_000)
+        body.writeString(WebMElementID.muxingApp, configuration.muxingApp)
+        body.writeString(WebMElementID.writingApp, configuration.writingApp)
+        body.writeBinary(WebMElementID.segmentUID, configuration.segmentUID)
+        let durationElementOffset = body.count
+        body.writeFloat(WebMElementID.duration, 0)
+        var info = EBMLWriter()
+        info.writeID(WebMElementID.info)
+        info.writeSize(UInt64(body.count))
+        let headerLength = info.count
+        info.append(body.bytes)
+        // Duration's ID is two bytes and its size one byte.
+        return (info.bytes, headerLength + durationElementOffset + 3)
+    }
+
+    private func makeTracks() -> [UInt8] {
+        var out = EBMLWriter()
+        out.writeMaster(WebMElementID.tracks) { tracks in
+            if let video = configuration.video {
+                tracks.writeMaster(WebMElementID.trackEntry) { entry in
+                    // hisui wants TrackNumber as the first child.
+                    entry.writeUInt(WebMElementID.trackNumber, UInt64(WebMTrackKind.video.trackNumber))
+                    entry.writeUInt(WebMElementID.trackUID, UInt64(WebMTrackKind.video.trackNumber))
+                    entry.writeUInt(WebMElementID.trackType, 1)
+                    entry.writeUInt(WebMElementID.flagLacing, 0)
+                    entry.writeString(WebMElementID.codecID, video.codec.codecID)
+                    if let codecPrivate = video.codecPrivate, !codecPrivate.isEmpty {
+                        entry.writeBinary(WebMElementID.codecPrivate, codecPrivate)
+                    }
+                    entry.writeMaster(WebMElementID.video) { v in
+                        v.writeUInt(WebMElementID.pixelWidth, UInt64(video.width))
+                        v.writeUInt(WebMElementID.pixelHeight, UInt64(video.height))
+                    }
+                }
+            }
+            if let audio = configuration.audio {
+                tracks.writeMaster(WebMElementID.trackEntry) { entry in
+                    entry.writeUInt(WebMElementID.trackNumber, UInt64(WebMTrackKind.audio.trackNumber))
+                    entry.writeUInt(WebMElementID.trackUID, UInt64(WebMTrackKind.audio.trackNumber))
+                    entry.writeUInt(WebMElementID.trackType, 2)
+                    entry.writeUInt(WebMElementID.flagLacing, 0)
+                    entry.writeString(WebMElementID.codecID, audio.codec.codecID)
+                    entry.writeBinary(WebMElementID.codecPrivate, audio.opusHead.bytes)
+                    if audio.opusHead.preSkip > 0 {
+                        entry.writeUInt(WebMElementID.codecDelay, audio.opusHead.codecDelayNanoseconds)
+                    }
+                    entry.writeUInt(WebMElementID.seekPreRoll, 80_000_000)
+                    entry.writeMaster(WebMElementID.audio) { a in
+                        a.writeFloat(WebMElementID.samplingFrequency, audio.samplingFrequency)
+                        a.writeUInt(WebMElementID.channels, UInt64(audio.opusHead.channelCount))
+                    }
+                }
+            }
+        }
+        return out.bytes
+    }
+
+    /// The SeekHead (Info, Tracks and, once known, Cues) padded with Void to `seekAreaLength`.
+    private func makeSeekArea(cuesPosition: UInt64?) -> [UInt8] {
+        var entries: [(UInt32, UInt64)] = [(WebMElementID.info, layout.infoPosition), (WebMElementID.tracks, layout.tracksPosition)]
+        if let cuesPosition { entries.append((WebMElementID.cues, cuesPosition)) }
+        var out = EBMLWriter(capacity: Self.seekAreaLength)
+        out.writeMaster(WebMElementID.seekHead) { head in
+            for (id, position) in entries {
+                head.writeMaster(WebMElementID.seek) { seek in
+                    var idBytes = EBMLWriter(capacity: 4)
+                    idBytes.writeID(id)
+                    seek.writeBinary(WebMElementID.seekID, idBytes.bytes)
+                    // Fixed width, so the rewritten SeekHead has a predictable size.
+                    seek.writeUInt(WebMElementID.seekPosition, position, width: 8)
+                }
+            }
+        }
+        out.writeVoid(totalLength: Self.seekAreaLength - out.count)
+        return out.bytes
+    }
+
+    // MARK: - Clusters
+
+    private mutating func openCluster(at milliseconds: Int64, startsWithVideoKeyframe: Bool) {
+        clusterTimestamp = milliseconds
+        // Cue video keyframes; in audio-only files, cue every cluster.
+        clusterIsCuePoint = configuration.video == nil || startsWithVideoKeyframe
+        cluster.removeAll()
+    }
+
+    private mutating func appendSimpleBlock(_ frame: WebMFrame, milliseconds: Int64) {
+        let relative = Int16(milliseconds - (clusterTimestamp ?? milliseconds))
+        cluster.writeID(WebMElementID.simpleBlock)
+        cluster.writeSize(UInt64(frame.data.count + 4))
+        cluster.append(0x80 | frame.track.trackNumber)  // track number as a 1-byte vint
+        let relativeBits = UInt16(bitPattern: relative)
+        cluster.append(UInt8(relativeBits >> 8))
+        cluster.append(UInt8(relativeBits & 0xFF))
+        let keyframe = frame.track == .audio || frame.isKeyframe
+        cluster.append(keyframe ? 0x80 : 0x00)
+        cluster.append(frame.data)
+    }
+
+    private mutating func closeCluster() -> [UInt8] {
+        let timestamp = clusterTimestamp ?? 0
+        let position = statistics.bytes - layout.segmentDataOffset
+        var timestampElement = EBMLWriter(capacity: 12)
+        timestampElement.writeUInt(WebMElementID.timestamp, UInt64(timestamp))
+        var out = EBMLWriter(capacity: cluster.count + 24)
+        out.writeID(WebMElementID.cluster)
+        out.writeSize(UInt64(timestampElement.count + cluster.count))
+        out.append(timestampElement.bytes)
+        out.append(cluster.bytes)
+        if clusterIsCuePoint {
+            let track = configuration.video != nil ? WebMTrackKind.video.trackNumber : WebMTrackKind.audio.trackNumber
+            cuePoints.append(CuePoint(time: timestamp, track: track, clusterPosition: position))
+        }
+        statistics.bytes += UInt64(out.count)
+        statistics.clusters += 1
+        clusterTimestamp = nil
+        cluster.removeAll()
+        return out.bytes
+    }
+
+    private func makeCues() -> [UInt8] {
+        var out = EBMLWriter(capacity: cuePoints.count * 24 + 16)
+        out.writeMaster(WebMElementID.cues) { cues in
+            for point in cuePoints {
+                cues.writeMaster(WebMElementID.cuePoint) { cue in
+                    cue.writeUInt(WebMElementID.cueTime, UInt64(point.time))
+                    cue.writeMaster(WebMElementID.cueTrackPositions) { positions in
+                        positions.writeUInt(WebMElementID.cueTrack, UInt64(point.track))
+                        positions.writeUInt(WebMElementID.cueClusterPosition, point.clusterPosition)
+                    }
+                }
+            }
+        }
+        return out.bytes
+    }
+}

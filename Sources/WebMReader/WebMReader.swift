@@ -1,0 +1,196 @@
+import CWebMParser
+
+/// What libwebm's parser saw in a WebM file: an independent reader of our muxer's output,
+/// used by tests, `verify` and `repair`.
+public struct WebMParsedFile: Sendable {
+    public struct Element: Sendable, Equatable {
+        public var id: UInt32
+        public var position: UInt64
+        public var headerSize: UInt32
+        /// nil when the element's size is unknown.
+        public var size: UInt64?
+    }
+
+    public struct EBMLHeader: Sendable, Equatable {
+        public var version: UInt64, readVersion: UInt64, maxIDLength: UInt64, maxSizeLength: UInt64
+        public var docType: String, docTypeVersion: UInt64, docTypeReadVersion: UInt64
+    }
+
+    public struct Info: Sendable, Equatable {
+        public var timecodeScale: UInt64
+        public var duration: Double?
+        public var muxingApp: String?
+        public var writingApp: String?
+    }
+
+    public struct Track: Sendable, Equatable {
+        public var number: UInt64
+        public var uid: UInt64
+        public var type: UInt64
+        public var codecID: String
+        public var codecPrivate: [UInt8]
+        public var codecDelay: UInt64
+        public var seekPreRoll: UInt64
+        public var usesLacing: Bool
+        public var pixelWidth: UInt64
+        public var pixelHeight: UInt64
+        public var samplingFrequency: Double
+        public var channels: UInt64
+    }
+
+    public struct Frame: Sendable, Equatable {
+        public var track: UInt64
+        /// Cluster timecode plus the block's relative timecode, in TimestampScale units.
+        public var timecode: Int64
+        public var isKeyframe: Bool
+        public var isSimpleBlock: Bool
+        public var data: [UInt8]
+    }
+
+    public struct Cluster: Sendable, Equatable {
+        public var position: UInt64
+        public var timecode: UInt64
+        public var frames: [Frame]
+        /// True once the parser has seen the cluster's end (it was not cut short).
+        public var isComplete: Bool
+    }
+
+    public struct CuePoint: Sendable, Equatable {
+        public var time: UInt64
+        public var track: UInt64
+        public var clusterPosition: UInt64
+    }
+
+    public struct Seek: Sendable, Equatable {
+        public var id: UInt32
+        public var position: UInt64
+    }
+
+    /// libwebm's status code at the end of parsing (see `Status`).
+    public var status: Int32
+    public var elements: [Element] = []
+    public var ebmlHeader: EBMLHeader?
+    public var info: Info?
+    public var tracks: [Track] = []
+    public var seeks: [Seek] = []
+    public var clusters: [Cluster] = []
+    public var cuePoints: [CuePoint] = []
+
+    /// The parse reached the end of the document without error.
+    public var isComplete: Bool { status == 0 }
+    /// The input ended before the document did (a truncated or still-growing file).
+    public var endedEarly: Bool { status == -1 || status == -2 || status == -3 }
+    public var isParseError: Bool { status <= -1025 || status == CWEBM_STATUS_CANNOT_OPEN }
+
+    public var completeClusters: [Cluster] { clusters.filter(\.isComplete) }
+    public var frames: [Frame] { clusters.flatMap(\.frames) }
+
+    /// Top-level elements directly inside the Segment, in order.
+    public var segmentChildren: [Element] {
+        guard let segment = elements.first(where: { $0.id == 0x1853_8067 }) else { return [] }
+        let dataStart = segment.position + UInt64(segment.headerSize)
+        let dataEnd = segment.size.map { dataStart + $0 } ?? .max
+        var children: [Element] = []
+        var next = dataStart
+        for element in elements where element.position == next && element.position < dataEnd {
+            children.append(element)
+            guard let size = element.size else { break }
+            next = element.position + UInt64(element.headerSize) + size
+        }
+        return children
+    }
+
+    public var segmentDataOffset: UInt64? {
+        elements.first(where: { $0.id == 0x1853_8067 }).map { $0.position + UInt64($0.headerSize) }
+    }
+}
+
+public enum WebMReader {
+    public static func parse(_ bytes: [UInt8]) -> WebMParsedFile {
+        let collector = Collector()
+        var callbacks = collector.callbacks()
+        let status = bytes.withUnsafeBufferPointer { buffer in
+            cwebm_parse_buffer(buffer.baseAddress, buffer.count, &callbacks)
+        }
+        return collector.finish(status: status)
+    }
+
+    public static func parse(path: String) -> WebMParsedFile {
+        let collector = Collector()
+        var callbacks = collector.callbacks()
+        let status = cwebm_parse_file(path, &callbacks)
+        return collector.finish(status: status)
+    }
+}
+
+/// Receives the C callbacks; lives only for the duration of one parse.
+private final class Collector {
+    var result = WebMParsedFile(status: 0)
+
+    func callbacks() -> cwebm_callbacks {
+        var c = cwebm_callbacks()
+        c.context = Unmanaged.passUnretained(self).toOpaque()
+        c.on_element = { context, id, position, headerSize, size in
+            Collector.from(context).result.elements.append(.init(
+                id: id, position: position, headerSize: headerSize, size: size == .max ? nil : size))
+        }
+        c.on_ebml = { context, header in
+            guard let h = header?.pointee else { return }
+            Collector.from(context).result.ebmlHeader = .init(
+                version: h.ebml_version, readVersion: h.ebml_read_version, maxIDLength: h.max_id_length,
+                maxSizeLength: h.max_size_length, docType: String(cString: h.doc_type),
+                docTypeVersion: h.doc_type_version, docTypeReadVersion: h.doc_type_read_version)
+        }
+        c.on_info = { context, info in
+            guard let i = info?.pointee else { return }
+            Collector.from(context).result.info = .init(
+                timecodeScale: i.timecode_scale, duration: i.has_duration != 0 ? i.duration : nil,
+                muxingApp: i.muxing_app.map { String(cString: $0) },
+                writingApp: i.writing_app.map { String(cString: $0) })
+        }
+        c.on_track = { context, track in
+            guard let t = track?.pointee else { return }
+            let codecPrivate = t.codec_private.map { Array(UnsafeBufferPointer(start: $0, count: t.codec_private_size)) } ?? []
+            Collector.from(context).result.tracks.append(.init(
+                number: t.number, uid: t.uid, type: t.type, codecID: String(cString: t.codec_id),
+                codecPrivate: codecPrivate, codecDelay: t.codec_delay, seekPreRoll: t.seek_pre_roll,
+                usesLacing: t.uses_lacing != 0, pixelWidth: t.pixel_width, pixelHeight: t.pixel_height,
+                samplingFrequency: t.sampling_frequency, channels: t.channels))
+        }
+        c.on_seek = { context, id, position in
+            Collector.from(context).result.seeks.append(.init(id: id, position: position))
+        }
+        c.on_cluster_begin = { context, position, timecode in
+            Collector.from(context).result.clusters.append(.init(position: position, timecode: timecode, frames: [], isComplete: false))
+        }
+        c.on_cluster_end = { context in
+            let collector = Collector.from(context)
+            if !collector.result.clusters.isEmpty {
+                collector.result.clusters[collector.result.clusters.count - 1].isComplete = true
+            }
+        }
+        c.on_frame = { context, track, relative, keyframe, simple, data, size in
+            let collector = Collector.from(context)
+            guard !collector.result.clusters.isEmpty else { return }
+            let index = collector.result.clusters.count - 1
+            let base = Int64(collector.result.clusters[index].timecode)
+            let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+            collector.result.clusters[index].frames.append(.init(
+                track: track, timecode: base + Int64(relative), isKeyframe: keyframe != 0,
+                isSimpleBlock: simple != 0, data: bytes))
+        }
+        c.on_cue_point = { context, time, track, position in
+            Collector.from(context).result.cuePoints.append(.init(time: time, track: track, clusterPosition: position))
+        }
+        return c
+    }
+
+    func finish(status: Int32) -> WebMParsedFile {
+        result.status = status
+        return result
+    }
+
+    static func from(_ context: UnsafeMutableRawPointer?) -> Collector {
+        Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
+    }
+}

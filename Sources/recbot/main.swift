@@ -1,0 +1,3 @@
+import RecBotCLI
+
+RecBot.main()

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs every system and Python package recbot needs to build, run and test,
+# on a fresh Debian 12 machine. Idempotent: re-running only installs what is missing.
+set -euo pipefail
+
+# Build and link: the WebRTC stack's crypto (OpenSSL, libsrtp2), the codecs used
+# for verification and tests (libvpx, libopus), libwebm's parser and SQLite.
+# Tests: ffmpeg provides ffprobe, the second independent reader of our WebM files.
+DEBIAN_PACKAGES=(
+  pkg-config
+  libssl-dev
+  libsrtp2-dev
+  libopus-dev
+  libvpx-dev
+  libwebm-dev
+  libsqlite3-dev
+  ffmpeg
+)
+
+missing=()
+for pkg in "${DEBIAN_PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$pkg")
+  fi
+done
+
+if ((${#missing[@]})); then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "install-deps: installing ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all Debian packages present"
+fi
