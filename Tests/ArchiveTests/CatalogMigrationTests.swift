@@ -1,0 +1,127 @@
+import Foundation
+import GRDB
+import Testing
+@testable import Archive
+
+func temporaryCatalogPath() throws -> String {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-catalog-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory.appendingPathComponent("catalog.sqlite").path
+}
+
+/// Bytes and sibling files of a path, to prove a refused catalog was left untouched.
+func snapshot(_ path: String) throws -> (bytes: Data, siblings: [String]) {
+    let directory = (path as NSString).deletingLastPathComponent
+    return (try Data(contentsOf: URL(fileURLWithPath: path)),
+            try FileManager.default.contentsOfDirectory(atPath: directory).sorted())
+}
+
+@Suite struct CatalogMigrationTests {
+    @Test func embeddedMigrationsAreTheFilesInMigrationsDirectory() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let directory = root.appendingPathComponent("migrations")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }.sorted()
+        #expect(files.count >= 2)
+        #expect(EmbeddedMigrations.all.map(\.identifier) == files.map { String($0.dropLast(4)) })
+        for (migration, file) in zip(EmbeddedMigrations.all, files) {
+            #expect(migration.sql == (try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)))
+        }
+    }
+
+    @Test func freshCatalogHasEveryMigrationAndUsesWAL() throws {
+        let path = try temporaryCatalogPath()
+        let catalog = try Catalog(path: path)
+        #expect(try catalog.appliedMigrations() == Catalog.knownMigrations)
+        let mode = try catalog.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
+        #expect(mode == "wal")
+        let tables = try catalog.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name") }
+        #expect(tables == ["connections", "events", "recordings", "sessions"])
+    }
+
+    @Test func upgradesAnOlderSchemaKeepingItsData() throws {
+        let path = try temporaryCatalogPath()
+        // A catalog written by a recbot that knew only the first migration.
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try Catalog.migrator(upTo: "0001_catalog").migrate(queue)
+            try queue.write { db in
+                try SessionRecord(id: "01JD0000000000000000000000", channelID: "old", startedAt: 1_000).insert(db)
+            }
+            #expect(try queue.read { db in try Catalog.migrator().appliedMigrations(db) } == ["0001_catalog"])
+        }
+        let catalog = try Catalog(path: path)
+        #expect(try catalog.appliedMigrations() == Catalog.knownMigrations)
+        #expect(try catalog.sessions().map(\.channelID) == ["old"])
+        let indexes = try catalog.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'sessions_by_channel_started'") }
+        #expect(indexes == ["sessions_by_channel_started"])
+    }
+
+    @Test func refusesAFileThatIsNotSQLite() throws {
+        let path = try temporaryCatalogPath()
+        try Data("this is a text file, not a catalog\n".utf8).write(to: URL(fileURLWithPath: path))
+        let before = try snapshot(path)
+        #expect { try Catalog(path: path) } throws: { error in
+            (error as? CatalogError)?.reason == .notSQLite && "\(error)".contains(path)
+        }
+        let after = try snapshot(path)
+        #expect(after.bytes == before.bytes && after.siblings == before.siblings)
+    }
+
+    @Test func refusesACorruptDatabase() throws {
+        let path = try temporaryCatalogPath()
+        _ = try Catalog(path: path)
+        // Keep the SQLite header, wreck the rest (schema page included).
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        for index in 16..<min(bytes.count, 8192) { bytes[index] = UInt8(truncatingIfNeeded: index * 31) }
+        for suffix in ["-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
+        try bytes.write(to: URL(fileURLWithPath: path))
+        let before = try snapshot(path)
+        #expect { try Catalog(path: path) } throws: { error in
+            guard let reason = (error as? CatalogError)?.reason else { return false }
+            switch reason {
+            case .corrupt, .notSQLite: return "\(error)".contains(path)
+            default: return false
+            }
+        }
+        let after = try snapshot(path)
+        #expect(after.bytes == before.bytes && after.siblings == before.siblings)
+    }
+
+    @Test func refusesANewerSchema() throws {
+        let path = try temporaryCatalogPath()
+        do {
+            let catalog = try Catalog(path: path)
+            try catalog.pool.writeWithoutTransaction { db in
+                try db.execute(sql: "INSERT INTO grdb_migrations (identifier) VALUES ('9999_from_the_future')")
+                try db.checkpoint(.truncate)
+            }
+        }
+        let before = try snapshot(path)
+        #expect { try Catalog(path: path) } throws: { error in
+            (error as? CatalogError)?.reason == .newerSchema(unknown: ["9999_from_the_future"]) && "\(error)".contains(path)
+        }
+        let after = try snapshot(path)
+        #expect(after.bytes == before.bytes)
+    }
+
+    @Test func writersInSeveralConnectionsCoexist() async throws {
+        // Each Catalog has its own pool and SQLite connections, as separate processes would.
+        let path = try temporaryCatalogPath()
+        _ = try Catalog(path: path)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for writer in 0..<4 {
+                group.addTask {
+                    let catalog = try Catalog(path: path)
+                    for index in 0..<50 {
+                        let id = ULID(milliseconds: UInt64(writer * 1000 + index), randomBytes: Array(repeating: UInt8(writer), count: 10))
+                        try catalog.insertSession(SessionRecord(id: id.string, channelID: "c\(writer)", startedAt: Int64(index)))
+                        try catalog.insertEvent(EventRecord(sessionID: id.string, kind: .notify, receivedAt: Int64(index), payload: .json("{}")))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let catalog = try Catalog(path: path)
+        #expect(try catalog.sessions().count == 200)
+    }
+}
