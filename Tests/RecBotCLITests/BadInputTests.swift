@@ -1,0 +1,75 @@
+@testable import Archive
+import Foundation
+import GRDB
+import Testing
+
+@Suite struct BadInputTests {
+    let fixture: Fixture
+
+    init() throws { fixture = try Fixture() }
+
+    @Test(arguments: [
+        ["sessions", "list", "--no-such-flag"],
+        ["sessions", "list", "--since", "yesterday-ish"],
+        ["sessions", "list", "--since", "2026-02-30"],
+        ["sessions", "list", "--until", "2026-13-01T00:00:00Z"],
+        ["sessions", "list", "--limit", "0"],
+        ["sessions", "list", "--limit", "many"],
+        ["sessions", "list", "--since", "2026-11-21", "--until", "2026-11-20"],
+        ["sessions", "show", "not-an-id"],
+        ["sessions", "show", "../../etc/passwd"],
+        ["recordings", "list", "--session", "42"],
+        ["events", "list"],
+        ["events", "list", "--session", Fixture.s1, "--kind", "smoke-signal"],
+        ["frobnicate"],
+    ])
+    func usageErrorsExit64(arguments: [String]) throws {
+        let result = try fixture.run(arguments)
+        #expect(result.status == 64, "\(arguments) exited \(result.status): \(result.stderr)")
+        #expect(!result.stderr.isEmpty)
+        #expect(result.stdout.isEmpty)
+    }
+
+    @Test func catalogThatIsNotSQLiteIsRefusedAndUntouched() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-bad-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let path = directory + "/catalog.sqlite"
+        let garbage = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 * 7) })
+        try garbage.write(to: URL(fileURLWithPath: path))
+        for command in [["sessions", "list"], ["recordings", "list", "--json"], ["events", "list", "--session", Fixture.s1]] {
+            let result = try RecBotBinary.run(command + ["--data-dir", directory])
+            #expect(result.status == 74, "\(command): \(result.status)")
+            #expect(result.stderr.contains(path) && result.stderr.contains("not an SQLite database"))
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["catalog.sqlite"])
+    }
+
+    @Test func versionAndHelp() throws {
+        let version = try RecBotBinary.run(["--version"])
+        #expect(version.status == 0 && version.stdout.contains("0.1.0"))
+        let help = try RecBotBinary.run(["--help"])
+        #expect(help.status == 0 && help.stdout.contains("sessions") && help.stdout.contains("recordings") && help.stdout.contains("events"))
+    }
+}
+
+@Suite struct StandaloneBinaryTests {
+    /// The installed binary carries its migrations: copied alone, it upgrades an old catalog.
+    @Test func copiedBinaryMigratesWithoutTheSourceTree() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-alone-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let copy = directory.appendingPathComponent("recbot").path
+        try FileManager.default.copyItem(atPath: RecBotBinary.path, toPath: copy)
+        let data = directory.appendingPathComponent("data").path
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        // An old catalog, made with the first migration only.
+        let queue = try DatabaseQueue(path: data + "/catalog.sqlite")
+        try Catalog.migrator(upTo: "0001_catalog").migrate(queue)
+        try queue.close()
+
+        let result = try RecBotBinary.run(["sessions", "list", "--json", "--data-dir", data], executable: copy)
+        #expect(result.status == 0, "\(result.stderr)")
+        let catalog = try Catalog(path: data + "/catalog.sqlite")
+        #expect(try catalog.appliedMigrations() == Catalog.knownMigrations)
+    }
+}
