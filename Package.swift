@@ -35,7 +35,10 @@ let package = Package(
         .target(name: "CodecBindings", dependencies: ["CVPX", "COpus"]),
         .target(
             name: "Archive",
-            dependencies: [.product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             plugins: ["EmbedMigrations"]
         ),
 
@@ -47,7 +50,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "WebM", "WebMReader",
+                "Archive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

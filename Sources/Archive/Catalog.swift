@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import Logging
 
 /// The SQLite catalog of sessions, connections, recordings and events.
 ///
@@ -17,7 +18,7 @@ public final class Catalog: Sendable {
 
     /// Opens (creating when missing) the catalog and applies pending migrations.
     /// A file that is not SQLite, is corrupt, or has a newer schema is left untouched.
-    public init(path: String) throws(CatalogError) {
+    public init(path: String, logger: Logger = Logger(label: "recbot.catalog")) throws(CatalogError) {
         self.path = path
         let fileManager = FileManager.default
         if fileManager.fileExists(atPath: path) {
@@ -32,7 +33,15 @@ public final class Catalog: Sendable {
         }
         do {
             pool = try DatabasePool(path: path, configuration: Catalog.configuration(readonly: false))
-            try Catalog.migrator().migrate(pool)
+            let migrator = Catalog.migrator()
+            let before = try pool.read { db in try migrator.appliedIdentifiers(db) }
+            try migrator.migrate(pool)
+            let applied = Catalog.knownMigrations.filter { !before.contains($0) }
+            if !applied.isEmpty {
+                logger.notice("catalog schema updated", metadata: [
+                    "catalog": "\(path)", "applied": "\(applied.joined(separator: ","))", "created": "\(before.isEmpty)",
+                ])
+            }
         } catch {
             throw CatalogError(path: path, error)
         }

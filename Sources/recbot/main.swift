@@ -1,3 +1,4 @@
 import RecBotCLI
 
+RecBotLogging.bootstrap()
 RecBot.main()
