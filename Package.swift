@@ -60,7 +60,7 @@ let package = Package(
         .executableTarget(
             name: "recbot-demo",
             dependencies: [
-                "Archive", "WebM", "CodecBindings",
+                "Archive", "WebM", "CodecBindings", "RecBotCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -44,21 +44,12 @@ struct StructuredLogHandler: LogHandler {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
-    /// logfmt quoting: bare when safe, otherwise a quoted string with escapes.
+    /// logfmt quoting: bare when safe, otherwise a JSON-escaped quoted string.
     static func quote(_ value: String) -> String {
         let safe = !value.isEmpty && value.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value < 0x7F && $0 != "\"" && $0 != "=" && $0 != "\\" }
         if safe { return value }
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 { out += String(format: "\\u%04x", scalar.value) } else { out.unicodeScalars.append(scalar) }
-            }
-        }
-        return out + "\""
+        var out = ""
+        JSONValue.writeString(value, to: &out)
+        return out
     }
 }

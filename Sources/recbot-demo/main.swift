@@ -5,6 +5,7 @@ import Archive
 import ArgumentParser
 import CodecBindings
 import Foundation
+import RecBotCLI
 import WebM
 
 @main
@@ -24,17 +25,14 @@ struct RecBotDemo: ParsableCommand {
     }
 
     func run() throws {
-        let environment = ProcessInfo.processInfo.environment
-        let dataDirectory: String
-        if let dataDir { dataDirectory = dataDir }
-        else if let variable = environment["RECBOT_DATA_DIR"], !variable.isEmpty { dataDirectory = variable }
-        else if getuid() == 0 { dataDirectory = "/var/lib/recbot" }
-        else { dataDirectory = (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share/recbot" }
+        RecBotLogging.bootstrap()
+        let directory = DataDirectory.resolve(flag: dataDir, environment: ProcessInfo.processInfo.environment, isRoot: getuid() == 0)
+        let dataDirectory = directory.path
 
         let now = UInt64(Date().timeIntervalSince1970 * 1000)
         let session = ULID.generate(now: now)
         let sender = ULID.generate(now: now)
-        let catalog = try Catalog(path: dataDirectory + "/catalog.sqlite")
+        let catalog = try Catalog(path: directory.catalogPath)
         try catalog.insertSession(SessionRecord(
             id: session.string, channelID: channel, startedAt: Int64(now), connectionID: ULID.generate(now: now).string,
             signalingURL: "synthetic://recbot-demo", recbotVersion: "demo", hostname: ProcessInfo.processInfo.hostName,

@@ -1,7 +1,7 @@
 import CodecBindings
 import Foundation
 import Testing
-import WebM
+@testable import WebM
 import WebMReader
 
 /// ffprobe/ffmpeg as a second independent reader, and as the source of H.264 and AV1

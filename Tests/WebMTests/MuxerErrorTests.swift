@@ -122,3 +122,44 @@ import WebMReader
         #expect(head.codecDelayNanoseconds == 6_500_000)
     }
 }
+
+/// The AV1 sequence header parser reads bytes from the network: hostile input must give
+/// a typed error or a value, never a crash or a hang.
+@Suite struct AV1ParserRobustnessTests {
+    @Test func randomAndTruncatedInputNeverCrashes() {
+        var generator = SplitMix64(seed: 0x5EED)
+        var values = 0
+        for round in 0..<20_000 {
+            let length = Int(generator.next() % 64)
+            var bytes = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
+            if round % 2 == 0, !bytes.isEmpty { bytes[0] = 0x0A }  // make it look like a sequence header OBU
+            if (try? AV1CodecConfiguration(temporalUnit: bytes)) != nil { values += 1 }
+            _ = try? AV1CodecConfiguration(sequenceHeaderPayload: bytes)
+        }
+        #expect(values < 20_000)
+    }
+
+    @Test func truncatedRealSequenceHeaderIsATypedError() throws {
+        // The sequence header OBU libaom wrote for a 160x120 4:2:0 stream, cut at every length.
+        let header: [UInt8] = [0x0A, 0x0A, 0x00, 0x00, 0x00, 0x03, 0xB4, 0xFF, 0x73, 0x6B, 0xE4, 0x01]
+        let full = try AV1CodecConfiguration(temporalUnit: header)
+        #expect(full.seqProfile == 0 && full.maxFrameWidth == 160 && full.maxFrameHeight == 120)
+        #expect(full.chromaSubsamplingX && full.chromaSubsamplingY && !full.highBitdepth)
+        for cut in 0..<header.count - 1 {
+            #expect(throws: AV1CodecConfiguration.ParseError.self) { try AV1CodecConfiguration(temporalUnit: Array(header.prefix(cut))) }
+        }
+    }
+}
+
+/// Deterministic pseudo-random numbers for reproducible robustness tests.
+struct SplitMix64: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

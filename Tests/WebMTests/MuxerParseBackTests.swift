@@ -1,7 +1,7 @@
 import CodecBindings
 import Foundation
 import Testing
-import WebM
+@testable import WebM
 @testable import WebMReader
 
 /// Muxes real libvpx/libopus output and reads it back with libwebm's parser.

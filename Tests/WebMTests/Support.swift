@@ -1,6 +1,6 @@
 import CodecBindings
 import Foundation
-import WebM
+@testable import WebM
 import WebMReader
 
 /// Applies muxer writes to memory, like `WebMFileWriter` does to a file.
@@ -76,15 +76,7 @@ struct SyntheticStream {
     }
 }
 
-enum ElementID {
-    static let segment: UInt32 = 0x1853_8067
-    static let seekHead: UInt32 = 0x114D_9B74
-    static let void: UInt32 = 0xEC
-    static let info: UInt32 = 0x1549_A966
-    static let tracks: UInt32 = 0x1654_AE6B
-    static let cluster: UInt32 = 0x1F43_B675
-    static let cues: UInt32 = 0x1C53_BB6B
-}
+typealias ElementID = WebMElementID
 
 /// Runs a command-line tool and returns its standard output.
 func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {

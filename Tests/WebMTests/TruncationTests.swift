@@ -1,5 +1,5 @@
 import Testing
-import WebM
+@testable import WebM
 import WebMReader
 
 /// A file cut short anywhere after its first cluster still yields every complete cluster.

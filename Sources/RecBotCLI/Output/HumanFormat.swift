@@ -18,6 +18,7 @@ enum HumanFormat {
         guard let milliseconds else { return nil }
         var seconds = time_t(milliseconds.floorDivided(by: 1000))
         var parts = tm()
+        tzset()  // localtime_r need not read TZ by itself
         localtime_r(&seconds, &parts)
         return String(
             format: "%04d-%02d-%02d %02d:%02d:%02d", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
