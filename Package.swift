@@ -21,13 +21,16 @@ let package = Package(
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // libwebm ships only its C++ webm_parser (no .pc file): a small extern "C" shim.
         .target(
             name: "CWebMParser",
             linkerSettings: [.linkedLibrary("webm")]
         ),
 
-        // MARK: Pure cores
+        // MARK: Pure cores (wire formats: bytes in, values out; no I/O, no clocks)
+        .target(name: "WireCoding"),
+        .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"]),
         .target(name: "WebM"),
 
         // MARK: Readers, codecs, catalog
@@ -69,6 +72,7 @@ let package = Package(
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive"]),
+        .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
     ],
     swiftLanguageModes: [.v6]

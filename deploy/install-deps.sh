@@ -3,7 +3,8 @@
 # on a fresh Debian 12 machine. Idempotent: re-running only installs what is missing.
 set -euo pipefail
 
-# Build and link: the WebRTC stack's crypto (OpenSSL, libsrtp2), the codecs used
+# Build and link: the WebRTC stack's crypto (OpenSSL, libsrtp2), zlib (STUN CRC-32,
+# compressed data channels), the codecs used
 # for verification and tests (libvpx, libopus), libwebm's parser and SQLite.
 # Tests: ffmpeg provides ffprobe, the second independent reader of our WebM files.
 DEBIAN_PACKAGES=(
@@ -14,6 +15,7 @@ DEBIAN_PACKAGES=(
   libvpx-dev
   libwebm-dev
   libsqlite3-dev
+  zlib1g-dev
   ffmpeg
 )
 
