@@ -31,6 +31,7 @@ let package = Package(
         // MARK: Pure cores (wire formats: bytes in, values out; no I/O, no clocks)
         .target(name: "WireCoding"),
         .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"]),
+        .target(name: "SDP"),
         .target(name: "WebM"),
 
         // MARK: Readers, codecs, catalog
@@ -73,6 +74,7 @@ let package = Package(
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
+        .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
     ],
     swiftLanguageModes: [.v6]
