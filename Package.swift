@@ -32,6 +32,7 @@ let package = Package(
         .target(name: "WireCoding"),
         .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"]),
         .target(name: "SDP"),
+        .target(name: "RTP", dependencies: ["WireCoding"]),
         .target(name: "WebM"),
 
         // MARK: Readers, codecs, catalog
@@ -75,6 +76,7 @@ let package = Package(
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
+        .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
     ],
     swiftLanguageModes: [.v6]
