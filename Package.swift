@@ -33,6 +33,11 @@ let package = Package(
         .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"]),
         .target(name: "SDP"),
         .target(name: "RTP", dependencies: ["WireCoding"]),
+
+        // MARK: Transport state machines (sans-IO)
+        .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
+        .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "SDP", "WireCoding"]),
+        .target(name: "SRTP", dependencies: ["CSRTP", "DTLS"]),
         .target(name: "WebM"),
 
         // MARK: Readers, codecs, catalog
@@ -77,6 +82,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
+        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
     ],
     swiftLanguageModes: [.v6]

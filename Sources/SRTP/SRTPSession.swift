@@ -1,0 +1,149 @@
+import CSRTP
+import DTLS
+
+public enum SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
+    case setup(code: UInt32)
+    /// The packet failed authentication (tampered, wrong key, or not SRTP).
+    case authenticationFailed
+    /// The packet was seen before, or is older than the replay window.
+    case replayed
+    case malformed(code: UInt32)
+
+    public var description: String {
+        switch self {
+        case .setup(let code): "SRTP setup failed (libsrtp status \(code))"
+        case .authenticationFailed: "SRTP authentication failed"
+        case .replayed: "SRTP replay"
+        case .malformed(let code): "SRTP packet rejected (libsrtp status \(code))"
+        }
+    }
+}
+
+/// Counts of what the receive path dropped, by reason.
+public struct SRTPCounters: Equatable, Sendable {
+    public var rtpUnprotected = 0
+    public var rtcpUnprotected = 0
+    public var rtcpProtected = 0
+    public var authenticationFailures = 0
+    public var replays = 0
+    public var otherFailures = 0
+}
+
+/// SRTP/SRTCP for one DTLS-SRTP association, on libsrtp2: unprotects what the peer
+/// (DTLS server) sends and protects the RTCP recbot sends. Replay protection is on.
+public final class SRTPSession {
+    /// Wide enough for retransmissions that arrive late (libwebrtc uses the same).
+    public static let replayWindow = 1_024
+
+    public private(set) var counters = SRTPCounters()
+    private var inbound: srtp_t?
+    private var outbound: srtp_t?
+
+    private static let initialised: Bool = srtp_init() == srtp_err_status_ok
+
+    /// `keys` from the DTLS client: inbound uses the server's key, outbound the client's.
+    public init(keys: SRTPKeyingMaterial) throws(SRTPError) {
+        guard SRTPSession.initialised else { throw .setup(code: UInt32(srtp_err_status_init_fail.rawValue)) }
+        inbound = try SRTPSession.create(profile: keys.profile, key: keys.serverKey + keys.serverSalt, type: ssrc_any_inbound)
+        do {
+            outbound = try SRTPSession.create(profile: keys.profile, key: keys.clientKey + keys.clientSalt, type: ssrc_any_outbound)
+        } catch {
+            srtp_dealloc(inbound)
+            throw error
+        }
+    }
+
+    /// For tests and tools: a session that sends with the server's keys (the peer's view).
+    public init(peerOf keys: SRTPKeyingMaterial) throws(SRTPError) {
+        guard SRTPSession.initialised else { throw .setup(code: UInt32(srtp_err_status_init_fail.rawValue)) }
+        inbound = try SRTPSession.create(profile: keys.profile, key: keys.clientKey + keys.clientSalt, type: ssrc_any_inbound)
+        do {
+            outbound = try SRTPSession.create(profile: keys.profile, key: keys.serverKey + keys.serverSalt, type: ssrc_any_outbound)
+        } catch {
+            srtp_dealloc(inbound)
+            throw error
+        }
+    }
+
+    deinit {
+        srtp_dealloc(inbound)
+        srtp_dealloc(outbound)
+    }
+
+    private static func create(profile: SRTPProtectionProfile, key: [UInt8], type: srtp_ssrc_type_t) throws(SRTPError) -> srtp_t? {
+        var policy = srtp_policy_t()
+        switch profile {
+        case .aes128CMSHA1_80:
+            srtp_crypto_policy_set_rtp_default(&policy.rtp)
+            srtp_crypto_policy_set_rtcp_default(&policy.rtcp)
+        case .aeadAES128GCM:
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtp)
+            srtp_crypto_policy_set_aes_gcm_128_16_auth(&policy.rtcp)
+        }
+        policy.ssrc.type = type
+        policy.window_size = UInt(replayWindow)
+        policy.allow_repeat_tx = 0
+        var session: srtp_t?
+        var keyCopy = key
+        let status = keyCopy.withUnsafeMutableBufferPointer { buffer -> srtp_err_status_t in
+            policy.key = buffer.baseAddress
+            return srtp_create(&session, &policy)
+        }
+        guard status == srtp_err_status_ok else { throw .setup(code: UInt32(status.rawValue)) }
+        return session
+    }
+
+    /// Decrypts and authenticates an SRTP packet in place; on success `packet` is plain RTP.
+    public func unprotectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
+        let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect(inbound, pointer, length) }
+        try record(status, success: \.rtpUnprotected)
+    }
+
+    public func unprotectRTCP(_ packet: inout [UInt8]) throws(SRTPError) {
+        let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect_rtcp(inbound, pointer, length) }
+        try record(status, success: \.rtcpUnprotected)
+    }
+
+    /// Encrypts an RTCP compound packet recbot sends (RR, NACK, PLI).
+    public func protectRTCP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+        var bytes = packet
+        let status = Self.run(&bytes, extra: Int(SRTP_MAX_TRAILER_LEN) + 4) { pointer, length in srtp_protect_rtcp(outbound, pointer, length) }
+        try record(status, success: \.rtcpProtected)
+        return bytes
+    }
+
+    /// Encrypts RTP (the peer's direction; used by tests and tools playing the sender).
+    public func protectRTP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
+        var bytes = packet
+        let status = Self.run(&bytes, extra: Int(SRTP_MAX_TRAILER_LEN)) { pointer, length in srtp_protect(outbound, pointer, length) }
+        guard status == srtp_err_status_ok else { throw .malformed(code: UInt32(status.rawValue)) }
+        return bytes
+    }
+
+    /// Runs a libsrtp call on the bytes, with `extra` writable room for a trailer; resizes to the result.
+    private static func run(_ bytes: inout [UInt8], extra: Int, _ body: (UnsafeMutableRawPointer, UnsafeMutablePointer<Int32>) -> srtp_err_status_t) -> srtp_err_status_t {
+        guard !bytes.isEmpty, bytes.count <= Int(Int32.max) - extra else { return srtp_err_status_bad_param }
+        let original = bytes.count
+        bytes.append(contentsOf: repeatElement(0, count: extra))
+        var length = Int32(original)
+        let status = bytes.withUnsafeMutableBytes { buffer in body(buffer.baseAddress!, &length) }
+        bytes.removeLast(bytes.count - (status == srtp_err_status_ok ? Int(length) : original))
+        return status
+    }
+
+    private func record(_ status: srtp_err_status_t, success: WritableKeyPath<SRTPCounters, Int>) throws(SRTPError) {
+        switch status {
+        case srtp_err_status_ok:
+            counters[keyPath: success] += 1
+        case srtp_err_status_auth_fail:
+            counters.authenticationFailures += 1
+            throw .authenticationFailed
+        case srtp_err_status_replay_fail, srtp_err_status_replay_old:
+            counters.replays += 1
+            throw .replayed
+        default:
+            counters.otherFailures += 1
+            throw .malformed(code: UInt32(status.rawValue))
+        }
+    }
+}
