@@ -38,6 +38,7 @@ let package = Package(
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
         .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "SDP", "WireCoding"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "DTLS"]),
+        .target(name: "ICE", dependencies: ["STUN", "SDP", "WireCoding"]),
         .target(name: "WebM"),
 
         // MARK: Readers, codecs, catalog
@@ -82,6 +83,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
+        .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
     ],
