@@ -14,6 +14,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // MARK: System libraries (module maps over pkg-config; static inline shims for macros)
@@ -39,6 +40,12 @@ let package = Package(
         .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "SDP", "WireCoding"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "DTLS"]),
         .target(name: "ICE", dependencies: ["STUN", "SDP", "WireCoding"]),
+        .target(name: "Transport", dependencies: [
+            "ICE", "DTLS", "SRTP", "RTP", "SDP", "STUN", "WireCoding",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "WebM"),
 
         // MARK: Readers, codecs, catalog
@@ -84,6 +91,10 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
+        .testTarget(name: "InteropTests", dependencies: [
+            "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN",
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
     ],

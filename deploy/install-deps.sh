@@ -35,3 +35,11 @@ if ((${#missing[@]})); then
 else
   echo "install-deps: all Debian packages present"
 fi
+
+# PyPI: independent WebRTC peers for the interop tests (pinned in Tests/Peers/requirements.txt).
+here="$(cd "$(dirname "$0")/.." && pwd)"
+requirements="$here/Tests/Peers/requirements.txt"
+if [ -f "$requirements" ]; then
+  echo "install-deps: Python packages from Tests/Peers/requirements.txt"
+  python3 -m pip install --disable-pip-version-check --quiet --root-user-action=ignore -r "$requirements"
+fi

@@ -46,12 +46,15 @@ public final class ICEAgent {
     public init(configuration: ICEConfiguration, hosts: [TransportAddress], random: @escaping () -> UInt64) {
         self.configuration = configuration
         self.random = random
-        for (index, host) in hosts.enumerated() {
-            // Earlier hosts are preferred; IPv4 and IPv6 interleave by the caller's order.
+        localCandidates = ICEAgent.hostCandidates(hosts)
+    }
+
+    /// The host candidates an agent on these sockets advertises (earlier hosts preferred).
+    public static func hostCandidates(_ hosts: [TransportAddress]) -> [LocalCandidate] {
+        hosts.enumerated().map { index, host in
             let preference = UInt32(65_535 - min(index, 65_535))
-            localCandidates.append(LocalCandidate(
-                address: host, base: host, kind: .host, priority: ICEPriority.candidate(kind: .host, localPreference: preference),
-                foundation: "\(index + 1)"))
+            return LocalCandidate(address: host, base: host, kind: .host,
+                                  priority: ICEPriority.candidate(kind: .host, localPreference: preference), foundation: "\(index + 1)")
         }
     }
 

@@ -87,6 +87,12 @@ public struct ICEOutput: Equatable, Sendable {
         public var bytes: [UInt8]
         public var from: TransportAddress
         public var to: TransportAddress
+
+        public init(bytes: [UInt8], from: TransportAddress, to: TransportAddress) {
+            self.bytes = bytes
+            self.from = from
+            self.to = to
+        }
     }
 
     public var datagrams: [Datagram] = []

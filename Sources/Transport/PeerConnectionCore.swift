@@ -1,0 +1,232 @@
+import DTLS
+import ICE
+import RTP
+import SDP
+import SRTP
+import STUN
+import WireCoding
+
+/// What the receive path dropped, by reason (RFC 7983 demux and after).
+public struct TransportCounters: Equatable, Sendable {
+    public var datagramsReceived = 0
+    /// First byte outside STUN (0-3), DTLS (20-63) and RTP/RTCP (128-191).
+    public var droppedUnknownProtocol = 0
+    /// DTLS or SRTP from a transport address ICE never validated.
+    public var droppedUnvalidatedSource = 0
+    /// SRTP/SRTCP before the keys exist.
+    public var droppedBeforeKeys = 0
+    public var droppedMalformedRTP = 0
+    public var droppedMalformedRTCP = 0
+    public var rtpPackets = 0
+    public var rtcpPackets = 0
+}
+
+public enum TransportFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    case ice(String)
+    case dtls(DTLSError)
+    case srtp(SRTPError)
+    case consentLost
+
+    public var description: String {
+        switch self {
+        case .ice(let reason): "ICE failed: \(reason)"
+        case .dtls(let error): "\(error)"
+        case .srtp(let error): "\(error)"
+        case .consentLost: "ICE consent lost: no answer from the peer for 30 s"
+        }
+    }
+}
+
+public enum TransportEvent: Equatable, Sendable {
+    case iceStateChanged(ICEState)
+    case selectedPair(local: TransportAddress, remote: TransportAddress)
+    case localCandidate(ICECandidate)
+    case dtlsConnected(SRTPProtectionProfile)
+    case rtp(RTPPacketBox)
+    case rtcp([RTCPPacket])
+    /// Decrypted DTLS application data (SCTP).
+    case applicationData([UInt8])
+    case closed
+    case failed(TransportFailure)
+}
+
+/// `RTPPacket` holds its datagram; boxed so events stay cheap to compare and move.
+public struct RTPPacketBox: Equatable, Sendable {
+    public let packet: RTPPacket
+    public static func == (lhs: RTPPacketBox, rhs: RTPPacketBox) -> Bool { lhs.packet.bytes == rhs.packet.bytes }
+}
+
+public struct TransportOutput: Equatable, Sendable {
+    public var datagrams: [ICEOutput.Datagram] = []
+    public var events: [TransportEvent] = []
+}
+
+/// One recvonly WebRTC transport (BUNDLE, rtcp-mux) as a sans-IO core: ICE, then DTLS
+/// (client) on the selected pair, then SRTP. A socket driver feeds it datagrams and
+/// timeouts and sends what it returns.
+public final class PeerConnectionCore {
+    public let ice: ICEAgent
+    public private(set) var dtls: DTLSClient
+    public private(set) var srtp: SRTPSession?
+    public private(set) var counters = TransportCounters()
+    public private(set) var failure: TransportFailure?
+    private var dtlsStarted = false
+
+    public init(ice: ICEAgent, dtls: DTLSClient) {
+        self.ice = ice
+        self.dtls = dtls
+    }
+
+    public func start(now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        absorb(ice.start(now: now), now: now, &output)
+        return output
+    }
+
+    public func addRemoteCandidate(_ candidate: ICECandidate) { ice.addRemoteCandidate(candidate) }
+
+    public func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        guard failure == nil, let first = datagram.first else { return output }
+        counters.datagramsReceived += 1
+        switch first {
+        case 0...3:
+            absorb(ice.handle(datagram: datagram, from: remote, to: local, now: now), now: now, &output)
+        case 20...63:
+            guard ice.isValidated(remote: remote) else {
+                counters.droppedUnvalidatedSource += 1
+                return output
+            }
+            absorb(dtls.handle(datagram: datagram, now: now), &output)
+        case 128...191:
+            guard ice.isValidated(remote: remote) else {
+                counters.droppedUnvalidatedSource += 1
+                return output
+            }
+            receiveSRTP(datagram, &output)
+        default:
+            counters.droppedUnknownProtocol += 1
+        }
+        return output
+    }
+
+    public var nextTimeout: MonotonicTime? {
+        guard failure == nil else { return nil }
+        return [ice.nextTimeout, dtls.nextTimeout].compactMap { $0 }.min()
+    }
+
+    public func handleTimeout(now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        guard failure == nil else { return output }
+        absorb(ice.handleTimeout(now: now), now: now, &output)
+        if failure == nil { absorb(dtls.handleTimeout(now: now), &output) }
+        return output
+    }
+
+    /// Protects and sends RTCP (receiver reports, NACK, PLI) on the selected pair.
+    public func sendRTCP(_ packets: [RTCPPacket]) -> TransportOutput {
+        var output = TransportOutput()
+        guard let srtp, let pair = ice.selected, !packets.isEmpty else { return output }
+        do {
+            let protected = try srtp.protectRTCP(packets.flatMap(\.serialized))
+            output.datagrams.append(.init(bytes: protected, from: pair.local, to: pair.remote))
+        } catch {
+            // Counted by the SRTP session; nothing to send.
+        }
+        return output
+    }
+
+    /// Sends DTLS application data (SCTP) on the selected pair.
+    public func sendApplicationData(_ data: [UInt8]) -> TransportOutput {
+        var output = TransportOutput()
+        absorb(dtls.send(data), &output)
+        return output
+    }
+
+    /// Sends close_notify and stops ICE.
+    public func close() -> TransportOutput {
+        var output = TransportOutput()
+        absorb(dtls.close(), &output)
+        ice.close()
+        return output
+    }
+
+    // MARK: - Internals
+
+    private func receiveSRTP(_ datagram: [UInt8], _ output: inout TransportOutput) {
+        guard let srtp else {
+            counters.droppedBeforeKeys += 1
+            return
+        }
+        var bytes = datagram
+        if RTPPacket.isRTCP(bytes) {
+            guard (try? srtp.unprotectRTCP(&bytes)) != nil else { return }  // counted by the session
+            guard let packets = try? RTCPPacket.parseCompound(bytes) else {
+                counters.droppedMalformedRTCP += 1
+                return
+            }
+            counters.rtcpPackets += 1
+            output.events.append(.rtcp(packets))
+        } else {
+            guard (try? srtp.unprotectRTP(&bytes)) != nil else { return }
+            guard let packet = try? RTPPacket(parsing: bytes) else {
+                counters.droppedMalformedRTP += 1
+                return
+            }
+            counters.rtpPackets += 1
+            output.events.append(.rtp(RTPPacketBox(packet: packet)))
+        }
+    }
+
+    private func absorb(_ iceOutput: ICEOutput, now: MonotonicTime, _ output: inout TransportOutput) {
+        output.datagrams += iceOutput.datagrams
+        for event in iceOutput.events {
+            switch event {
+            case .stateChanged(let state):
+                output.events.append(.iceStateChanged(state))
+                if state == .failed && failure == nil { fail(.ice("no candidate pair succeeded"), &output) }
+            case .selectedPair(let local, let remote):
+                output.events.append(.selectedPair(local: local, remote: remote))
+                if !dtlsStarted {
+                    dtlsStarted = true
+                    absorb(dtls.start(now: now), &output)
+                }
+            case .localCandidate(let candidate):
+                output.events.append(.localCandidate(candidate))
+            case .consentLost:
+                fail(.consentLost, &output)
+            case .roleChanged:
+                break
+            }
+        }
+    }
+
+    private func absorb(_ dtlsOutput: DTLSOutput, _ output: inout TransportOutput) {
+        if let pair = ice.selected {
+            output.datagrams += dtlsOutput.datagrams.map { .init(bytes: $0, from: pair.local, to: pair.remote) }
+        }
+        for event in dtlsOutput.events {
+            switch event {
+            case .connected(let keys):
+                do {
+                    srtp = try SRTPSession(keys: keys)
+                    output.events.append(.dtlsConnected(keys.profile))
+                } catch {
+                    fail(.srtp(error), &output)
+                }
+            case .applicationData(let data):
+                output.events.append(.applicationData(data))
+            case .closed:
+                output.events.append(.closed)
+            case .failed(let error):
+                fail(.dtls(error), &output)
+            }
+        }
+    }
+
+    private func fail(_ reason: TransportFailure, _ output: inout TransportOutput) {
+        guard failure == nil else { return }
+        failure = reason
+        output.events.append(.failed(reason))
+    }
+}

@@ -1,0 +1,63 @@
+import DTLS
+import ICE
+import SDP
+import STUN
+
+public enum NegotiationError: Error, Equatable, Sendable, CustomStringConvertible {
+    case sdp(SDPError)
+    case dtls(DTLSError)
+    case noTransport
+
+    public var description: String {
+        switch self {
+        case .sdp(let error): "\(error)"
+        case .dtls(let error): "\(error)"
+        case .noTransport: "the offer has no section recbot can receive, so there is no transport to set up"
+        }
+    }
+}
+
+/// Turns an offer into recbot's answer and a wired `PeerConnectionCore` for the sockets
+/// in `hosts`: ICE credentials and candidates, role (controlling only against ICE-lite),
+/// DTLS client verifying the offer's fingerprints.
+public struct RecvOnlyNegotiation {
+    public var answer: RecvOnlyAnswer
+    public var core: PeerConnectionCore
+
+    static let iceCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+
+    public init(offer: SessionDescription, hosts: [TransportAddress], certificate: DTLSCertificate,
+                capabilities: ReceiverCapabilities = ReceiverCapabilities(), trickle: Bool = false,
+                random: @escaping () -> UInt64) throws(NegotiationError) {
+        func randomString(_ count: Int) -> String {
+            String((0..<count).map { _ in RecvOnlyNegotiation.iceCharacters[Int(random() % UInt64(RecvOnlyNegotiation.iceCharacters.count))] })
+        }
+        guard let fingerprint = certificate.fingerprint() else { throw .dtls(.setup("cannot fingerprint the certificate")) }
+        let local = LocalTransportParameters(
+            iceUfrag: randomString(8), icePwd: randomString(24), fingerprint: fingerprint,
+            candidates: trickle ? [] : ICEAgent.hostCandidates(hosts).map(\.sdp), endOfCandidates: !trickle,
+            sessionID: String(random() >> 2))
+        let answer: RecvOnlyAnswer
+        do {
+            answer = try RecvOnlyAnswerBuilder.answer(to: offer, local: local, capabilities: capabilities)
+        } catch {
+            throw .sdp(error)
+        }
+        guard answer.media.contains(where: \.accepted), !answer.remote.iceUfrag.isEmpty else { throw .noTransport }
+        var configuration = ICEConfiguration(
+            localUfrag: local.iceUfrag, localPassword: local.icePwd, remoteUfrag: answer.remote.iceUfrag,
+            remotePassword: answer.remote.icePwd, role: answer.remote.iceLite ? .controlling : .controlled, tieBreaker: random())
+        configuration.maximumRemoteCandidates = 64
+        let ice = ICEAgent(configuration: configuration, hosts: hosts, random: random)
+        for candidate in answer.remote.candidates { ice.addRemoteCandidate(candidate) }
+        if answer.remote.endOfCandidates { ice.setRemoteEndOfCandidates() }
+        let dtls: DTLSClient
+        do {
+            dtls = try DTLSClient(certificate: certificate, expectedFingerprints: answer.remote.fingerprints)
+        } catch {
+            throw .dtls(error)
+        }
+        self.answer = answer
+        self.core = PeerConnectionCore(ice: ice, dtls: dtls)
+    }
+}

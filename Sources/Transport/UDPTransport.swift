@@ -1,0 +1,137 @@
+import Logging
+import NIOCore
+import NIOPosix
+import STUN
+import WireCoding
+
+/// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses,
+/// all on one event loop, so the core runs without locks. Datagrams and timer firings go
+/// into the core; its datagrams go out; its events go to `onEvent`, on the event loop.
+public final class UDPTransport: @unchecked Sendable {
+    // @unchecked: every mutable field is touched only on `eventLoop` (checked by preconditions).
+    public let eventLoop: EventLoop
+    public let localAddresses: [TransportAddress]
+    private let channels: [TransportAddress: Channel]
+    private var core: PeerConnectionCore?
+    private var onEvent: ((TransportEvent) -> Void)?
+    private var timer: Scheduled<Void>?
+    private var timerDeadline: MonotonicTime?
+    private let logger: Logger
+
+    private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], logger: Logger) {
+        self.eventLoop = eventLoop
+        self.channels = channels
+        self.localAddresses = channels.keys.sorted { $0.description < $1.description }
+        self.logger = logger
+    }
+
+    /// Binds one UDP socket (ephemeral port) per address.
+    public static func bind(addresses: [IPAddress], on eventLoop: EventLoop, logger: Logger = Logger(label: "recbot.transport")) async throws -> UDPTransport {
+        var channels: [TransportAddress: Channel] = [:]
+        let box = HandlerBox()
+        for ip in addresses {
+            let channel = try await DatagramBootstrap(group: eventLoop)
+                .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2_048))
+                .channelInitializer { channel in
+                    channel.pipeline.addHandler(DatagramHandler(box: box))
+                }
+                .bind(host: ip.description, port: 0).get()
+            guard let local = channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { continue }
+            channels[local] = channel
+        }
+        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, logger: logger)
+        box.transport = transport
+        return transport
+    }
+
+    /// Starts the core; `onEvent` is called on the event loop for every event.
+    public func run(_ core: PeerConnectionCore, onEvent: @escaping (TransportEvent) -> Void) {
+        eventLoop.execute {
+            self.core = core
+            self.onEvent = onEvent
+            self.apply(core.start(now: Self.now()))
+        }
+    }
+
+    /// Runs `body` with the core on the event loop (e.g. to send RTCP or add a candidate).
+    public func withCore(_ body: @escaping (PeerConnectionCore) -> TransportOutput) {
+        eventLoop.execute {
+            guard let core = self.core else { return }
+            self.apply(body(core))
+        }
+    }
+
+    public func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            eventLoop.execute {
+                if let core = self.core { self.apply(core.close()) }
+                self.timer?.cancel()
+                self.core = nil
+                continuation.resume()
+            }
+        }
+        for channel in channels.values { try? await channel.close() }
+    }
+
+    static func now() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
+
+    fileprivate func receive(_ bytes: [UInt8], from remote: SocketAddress, on channel: Channel) {
+        eventLoop.preconditionInEventLoop()
+        guard let core, let from = TransportAddress(socketAddress: remote),
+              let local = channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { return }
+        apply(core.handle(datagram: bytes, from: from, to: local, now: Self.now()))
+    }
+
+    private func apply(_ output: TransportOutput) {
+        eventLoop.preconditionInEventLoop()
+        for datagram in output.datagrams {
+            guard let channel = channels[datagram.from], let remote = try? datagram.to.socketAddress() else {
+                logger.debug("no socket for datagram", metadata: ["from": "\(datagram.from)", "to": "\(datagram.to)"])
+                continue
+            }
+            var buffer = channel.allocator.buffer(capacity: datagram.bytes.count)
+            buffer.writeBytes(datagram.bytes)
+            channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
+        }
+        for event in output.events { onEvent?(event) }
+        rescheduleTimer()
+    }
+
+    private func rescheduleTimer() {
+        guard let core else { return }
+        let next = core.nextTimeout
+        guard next != timerDeadline else { return }
+        timer?.cancel()
+        timerDeadline = next
+        guard let next else { return }
+        let delay = max(0, next.nanoseconds - Self.now().nanoseconds)
+        timer = eventLoop.scheduleTask(in: .nanoseconds(delay)) { [self] in
+            timerDeadline = nil
+            guard let core = self.core else { return }
+            apply(core.handleTimeout(now: Self.now()))
+        }
+    }
+}
+
+/// Lets the channel handlers reach the transport created after them.
+private final class HandlerBox: @unchecked Sendable {
+    weak var transport: UDPTransport?
+}
+
+private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    let box: HandlerBox
+
+    init(box: HandlerBox) { self.box = box }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        let bytes = Array(envelope.data.readableBytesView)
+        box.transport?.receive(bytes, from: envelope.remoteAddress, on: context.channel)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // ICMP port unreachable and the like: UDP carries on.
+    }
+}

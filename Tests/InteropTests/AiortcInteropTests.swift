@@ -1,0 +1,130 @@
+import DTLS
+import Foundation
+import ICE
+import NIOPosix
+import RTP
+import SDP
+import STUN
+import Testing
+import Transport
+
+/// Events collected from the transport's event loop.
+final class EventLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _events: [TransportEvent] = []
+    private var _rtpBySSRC: [UInt32: Int] = [:]
+
+    func record(_ event: TransportEvent) {
+        lock.lock(); defer { lock.unlock() }
+        if case .rtp(let box) = event {
+            _rtpBySSRC[box.packet.ssrc, default: 0] += 1
+        } else {
+            _events.append(event)
+        }
+    }
+
+    var events: [TransportEvent] { lock.lock(); defer { lock.unlock() }; return _events }
+    var rtpBySSRC: [UInt32: Int] { lock.lock(); defer { lock.unlock() }; return _rtpBySSRC }
+}
+
+struct InteropResult {
+    var report: [String: Any]
+    var log: EventLog
+    var negotiated: RecvOnlyAnswer
+    var counters: TransportCounters?
+}
+
+/// Runs one session: aiortc offers and sends, recbot's transport answers and receives.
+func runAiortcSession(profile: String, seconds: Double = 3, editOffer: (inout SessionDescription) -> Void = { _ in },
+                      editAnswer: (inout String) -> Void = { _ in }) async throws -> InteropResult {
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    do {
+        let result = try await runAiortcSession(on: group, profile: profile, seconds: seconds, editOffer: editOffer, editAnswer: editAnswer)
+        try await group.shutdownGracefully()
+        return result
+    } catch {
+        try? await group.shutdownGracefully()
+        throw error
+    }
+}
+
+private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: String, seconds: Double,
+                              editOffer: (inout SessionDescription) -> Void,
+                              editAnswer: (inout String) -> Void) async throws -> InteropResult {
+    let transport = try await UDPTransport.bind(addresses: [IPAddress("127.0.0.1")!], on: group.next())
+    let peer = try AiortcPeer(arguments: ["--profile", profile, "--seconds", String(seconds)])
+    defer { peer.terminate() }
+
+    let offerMessage = try await peer.next(type: "offer", within: 20)
+    var offer = try SessionDescription(parsing: try #require(offerMessage["sdp"] as? String))
+    editOffer(&offer)
+    var generator = SystemRandomNumberGenerator()
+    let negotiation = try RecvOnlyNegotiation(offer: offer, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
+                                              random: { UInt64.random(in: .min ... .max, using: &generator) })
+    let log = EventLog()
+    transport.run(negotiation.core) { log.record($0) }
+    var answerText = negotiation.answer.sdp.serialized
+    editAnswer(&answerText)
+    try peer.send(["type": "answer", "sdp": answerText])
+
+    let report = try await peer.next(type: "report", within: seconds + 25)
+    try await Task.sleep(nanoseconds: 300_000_000)  // packets still in flight
+    let counters = try await transport.eventLoop.submit { negotiation.core.counters }.get()
+    await transport.close()
+    return InteropResult(report: report, log: log, negotiated: negotiation.answer, counters: counters)
+}
+
+@Suite(.serialized) struct AiortcInteropTests {
+    @Test(arguments: [("cm80", SRTPProtectionProfile.aes128CMSHA1_80), ("gcm128", SRTPProtectionProfile.aeadAES128GCM)])
+    func receivesMediaFromAiortc(profile: String, expected: SRTPProtectionProfile) async throws {
+        let result = try await runAiortcSession(profile: profile)
+        let events = result.log.events
+        #expect(result.report["state"] as? String == "connected", "aiortc: \(result.report)")
+        #expect(events.contains(.iceStateChanged(.connected)), "events: \(events)")
+        #expect(events.contains(.dtlsConnected(expected)))
+        #expect(!events.contains { if case .failed = $0 { return true }; return false }, "events: \(events)")
+
+        // At least 95 % of what aiortc reports sending, per stream, decrypted on our side.
+        let sent = try #require(result.report["sent"] as? [String: [String: Any]])
+        #expect(Set(sent.keys) == ["video", "audio"])
+        for (kind, stats) in sent {
+            let ssrc = try #require((stats["ssrc"] as? NSNumber)?.uint32Value)
+            let packetsSent = try #require((stats["packetsSent"] as? NSNumber)?.intValue)
+            let received = result.log.rtpBySSRC[ssrc] ?? 0
+            #expect(packetsSent > (kind == "audio" ? 100 : 50), "\(kind): only \(packetsSent) sent")
+            #expect(Double(received) >= 0.95 * Double(packetsSent), "\(kind): received \(received) of \(packetsSent)")
+        }
+        #expect(result.counters?.droppedUnvalidatedSource == 0)
+        #expect(result.negotiated.media.map(\.accepted) == [true, true])
+    }
+
+    @Test func tamperedOfferFingerprintFailsOurHandshake() async throws {
+        let result = try await runAiortcSession(profile: "any", seconds: 1) { offer in
+            for index in offer.media.indices {
+                offer.media[index].attributes = offer.media[index].attributes.map { attribute in
+                    guard attribute.name == "fingerprint", var fingerprint = DTLSFingerprint(sdp: attribute.value ?? "") else { return attribute }
+                    fingerprint.bytes[0] ^= 0xFF
+                    return SDPAttribute("fingerprint", fingerprint.sdp)
+                }
+            }
+        }
+        let events = result.log.events
+        #expect(events.contains(.iceStateChanged(.connected)))
+        #expect(events.contains { if case .failed(.dtls(.fingerprintMismatch)) = $0 { return true }; return false }, "events: \(events)")
+        #expect(!events.contains { if case .dtlsConnected = $0 { return true }; return false })
+        #expect(result.log.rtpBySSRC.isEmpty)
+        #expect(result.report["state"] as? String != "connected" || (result.report["sent"] as? [String: Any]) != nil)
+    }
+
+    @Test func tamperedAnswerFingerprintMakesAiortcRefuseUs() async throws {
+        let result = try await runAiortcSession(profile: "any", seconds: 1, editAnswer: { answer in
+            // Flip one hex digit of our own fingerprint as aiortc sees it.
+            guard let range = answer.range(of: "a=fingerprint:sha-256 ") else { return }
+            let index = range.upperBound
+            let digit = answer[index]
+            answer.replaceSubrange(index...index, with: digit == "0" ? "1" : "0")
+        })
+        #expect(result.report["state"] as? String == "failed", "aiortc: \(result.report)")
+        #expect(result.log.rtpBySSRC.values.reduce(0, +) == 0)
+    }
+}

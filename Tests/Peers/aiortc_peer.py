@@ -1,0 +1,173 @@
+#!/usr/bin/env python3
+"""An independent WebRTC sender for recbot's interop tests, built on aiortc.
+
+It offers sendonly VP8 + Opus from synthetic sources on 127.0.0.1 only, exchanges
+SDP with the test as JSON lines (offer on stdout, answer on stdin), streams for a
+few seconds, then prints a report of what it sent:
+
+  {"type": "offer", "sdp": "..."}                 (stdout)
+  {"type": "answer", "sdp": "..."}                (stdin)
+  {"type": "report", "state": "connected", "sent": {"video": {"ssrc": 1, "packetsSent": 90}, ...}}
+"""
+import argparse
+import asyncio
+import fractions
+import json
+import math
+import sys
+import time
+
+import aioice.ice
+
+# aioice never offers loopback addresses; the tests run on loopback only.
+aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
+
+import av  # noqa: E402
+import aiortc.rtcdtlstransport as dtls  # noqa: E402
+from aiortc import (  # noqa: E402
+    MediaStreamTrack,
+    RTCConfiguration,
+    RTCPeerConnection,
+    RTCRtpSender,
+    RTCSessionDescription,
+)
+from aiortc.rtcconfiguration import RTCBundlePolicy  # noqa: E402
+
+PROFILES = {
+    "any": None,
+    "cm80": [dtls.SRTP_AES128_CM_SHA1_80],
+    "gcm128": [dtls.SRTP_AEAD_AES_128_GCM],
+}
+
+
+class PatternVideo(MediaStreamTrack):
+    """A moving gradient at a steady frame rate."""
+
+    kind = "video"
+
+    def __init__(self, width=320, height=240, fps=30):
+        super().__init__()
+        self.width, self.height, self.fps = width, height, fps
+        self.index = 0
+        self.start = None
+
+    async def recv(self):
+        if self.start is None:
+            self.start = time.monotonic()
+        target = self.start + self.index / self.fps
+        await asyncio.sleep(max(0.0, target - time.monotonic()))
+        frame = av.VideoFrame(width=self.width, height=self.height, format="yuv420p")
+        shift = self.index * 3
+        luma = bytes((x + shift) & 0xFF for x in range(self.width)) * self.height
+        frame.planes[0].update(luma)
+        chroma = bytes([128]) * (self.width // 2 * self.height // 2)
+        frame.planes[1].update(chroma)
+        frame.planes[2].update(chroma)
+        frame.pts = self.index * (90000 // self.fps)
+        frame.time_base = fractions.Fraction(1, 90000)
+        self.index += 1
+        return frame
+
+
+class ToneAudio(MediaStreamTrack):
+    """A 440 Hz tone in 20 ms stereo frames."""
+
+    kind = "audio"
+
+    def __init__(self):
+        super().__init__()
+        self.index = 0
+        self.start = None
+
+    async def recv(self):
+        if self.start is None:
+            self.start = time.monotonic()
+        target = self.start + self.index * 0.02
+        await asyncio.sleep(max(0.0, target - time.monotonic()))
+        samples = bytearray()
+        for n in range(960):
+            value = int(8000 * math.sin(2 * math.pi * 440 * (self.index * 960 + n) / 48000))
+            samples += value.to_bytes(2, "little", signed=True) * 2
+        frame = av.AudioFrame(format="s16", layout="stereo", samples=960)
+        frame.planes[0].update(bytes(samples))
+        frame.sample_rate = 48000
+        frame.pts = self.index * 960
+        frame.time_base = fractions.Fraction(1, 48000)
+        self.index += 1
+        return frame
+
+
+def emit(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="any")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--connect-timeout", type=float, default=10.0)
+    args = parser.parse_args()
+
+    if PROFILES[args.profile] is not None:
+        dtls.SRTP_PROFILES[:] = PROFILES[args.profile]  # in place: transports share this list
+
+    pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
+    connected = asyncio.Event()
+    finished = asyncio.Event()
+
+    @pc.on("connectionstatechange")
+    def on_state():
+        if pc.connectionState == "connected":
+            connected.set()
+        if pc.connectionState in ("failed", "closed"):
+            finished.set()
+            connected.set()
+
+    video, audio = PatternVideo(), ToneAudio()
+    video_transceiver = pc.addTransceiver(video, direction="sendonly")
+    video_transceiver.setCodecPreferences(
+        [c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType in ("video/VP8", "video/rtx")]
+    )
+    audio_transceiver = pc.addTransceiver(audio, direction="sendonly")
+    audio_transceiver.setCodecPreferences(
+        [c for c in RTCRtpSender.getCapabilities("audio").codecs if c.mimeType == "audio/opus"]
+    )
+
+    await pc.setLocalDescription(await pc.createOffer())
+    emit({"type": "offer", "sdp": pc.localDescription.sdp})
+
+    line = await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
+    if not line:
+        emit({"type": "report", "state": "no-answer", "sent": {}})
+        return
+    try:
+        answer = json.loads(line)
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
+    except Exception as error:  # report, do not crash: the test wants to see why
+        emit({"type": "report", "state": "answer-rejected", "error": str(error), "sent": {}})
+        await pc.close()
+        return
+
+    try:
+        await asyncio.wait_for(connected.wait(), timeout=args.connect_timeout)
+    except asyncio.TimeoutError:
+        pass
+    state = pc.connectionState
+    if state == "connected":
+        await asyncio.sleep(args.seconds)
+        video.stop()
+        audio.stop()
+        await asyncio.sleep(0.3)  # let the senders drain
+        state = pc.connectionState
+
+    sent = {}
+    for report in (await pc.getStats()).values():
+        if report.type == "outbound-rtp":
+            sent[report.kind] = {"ssrc": report.ssrc, "packetsSent": report.packetsSent}
+    emit({"type": "report", "state": state, "sent": sent})
+    await pc.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
