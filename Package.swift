@@ -4,6 +4,13 @@ import PackageDescription
 // recbot: a recording and archival bot for the WebRTC SFU Sora.
 // Targets follow ../shared/docs/architecture.md: C modules for system libraries at
 // the bottom, pure (sans-IO) cores above them, the command-line interface on top.
+// RECBOT_FUZZ=1 (set by deploy/fuzz.sh, with its own --scratch-path) instruments the parsers for
+// libFuzzer and links the fuzz targets with it. Per-target flags, because -Xswiftc would also
+// reach the build-plugin tool, which must stay a normal executable.
+let fuzzing = Context.environment["RECBOT_FUZZ"] == "1"
+let fuzzSwiftSettings: [SwiftSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address"]), .define("FUZZING")] : []
+let fuzzLinkerSettings: [LinkerSetting] = fuzzing ? [.unsafeFlags(["-sanitize=fuzzer,address", "-use-ld=lld"])] : []
+
 let package = Package(
     name: "recbot",
     platforms: [.macOS(.v15)],
@@ -30,10 +37,10 @@ let package = Package(
         ),
 
         // MARK: Pure cores (wire formats: bytes in, values out; no I/O, no clocks)
-        .target(name: "WireCoding"),
-        .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"]),
-        .target(name: "SDP"),
-        .target(name: "RTP", dependencies: ["WireCoding"]),
+        .target(name: "WireCoding", swiftSettings: fuzzSwiftSettings),
+        .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "SDP", swiftSettings: fuzzSwiftSettings),
+        .target(name: "RTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Transport state machines (sans-IO)
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
@@ -46,7 +53,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "WebM"),
+        .target(name: "WebM", swiftSettings: fuzzSwiftSettings),
 
         // MARK: Readers, codecs, catalog
         .target(name: "WebMReader", dependencies: ["CWebMParser"]),
@@ -63,6 +70,13 @@ let package = Package(
         // MARK: Build-time embedding of migrations/*.sql (so a copied binary works alone)
         .executableTarget(name: "MigrationEmbedder"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["MigrationEmbedder"]),
+
+        // MARK: Fuzz targets (deploy/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
+        .target(name: "FuzzSupport", swiftSettings: fuzzSwiftSettings),
+        .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
 
         // MARK: Command line
         .target(
@@ -91,6 +105,7 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
+        .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN",
             .product(name: "NIOPosix", package: "swift-nio"),

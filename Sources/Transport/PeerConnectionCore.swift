@@ -85,6 +85,18 @@ public final class PeerConnectionCore {
 
     public func addRemoteCandidate(_ candidate: ICECandidate) { ice.addRemoteCandidate(candidate) }
 
+    /// Asks each STUN server (from the offer's `iceServers`) for our server-reflexive address,
+    /// from every host socket of the same family; found candidates arrive as `.localCandidate`.
+    public func gatherServerReflexive(servers: [TransportAddress], now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        for server in servers {
+            for host in ice.localCandidates where host.kind == .host && host.base.ip.isIPv4 == server.ip.isIPv4 {
+                absorb(ice.gatherServerReflexive(server: server, from: host.base, now: now), now: now, &output)
+            }
+        }
+        return output
+    }
+
     public func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         guard failure == nil, let first = datagram.first else { return output }
