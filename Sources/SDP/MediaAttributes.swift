@@ -123,6 +123,15 @@ extension MediaDescription {
         }
     }
 
+    /// `a=simulcast:<send|recv> <rid>;<rid>...` (RFC 8853), as direction and rid alternatives.
+    public var simulcast: (direction: String, streams: [[String]])? {
+        guard let value = attribute(named: "simulcast")?.value else { return nil }
+        let parts = value.split(separator: " ")
+        guard parts.count >= 2 else { return nil }
+        let streams = parts[1].split(separator: ";").map { $0.split(separator: ",").map { String($0.drop { $0 == "~" }) } }
+        return (String(parts[0]), streams)
+    }
+
     public var sctpPort: Int? { attribute(named: "sctp-port")?.value.flatMap { Int($0) } }
     public var maxMessageSize: Int? { attribute(named: "max-message-size")?.value.flatMap { Int($0) } }
 }

@@ -32,7 +32,9 @@ public final class UDPTransport: @unchecked Sendable {
         for ip in addresses {
             let channel = try await DatagramBootstrap(group: eventLoop)
                 .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 2_048))
+                // Larger than any RTP or DTLS datagram a sender should produce; a bigger one is
+                // truncated by the kernel and then fails SRTP authentication (counted), never parsed as whole.
+                .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 9_000))
                 .channelInitializer { channel in
                     channel.pipeline.addHandler(DatagramHandler(box: box))
                 }

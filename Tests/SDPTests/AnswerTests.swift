@@ -177,6 +177,14 @@ let local = LocalTransportParameters(iceUfrag: "rbUF", icePwd: "recbotpassword12
         #expect(throws: SDPError.tooLarge(reason: "more than 1024 media sections")) { try SessionDescription(parsing: manySections) }
     }
 
+    @Test func simulcastAndRidsParse() throws {
+        let text = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rid:r0 send\r\na=rid:r1 send\r\na=simulcast:send r0;~r1,r2\r\n"
+        let section = try #require(try SessionDescription(parsing: text).media.first)
+        #expect(section.rids.map(\.id) == ["r0", "r1"])
+        let simulcast = try #require(section.simulcast)
+        #expect(simulcast.direction == "send" && simulcast.streams == [["r0"], ["r1", "r2"]])
+    }
+
     @Test func candidatesParseAndPrint() throws {
         let text = "candidate:842163049 1 udp 1677729535 203.0.113.7 46154 typ srflx raddr 10.0.0.1 rport 46154 generation 0 network-cost 999"
         let candidate = try #require(ICECandidate(sdp: "a=" + text))
