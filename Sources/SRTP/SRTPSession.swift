@@ -42,23 +42,20 @@ public final class SRTPSession {
     private static let initialised: Bool = srtp_init() == srtp_err_status_ok
 
     /// `keys` from the DTLS client: inbound uses the server's key, outbound the client's.
-    public init(keys: SRTPKeyingMaterial) throws(SRTPError) {
-        guard SRTPSession.initialised else { throw .setup(code: UInt32(srtp_err_status_init_fail.rawValue)) }
-        inbound = try SRTPSession.create(profile: keys.profile, key: keys.serverKey + keys.serverSalt, type: ssrc_any_inbound)
-        do {
-            outbound = try SRTPSession.create(profile: keys.profile, key: keys.clientKey + keys.clientSalt, type: ssrc_any_outbound)
-        } catch {
-            srtp_dealloc(inbound)
-            throw error
-        }
+    public convenience init(keys: SRTPKeyingMaterial) throws(SRTPError) {
+        try self.init(profile: keys.profile, receiveKey: keys.serverKey + keys.serverSalt, sendKey: keys.clientKey + keys.clientSalt)
     }
 
     /// For tests and tools: a session that sends with the server's keys (the peer's view).
-    public init(peerOf keys: SRTPKeyingMaterial) throws(SRTPError) {
+    public convenience init(peerOf keys: SRTPKeyingMaterial) throws(SRTPError) {
+        try self.init(profile: keys.profile, receiveKey: keys.clientKey + keys.clientSalt, sendKey: keys.serverKey + keys.serverSalt)
+    }
+
+    private init(profile: SRTPProtectionProfile, receiveKey: [UInt8], sendKey: [UInt8]) throws(SRTPError) {
         guard SRTPSession.initialised else { throw .setup(code: UInt32(srtp_err_status_init_fail.rawValue)) }
-        inbound = try SRTPSession.create(profile: keys.profile, key: keys.clientKey + keys.clientSalt, type: ssrc_any_inbound)
+        inbound = try SRTPSession.create(profile: profile, key: receiveKey, type: ssrc_any_inbound)
         do {
-            outbound = try SRTPSession.create(profile: keys.profile, key: keys.serverKey + keys.serverSalt, type: ssrc_any_outbound)
+            outbound = try SRTPSession.create(profile: profile, key: sendKey, type: ssrc_any_outbound)
         } catch {
             srtp_dealloc(inbound)
             throw error

@@ -14,9 +14,16 @@ import Testing
         #expect(SSL_CTX_set_tlsext_use_srtp(context, "SRTP_NO_SUCH_PROFILE") != 0)
     }
 
-    @Test func libsrtpInitialises() {
-        #expect(srtp_init() == srtp_err_status_ok)
-        #expect(srtp_shutdown() == srtp_err_status_ok)
+    /// No srtp_init/srtp_shutdown here: libsrtp's state is process-wide and other suites
+    /// use it in parallel (SRTPSession initialises it once).
+    @Test func libsrtpOffersBothProfiles() {
+        #expect(String(cString: srtp_get_version_string()).hasPrefix("libsrtp2"))
+        var gcm = srtp_crypto_policy_t()
+        srtp_crypto_policy_set_aes_gcm_128_16_auth(&gcm)
+        #expect(gcm.cipher_key_len == 28 && gcm.auth_tag_len == 16)
+        var cm = srtp_crypto_policy_t()
+        srtp_crypto_policy_set_rtp_default(&cm)
+        #expect(cm.cipher_key_len == 30 && cm.auth_tag_len == 10)
     }
 
     @Test func codecLibrariesReportVersions() {
