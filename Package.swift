@@ -41,6 +41,7 @@ let package = Package(
         .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"], swiftSettings: fuzzSwiftSettings),
         .target(name: "SDP", swiftSettings: fuzzSwiftSettings),
         .target(name: "RTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "Media", dependencies: ["RTP", "WireCoding"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Transport state machines (sans-IO)
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
@@ -104,6 +105,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),
         .testTarget(name: "InteropTests", dependencies: [
