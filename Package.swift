@@ -58,6 +58,7 @@ let package = Package(
 
         // MARK: Readers, codecs, catalog
         .target(name: "WebMReader", dependencies: ["CWebMParser"]),
+        .target(name: "Recorder", dependencies: ["WebM", "Media", "WireCoding"]),
         .target(name: "CodecBindings", dependencies: ["CVPX", "COpus"]),
         .target(
             name: "Archive",
@@ -105,6 +106,7 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
+        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),

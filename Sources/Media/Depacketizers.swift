@@ -6,6 +6,14 @@ public struct EncodedFrame: Sendable, Equatable {
     /// Picture size when the frame says (VP8 keyframes, H.264 SPS, AV1 sequence headers).
     public var width: Int?
     public var height: Int?
+
+    public init(data: [UInt8], rtpTimestamp: UInt32, isKeyframe: Bool, width: Int? = nil, height: Int? = nil) {
+        self.data = data
+        self.rtpTimestamp = rtpTimestamp
+        self.isKeyframe = isKeyframe
+        self.width = width
+        self.height = height
+    }
 }
 
 public enum DepacketizeError: Error, Equatable, Sendable {

@@ -1,0 +1,54 @@
+import Foundation
+
+/// Sora's archive layout under the recordings root (recording-format.md):
+/// `<root>/<recording id>/archive-<connection id>.webm|.json`, `report-<recording id>.json`.
+public struct ArchiveLayout: Sendable {
+    public let recordingsRoot: String
+    public let recordingID: String
+
+    public init(recordingsRoot: String, recordingID: String) {
+        self.recordingsRoot = recordingsRoot
+        self.recordingID = recordingID
+    }
+
+    public var directory: String { recordingsRoot + "/" + recordingID }
+    public var reportPath: String { directory + "/report-\(recordingID).json" }
+
+    public func mediaFilename(connectionID: String) -> String { "archive-\(connectionID).webm" }
+    public func sidecarFilename(connectionID: String) -> String { "archive-\(connectionID).json" }
+
+    /// Connection ids come from the network: only ids that cannot name anything but a
+    /// file in this directory are used in paths (Sora's are 26 Crockford base32 characters).
+    public static func isSafeConnectionID(_ id: String) -> Bool {
+        (1...64).contains(id.utf8.count) && id.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte) || byte == 0x2D || byte == 0x5F
+        }
+    }
+
+    public func createDirectory() throws {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    /// Writes JSON atomically (temporary file, fsync, rename), as the uploader expects.
+    public static func writeJSON(_ object: Any, to path: String) throws {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        let temporary = path + ".tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: data) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])
+        }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
+        try handle.synchronize()
+        try handle.close()
+        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
+        try FileManager.default.moveItem(atPath: temporary, toPath: path)
+    }
+}
+
+/// RFC 3339 with milliseconds in UTC.
+public func rfc3339(milliseconds: Int64) -> String {
+    let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+    let formatter = ISO8601DateFormatter()
+    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+    formatter.timeZone = TimeZone(identifier: "UTC")
+    return formatter.string(from: date)
+}

@@ -1,0 +1,273 @@
+import Foundation
+import Media
+import WebM
+import WireCoding
+
+/// What a sender's recording negotiated.
+public struct SenderTracks: Sendable, Equatable {
+    public var videoCodec: WebMVideoCodec?
+    public var audioChannels: Int?
+
+    public init(videoCodec: WebMVideoCodec?, audioChannels: Int?) {
+        self.videoCodec = videoCodec
+        self.audioChannels = audioChannels
+    }
+}
+
+/// Counters a recording reports in its sidecar and catalog row.
+public struct RecordingStatistics: Sendable, Equatable {
+    public var videoFrames = 0
+    public var audioFrames = 0
+    public var bytes: UInt64 = 0
+    public var framesDroppedForOrder = 0
+    public var framesDroppedForBackpressure = 0
+    public var framesDroppedBeforeStart = 0
+}
+
+public enum RecorderError: Error, Sendable, CustomStringConvertible {
+    case unsafeConnectionID(String)
+    case storage(String)
+    case muxer(WebMMuxerError)
+
+    public var description: String {
+        switch self {
+        case .unsafeConnectionID(let id): "connection id \(id.debugDescription) is not safe to use in a file name"
+        case .storage(let detail): "recording storage failed: \(detail)"
+        case .muxer(let error): "WebM muxer: \(error)"
+        }
+    }
+}
+
+/// Result of a finished recording, for the catalog and the report.
+public struct FinishedRecording: Sendable {
+    public var connectionID: String
+    public var filename: String
+    public var sidecarFilename: String
+    public var tracks: SenderTracks
+    public var videoWidth: Int?
+    public var videoHeight: Int?
+    public var startedAtMilliseconds: Int64
+    public var stoppedAtMilliseconds: Int64
+    public var startOffsetSeconds: Int64
+    /// The first frame's precise offset from the recording start.
+    public var startOffsetMilliseconds: Int64
+    public var stopOffsetSeconds: Int64
+    public var durationMilliseconds: Int64
+    public var size: UInt64
+    public var statistics: RecordingStatistics
+    public var error: String?
+}
+
+/// Records one sender (one connection id) into `archive-<id>.webm`. Frames come in on the
+/// network event loop with their media time; the muxer runs there, while file writes run on
+/// a serial queue bounded by `maximumPendingBytes` (beyond it, frames are dropped and counted).
+public final class SenderRecorder: @unchecked Sendable {
+    // @unchecked: mutable state is confined to the caller's event loop; the writer queue
+    // only touches `writer` and `pendingBytes` (guarded by `lock`).
+    public let connectionID: String
+    public let tracks: SenderTracks
+    public private(set) var statistics = RecordingStatistics()
+    public static let maximumPendingBytes = 32 << 20
+    /// How long audio waits for the first video keyframe before the file starts without video.
+    public static let videoWaitNanoseconds: Int64 = 5_000_000_000
+    /// How long the interleaver holds one track's frames for the other.
+    public static let interleaveNanoseconds: Int64 = 400_000_000
+
+    private let layout: ArchiveLayout
+    private let recordingStartMilliseconds: Int64
+    private let recordingStartTime: MonotonicTime
+    private let segmentUID: [UInt8]
+    private var muxer: WebMMuxer?
+    private var fileOriginNanoseconds: Int64 = 0  // media time of file time 0
+    private var startOffsetSeconds: Int64 = 0
+    private var startOffsetMilliseconds: Int64 = 0
+    private var firstFrameTime: MonotonicTime?
+    private var videoSize: (width: Int, height: Int)?
+    private var pending: [(frame: WebMFrame, arrival: MonotonicTime)] = []
+    private var lastWrittenNanoseconds: Int64 = -1
+    private var hasVideoStarted = false
+    private var lastMediaNanoseconds: Int64 = 0
+    private var failure: String?
+
+    private let queue: DispatchQueue
+    private let lock = NSLock()
+    private var writer: WebMFileWriter?
+    private var pendingBytes = 0
+    private var writeError: String?
+
+    public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
+                recordingStartTime: MonotonicTime, segmentUID: [UInt8]) throws(RecorderError) {
+        guard ArchiveLayout.isSafeConnectionID(connectionID) else { throw .unsafeConnectionID(connectionID) }
+        self.connectionID = connectionID
+        self.tracks = tracks
+        self.layout = layout
+        self.recordingStartMilliseconds = recordingStartMilliseconds
+        self.recordingStartTime = recordingStartTime
+        self.segmentUID = segmentUID
+        queue = DispatchQueue(label: "recbot.recorder.\(connectionID)")
+    }
+
+    public var isStarted: Bool { muxer != nil }
+    public var filename: String { layout.mediaFilename(connectionID: connectionID) }
+
+    /// Adds a frame. `mediaTime` is on the recording's monotonic clock.
+    public func add(_ frame: EncodedFrame, video: Bool, mediaTime: MonotonicTime, arrival: MonotonicTime) {
+        guard failure == nil else { return }
+        if firstFrameTime == nil { firstFrameTime = mediaTime }
+        if video {
+            guard tracks.videoCodec != nil else { return }
+            if !hasVideoStarted {
+                guard frame.isKeyframe, let width = frame.width, let height = frame.height, width > 0, height > 0 else {
+                    statistics.framesDroppedBeforeStart += 1
+                    return
+                }
+                if muxer == nil { videoSize = (width, height) }
+                hasVideoStarted = true
+            }
+        } else if tracks.audioChannels == nil {
+            return
+        }
+        if muxer != nil, video && videoSize == nil {
+            statistics.framesDroppedBeforeStart += 1  // the file started without video (see videoWaitNanoseconds)
+            return
+        }
+        pending.append((WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds,
+                                  isKeyframe: frame.isKeyframe, data: frame.data), arrival))
+        drain(now: arrival, force: false)
+    }
+
+    /// Called on a timer: starts a file that waited too long for video, and releases frames.
+    public func tick(now: MonotonicTime) {
+        drain(now: now, force: false)
+    }
+
+    private var readyToStart: Bool {
+        if tracks.videoCodec == nil || videoSize != nil { return true }
+        guard let first = firstFrameTime else { return false }
+        return pending.last.map { $0.arrival.nanoseconds - first.nanoseconds >= SenderRecorder.videoWaitNanoseconds } ?? false
+    }
+
+    private func drain(now: MonotonicTime, force: Bool) {
+        if muxer == nil {
+            guard !pending.isEmpty, force || readyToStart else { return }
+            start()
+            guard muxer != nil else { return }
+        }
+        // Release frames in media-time order once the other track had time to catch up.
+        pending.sort { $0.frame.timestampNanoseconds < $1.frame.timestampNanoseconds }
+        while let first = pending.first {
+            let bothTracks = videoSize != nil && tracks.audioChannels != nil
+            let otherTrackAhead = pending.contains { $0.frame.track != first.frame.track }
+            let waitedEnough = now.nanoseconds - first.arrival.nanoseconds >= SenderRecorder.interleaveNanoseconds
+            guard force || !bothTracks || otherTrackAhead || waitedEnough else { break }
+            pending.removeFirst()
+            write(first.frame)
+        }
+    }
+
+    private func start() {
+        guard let firstFrame = pending.map(\.frame.timestampNanoseconds).min() else { return }
+        // File time 0 sits on a whole second after the recording start (Sora's readers use whole seconds).
+        let sinceStart = max(0, firstFrame - recordingStartTime.nanoseconds)
+        startOffsetSeconds = sinceStart / 1_000_000_000
+        startOffsetMilliseconds = sinceStart / 1_000_000
+        fileOriginNanoseconds = recordingStartTime.nanoseconds + startOffsetSeconds * 1_000_000_000
+        var video: WebMVideoTrack?
+        if let codec = tracks.videoCodec, let size = videoSize { video = WebMVideoTrack(codec: codec, width: size.width, height: size.height) }
+        let audio = tracks.audioChannels.map { WebMAudioTrack(opusHead: OpusHead(channelCount: UInt8(min(2, max(1, $0))))) }
+        do {
+            muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: segmentUID))
+            try layout.createDirectory()
+            let writer = try WebMFileWriter(creatingAt: layout.directory + "/" + filename)
+            lock.withLock { self.writer = writer }
+        } catch {
+            failure = "\(error)"
+            muxer = nil
+        }
+    }
+
+    private func write(_ frame: WebMFrame) {
+        guard var muxer else { return }
+        var adjusted = frame
+        adjusted.timestampNanoseconds = max(0, frame.timestampNanoseconds - fileOriginNanoseconds)
+        if adjusted.timestampNanoseconds < lastWrittenNanoseconds {
+            // Arrived too late to keep the file in order (e.g. a long stall): never write backwards.
+            statistics.framesDroppedForOrder += 1
+            return
+        }
+        let size = frame.data.count
+        let accepted = lock.withLock { () -> Bool in
+            guard pendingBytes + size <= SenderRecorder.maximumPendingBytes else { return false }
+            pendingBytes += size
+            return true
+        }
+        guard accepted else {
+            statistics.framesDroppedForBackpressure += 1
+            return
+        }
+        do {
+            let writes = try muxer.write(adjusted)
+            self.muxer = muxer
+            lastWrittenNanoseconds = adjusted.timestampNanoseconds
+            lastMediaNanoseconds = adjusted.timestampNanoseconds
+            if frame.track == .video { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
+            submit(writes, releasing: size)
+        } catch {
+            lock.withLock { pendingBytes -= size }
+            statistics.framesDroppedForOrder += 1
+        }
+    }
+
+    private func submit(_ writes: [WebMWrite], releasing size: Int) {
+        queue.async { [self] in
+            lock.lock()
+            defer { pendingBytes -= size; lock.unlock() }
+            guard let writer, writeError == nil, !writes.isEmpty else { return }
+            do { try writer.apply(writes) } catch { writeError = "\(error)" }
+        }
+    }
+
+    /// Ends the file: flushes frames, finalizes the WebM (Cues, Duration, sizes), fsyncs,
+    /// then writes the sidecar. Blocks until the writer queue is done; call off the event loop
+    /// or at shutdown.
+    public func finish(stoppedAtMilliseconds: Int64, now: MonotonicTime, context: SidecarContext) -> FinishedRecording? {
+        drain(now: now, force: true)
+        guard var muxer else { return nil }
+        let durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
+        let writes = (try? muxer.finalize(durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0))) ?? []
+        self.muxer = muxer
+        statistics.bytes = muxer.statistics.bytes
+        let error: String? = queue.sync {
+            lock.lock()
+            defer { lock.unlock() }
+            guard let writer else { return writeError ?? "no file" }
+            do {
+                try writer.apply(writes)
+                try writer.sync()
+                try writer.close()
+            } catch {
+                writeError = writeError ?? "\(error)"
+            }
+            return writeError
+        }
+        let startedAt = recordingStartMilliseconds + startOffsetSeconds * 1000
+        let stopOffset = max(startOffsetSeconds, (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
+        var finished = FinishedRecording(
+            connectionID: connectionID, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID),
+            tracks: SenderTracks(videoCodec: videoSize == nil ? nil : tracks.videoCodec, audioChannels: tracks.audioChannels),
+            videoWidth: videoSize?.width, videoHeight: videoSize?.height, startedAtMilliseconds: startedAt,
+            stoppedAtMilliseconds: stoppedAtMilliseconds, startOffsetSeconds: startOffsetSeconds,
+            startOffsetMilliseconds: startOffsetMilliseconds, stopOffsetSeconds: stopOffset,
+            durationMilliseconds: durationMilliseconds, size: statistics.bytes, statistics: statistics, error: error)
+        if error == nil {
+            // Media first, sidecar second (the uploader queues a sidecar only once its media exists).
+            do {
+                try ArchiveLayout.writeJSON(Sidecar.object(finished, context: context, layout: layout),
+                                            to: layout.directory + "/" + finished.sidecarFilename)
+            } catch {
+                finished.error = "sidecar: \(error)"
+            }
+        }
+        return finished
+    }
+}

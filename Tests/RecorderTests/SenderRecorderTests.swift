@@ -1,0 +1,95 @@
+import CodecBindings
+import Foundation
+import Media
+import Testing
+import WebM
+import WebMReader
+import WireCoding
+@testable import Recorder
+
+@Suite struct SenderRecorderTests {
+    func layout() throws -> ArchiveLayout {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-rec-\(UUID())").path
+        return ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
+    }
+
+    @Test func recordsAudioAndVideoFromTheFirstKeyframeWithWholeSecondOffset() throws {
+        let layout = try layout()
+        let start = MonotonicTime.milliseconds(1_000_000)
+        let recorder = try SenderRecorder(connectionID: "SENDER01", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 2), layout: layout,
+                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16))
+        let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
+        let audio = try OpusEncoder(channels: 2)
+        // The sender appears 2.3 s into the recording; audio arrives first, video's first frame is not a keyframe.
+        let origin: Int64 = start.nanoseconds + 2_300_000_000
+        var events: [(Int64, Bool, EncodedFrame)] = []
+        for index in 0..<100 {  // 4 s of video
+            for encoded in try video.encode(.testPattern(width: 128, height: 96, frame: index), pts: Int64(index), forceKeyframe: index == 3) {
+                var frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3600), isKeyframe: encoded.isKeyframe && index >= 3)
+                if frame.isKeyframe { frame.width = 128; frame.height = 96 }
+                if index >= 1 { events.append((origin + Int64(index) * 40_000_000, true, frame)) }
+            }
+        }
+        for index in 0..<200 {
+            let packet = try audio.encode(OpusEncoder.tone(frequency: 440, frame: index, channels: 2))
+            events.append((origin + Int64(index) * 20_000_000, false, EncodedFrame(data: packet, rtpTimestamp: UInt32(index * 960), isKeyframe: true)))
+        }
+        // Deliver in arrival order with audio slightly ahead of video, as a network would.
+        events.sort { ($0.0 - ($0.1 ? 0 : 30_000_000)) < ($1.0 - ($1.1 ? 0 : 30_000_000)) }
+        for (time, isVideo, frame) in events {
+            let t = MonotonicTime(nanoseconds: time)
+            recorder.add(frame, video: isVideo, mediaTime: t, arrival: t.adding(milliseconds: isVideo ? 5 : 0))
+        }
+        let end = MonotonicTime(nanoseconds: origin + 4_100_000_000)
+        let context = SidecarContext(recordingID: layout.recordingID, channelID: "lobby", soraSessionID: "S", clientIDs: ["SENDER01": "cam"],
+                                     botConnectionID: "BOT", recbotVersion: "test")
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 1_795_168_800_000 + 6_400, now: end, context: context))
+        #expect(finished.error == nil)
+        #expect(finished.startOffsetSeconds == 2 && finished.startOffsetMilliseconds == 2_300)
+        #expect(finished.statistics.framesDroppedBeforeStart == 2, "video before its first keyframe")
+
+        let parsed = WebMReader.parse(path: layout.directory + "/archive-SENDER01.webm")
+        #expect(parsed.isComplete)
+        #expect(parsed.tracks.map(\.number) == [1, 2] && parsed.tracks[0].pixelWidth == 128)
+        let times = parsed.frames.map(\.timecode)
+        #expect(times == times.sorted(), "never backwards across tracks")
+        let firstVideo = try #require(parsed.frames.first { $0.track == 1 })
+        #expect(firstVideo.isKeyframe && firstVideo.timecode == 300 + 120, "keyframe at 2.42 s is 420 ms after file time 0 (2 s)")
+        #expect(parsed.frames.first?.timecode == 300, "first audio at 2.3 s")
+        #expect(parsed.frames.filter { $0.track == 2 }.count == 200)
+        #expect(parsed.frames.filter { $0.track == 1 }.count == 97)
+
+        let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: layout.directory + "/archive-SENDER01.json"))) as? [String: Any])
+        #expect(sidecar["connection_id"] as? String == "SENDER01" && sidecar["start_time_offset"] as? Int == 2 && sidecar["stop_time_offset"] as? Int == 7)
+        #expect(sidecar["video_codec_type"] as? String == "VP8" && sidecar["audio_codec_type"] as? String == "OPUS" && sidecar["client_id"] as? String == "cam")
+        #expect((sidecar["size"] as? NSNumber)?.intValue == Int(finished.size))
+    }
+
+    @Test func unsafeConnectionIDsAreRefused() throws {
+        let layout = try layout()
+        for bad in ["../evil", "a/b", "", String(repeating: "A", count: 65), "nul\u{0}id", "é"] {
+            #expect(throws: RecorderError.self) {
+                try SenderRecorder(connectionID: bad, tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,
+                                   recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+            }
+        }
+        #expect(ArchiveLayout.isSafeConnectionID("8C2R4W6Y0TQ1H3J5K7M9N0PBSD"))
+    }
+
+    @Test func audioOnlyFileStartsWhenVideoNeverComes() throws {
+        let layout = try layout()
+        let recorder = try SenderRecorder(connectionID: "S2", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+        let audio = try OpusEncoder(channels: 1)
+        for index in 0..<400 {  // 8 s of audio, no video at all
+            let t = MonotonicTime.milliseconds(Int64(index) * 20)
+            recorder.add(EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true),
+                         video: false, mediaTime: t, arrival: t)
+        }
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 8_000, now: .milliseconds(8_000),
+                                                    context: SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")))
+        #expect(finished.tracks.videoCodec == nil && finished.statistics.audioFrames == 400)
+        let parsed = WebMReader.parse(path: layout.directory + "/archive-S2.webm")
+        #expect(parsed.isComplete && parsed.tracks.map(\.number) == [2] && parsed.frames.count == 400)
+    }
+}
