@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/vapor/websocket-kit", from: "2.16.2"),
     ],
     targets: [
         // MARK: System libraries (module maps over pkg-config; static inline shims for macros)
@@ -73,6 +75,23 @@ let package = Package(
         .executableTarget(name: "MigrationEmbedder"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["MigrationEmbedder"]),
 
+        // MARK: Sora signaling
+        .target(name: "SoraSignaling", dependencies: [
+            .product(name: "WebSocketKit", package: "websocket-kit"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // MARK: The session orchestrator
+        .target(name: "RecBot", dependencies: [
+            "Archive", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "WireCoding",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // MARK: Fuzz targets (deploy/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
         .target(name: "FuzzSupport", swiftSettings: fuzzSwiftSettings),
         .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
@@ -84,12 +103,14 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive",
+                "Archive", "RecBot", "SoraSignaling", "Transport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .executableTarget(name: "recbot", dependencies: ["RecBotCLI"]),
+        .executableTarget(name: "recbot", dependencies: [
+            "RecBotCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
         // Writes a synthetic recording + catalog entry: the README's first command until `recbot join` lands.
         .executableTarget(
             name: "recbot-demo",

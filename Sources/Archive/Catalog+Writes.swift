@@ -16,6 +16,20 @@ extension Catalog {
         if changed == 0 { throw CatalogError(path: path, reason: .notFound("session \(id)")) }
     }
 
+    /// Fills in what signaling learned after the session row was created.
+    public func updateSession(id: String, soraSessionID: String?, connectionID: String?, clientID: String?, bundleID: String?,
+                              signalingURL: String?) throws(CatalogError) {
+        try write { db in
+            try db.execute(
+                sql: """
+                    UPDATE sessions SET sora_session_id = coalesce(?, sora_session_id), connection_id = coalesce(?, connection_id),
+                    client_id = coalesce(?, client_id), bundle_id = coalesce(?, bundle_id), signaling_url = coalesce(?, signaling_url)
+                    WHERE id = ?
+                    """,
+                arguments: [soraSessionID, connectionID, clientID, bundleID, signalingURL, id])
+        }
+    }
+
     /// Inserts the connection, or refreshes it when the session already knows it.
     @discardableResult
     public func upsertConnection(_ connection: ConnectionRecord) throws(CatalogError) -> ConnectionRecord {

@@ -34,6 +34,8 @@ public struct AssemblerCounters: Equatable, Sendable {
     public var framesDropped = 0
     public var malformedFrames = 0
     public var keyframeRequests = 0
+
+    public init() {}
 }
 
 public struct AssemblerOutput: Sendable {

@@ -15,6 +15,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case network = 69
     /// Catalog or recording storage failure (unreadable, corrupt, newer schema, disk full).
     case storage = 74
+    /// Sora said something recbot cannot work with (an offer it cannot answer, malformed signaling).
+    case protocolError = 76
 
     public var exitCode: ExitCode { ExitCode(rawValue) }
 }

@@ -1,7 +1,8 @@
 import ArgumentParser
 
 /// The `recbot` command line.
-public struct RecBot: ParsableCommand {
+@available(macOS 10.15, macCatalyst 13, iOS 13, tvOS 13, watchOS 6, *)
+public struct RecBot: AsyncParsableCommand {
     public static let version = "0.1.0"
 
     public static let configuration = CommandConfiguration(
@@ -12,7 +13,7 @@ public struct RecBot: ParsableCommand {
             ~/.local/share/recbot. It holds catalog.sqlite and recordings/<session-id>/.
             """,
         version: version,
-        subcommands: [SessionsCommand.self, RecordingsCommand.self, EventsCommand.self]
+        subcommands: [JoinCommand.self, SessionsCommand.self, RecordingsCommand.self, EventsCommand.self]
     )
 
     public init() {}

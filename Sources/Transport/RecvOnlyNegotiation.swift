@@ -23,6 +23,8 @@ public enum NegotiationError: Error, Equatable, Sendable, CustomStringConvertibl
 public struct RecvOnlyNegotiation {
     public var answer: RecvOnlyAnswer
     public var core: PeerConnectionCore
+    /// Our transport parameters, reused to answer re-offers (without candidates: ICE runs already).
+    public var local: LocalTransportParameters
 
     static let iceCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
@@ -59,5 +61,10 @@ public struct RecvOnlyNegotiation {
         }
         self.answer = answer
         self.core = PeerConnectionCore(ice: ice, dtls: dtls)
+        var reusable = local
+        reusable.candidates = []
+        reusable.endOfCandidates = false
+        reusable.sessionVersion += 1
+        self.local = reusable
     }
 }

@@ -1,0 +1,412 @@
+import Archive
+import DTLS
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import Recorder
+import RTP
+import SDP
+import SoraSignaling
+import STUN
+import Transport
+import WireCoding
+
+/// How a join ended, for the exit code.
+public enum JoinResult: Sendable, Equatable {
+    case success
+    case configuration
+    case rejected
+    case network
+    case protocolError
+    case storage
+}
+
+public struct JoinOutcome: Sendable {
+    public var result: JoinResult
+    public var endReason: String
+    public var sessionID: String?
+}
+
+public struct JoinOptions: Sendable {
+    public var urls: [String]
+    public var connect: ConnectOptions
+    public var durationMilliseconds: Int64?
+    public var insecure = false
+    public var catalogPath: String
+    public var recordingsRoot: String
+    public var connectTimeoutSeconds: Double = 30
+    public var hostPolicy = HostAddressPolicy()
+    public var recbotVersion: String
+
+    public init(urls: [String], connect: ConnectOptions, catalogPath: String, recordingsRoot: String, recbotVersion: String) {
+        self.urls = urls
+        self.connect = connect
+        self.catalogPath = catalogPath
+        self.recordingsRoot = recordingsRoot
+        self.recbotVersion = recbotVersion
+    }
+}
+
+/// One `recbot join`: signaling, transport, recording and catalog from start to finalize.
+public final class JoinSession: @unchecked Sendable {
+    private enum Event {
+        case signaling(String)
+        case signalingClosed(Int?)
+        case transportFailed(String)
+        case localCandidate(ICECandidate)
+        case stop(String)
+    }
+
+    public let options: JoinOptions
+    private let logger: Logger
+    private let events: AsyncStream<Event>
+    private let emit: AsyncStream<Event>.Continuation
+
+    public init(options: JoinOptions, logger: Logger) {
+        self.options = options
+        self.logger = logger
+        var continuation: AsyncStream<Event>.Continuation!
+        events = AsyncStream(bufferingPolicy: .bufferingOldest(8_192)) { continuation = $0 }
+        emit = continuation
+    }
+
+    /// Ends the session from outside (signals); `reason` goes into the catalog.
+    public func stop(reason: String) { emit.yield(.stop(reason)) }
+
+    public func run() async -> JoinOutcome {
+        let catalog: Catalog
+        do { catalog = try Catalog(path: options.catalogPath, logger: logger) } catch {
+            logger.error("catalog unusable", metadata: ["error": "\(error)"])
+            return JoinOutcome(result: .storage, endReason: "storage: \(error)", sessionID: nil)
+        }
+        let writer = CatalogWriter(catalog: catalog, logger: logger)
+        let startedAt = Self.nowMilliseconds()
+        let startTime = Self.monotonicNow()
+        let sessionID = ULID.generate(now: UInt64(startedAt)).string
+        do {
+            try catalog.insertSession(SessionRecord(
+                id: sessionID, channelID: options.connect.channelID, startedAt: startedAt, clientID: options.connect.clientID,
+                bundleID: options.connect.bundleID, recbotVersion: options.recbotVersion, hostname: ProcessInfo.processInfo.hostName,
+                pid: Int(getpid())))
+        } catch {
+            return JoinOutcome(result: .storage, endReason: "storage: \(error)", sessionID: nil)
+        }
+        var logger = self.logger
+        logger[metadataKey: "session"] = "\(sessionID)"
+        logger[metadataKey: "channel"] = "\(options.connect.channelID)"
+        logger.notice("joining", metadata: ["urls": "\(options.urls.joined(separator: ","))"])
+
+        let (result, reason, recordings) = await runConnected(sessionID: sessionID, startedAt: startedAt, startTime: startTime,
+                                                             writer: writer, logger: logger)
+        writer.drain()
+        var finalResult = result
+        var finalReason = reason
+        if let error = writer.error, finalResult == .success {
+            finalResult = .storage
+            finalReason = "storage: \(error)"
+        }
+        do {
+            try catalog.endSession(id: sessionID, endedAt: Self.nowMilliseconds(), endReason: finalReason,
+                                   exitStatus: Int(JoinSession.exitCode(finalResult)))
+        } catch {
+            logger.error("cannot end the session in the catalog", metadata: ["error": "\(error)"])
+            finalResult = .storage
+        }
+        logger.notice("session ended", metadata: ["reason": "\(finalReason)", "recordings": "\(recordings.count)"])
+        return JoinOutcome(result: finalResult, endReason: finalReason, sessionID: sessionID)
+    }
+
+    /// sysexits-style codes, also stored in the catalog.
+    public static func exitCode(_ result: JoinResult) -> Int32 {
+        switch result {
+        case .success: 0
+        case .configuration: 78
+        case .rejected: 77
+        case .network: 69
+        case .protocolError: 76
+        case .storage: 74
+        }
+    }
+
+    // MARK: - Connected phase
+
+    private func runConnected(sessionID: String, startedAt: Int64, startTime: MonotonicTime, writer: CatalogWriter,
+                              logger: Logger) async -> (JoinResult, String, [FinishedRecording]) {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { group.shutdownGracefully { _ in } }
+
+        // 1. Signaling up to the offer.
+        let start: SignalingStart
+        do {
+            start = try await SignalingConnector.start(urls: options.urls, options: options.connect, insecure: options.insecure, group: group,
+                                                       timeoutSeconds: options.connectTimeoutSeconds, logger: logger)
+        } catch {
+            logger.error("signaling failed", metadata: ["error": "\(error)"])
+            switch error {
+            case .rejected(let code, _): return (.rejected, "rejected: close \(code)", [])
+            case .invalidURL, .invalidJSON: return (.configuration, "configuration: \(error)", [])
+            case .malformedMessage: return (.protocolError, "protocol: \(error)", [])
+            default: return (.network, "signaling: \(error)", [])
+            }
+        }
+        let connection = start.connection
+        let offer = start.offer
+        logger.info("offer received", metadata: ["url": "\(connection.url)", "connection_id": "\(offer.connectionID ?? "-")"])
+        writer.submit("session") { catalog throws(CatalogError) in
+            try catalog.updateSession(id: sessionID, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
+                                      clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: connection.url)
+        }
+        for message in start.earlier { record(message, sessionID: sessionID, writer: writer) }
+
+        // 2. Transport and answer.
+        let hosts: [IPAddress]
+        do { hosts = try options.hostPolicy.hostAddresses() } catch {
+            return (.network, "network: cannot list local addresses: \(error)", [])
+        }
+        guard !hosts.isEmpty else {
+            await connection.close()
+            return (.network, "network: no usable local address for ICE (see the address allow/deny lists)", [])
+        }
+        let transport: UDPTransport
+        let negotiation: RecvOnlyNegotiation
+        do {
+            transport = try await UDPTransport.bind(addresses: hosts, on: group.next(), logger: logger)
+            let sdp = try SessionDescription(parsing: offer.sdp)
+            var generator = SystemRandomNumberGenerator()
+            negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
+                                                  random: { UInt64.random(in: .min ... .max, using: &generator) })
+        } catch {
+            logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
+            connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
+            await connection.close()
+            return (.protocolError, "offer: \(error)", [])
+        }
+        for media in negotiation.answer.media where !media.accepted {
+            logger.info("section not received", metadata: ["mid": "\(media.mid ?? "-")", "reason": "\(media.rejectionReason ?? "-")"])
+        }
+        connection.send(OutgoingMessage.answer(sdp: negotiation.answer.sdp.serialized))
+        for candidate in negotiation.answer.sdp.media.flatMap({ $0.attributes(named: "candidate") }) {
+            connection.send(OutgoingMessage.candidate("candidate:" + (candidate.value ?? "")))
+        }
+
+        // 3. Media path on the transport's event loop.
+        let layout = ArchiveLayout(recordingsRoot: options.recordingsRoot, recordingID: sessionID)
+        let pipeline = MediaPipeline(layout: layout, recordingStartMilliseconds: startedAt, recordingStartTime: startTime,
+                                     localSSRC: UInt32.random(in: 1...UInt32.max), logger: logger) { recorder in
+            writer.submit("connection") { catalog throws(CatalogError) in
+                try catalog.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
+                                                              firstSeenAt: Self.nowMilliseconds(), role: "sendonly"))
+            }
+        }
+        pipeline.update(media: negotiation.answer.media)
+        pipeline.sendRTCP = { packets in transport.withCore { $0.sendRTCP(packets) } }
+        let core = negotiation.core
+        let emit = self.emit
+        transport.run(core) { event in
+            switch event {
+            case .rtp(let box): pipeline.handle(box.packet, now: Self.monotonicNow())
+            case .failed(let failure): emit.yield(.transportFailed("\(failure)"))
+            case .localCandidate(let candidate): emit.yield(.localCandidate(candidate))
+            case .iceStateChanged(let state): logger.info("ICE \(state)")
+            case .dtlsConnected(let profile): logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
+            default: break
+            }
+        }
+        let ticker = transport.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { _ in
+            pipeline.tick(now: Self.monotonicNow())
+        }
+        let servers = Self.stunServers(offer.iceServers)
+        if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: Self.monotonicNow()) } }
+
+        // 4. Feed signaling, the duration and signals into one event stream.
+        let reader = Task {
+            for await text in connection.messages { emit.yield(.signaling(text)) }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+            emit.yield(.signalingClosed(connection.closeCode))
+        }
+        var timer: Task<Void, Never>?
+        if let duration = options.durationMilliseconds {
+            timer = Task {
+                try? await Task.sleep(nanoseconds: UInt64(max(0, duration)) * 1_000_000)
+                if !Task.isCancelled { emit.yield(.stop("duration-elapsed")) }
+            }
+        }
+
+        var result = JoinResult.success
+        var reason = "ended"
+        var currentLocal = negotiation
+        loop: for await event in events {
+            switch event {
+            case .stop(let why):
+                reason = why
+                break loop
+            case .signalingClosed(let code):
+                if code == 1000 || code == nil && connection.isClosed {
+                    reason = "server-closed: \(code.map(String.init) ?? "no code")"
+                } else {
+                    result = .network
+                    reason = "signaling-closed: \(code.map(String.init) ?? "abruptly")"
+                }
+                break loop
+            case .transportFailed(let detail):
+                result = .network
+                reason = "transport: \(detail)"
+                break loop
+            case .localCandidate(let candidate):
+                connection.send(OutgoingMessage.candidate(candidate.sdp))
+            case .signaling(let text):
+                let message: IncomingMessage
+                do { message = try IncomingMessage(parsing: text) } catch {
+                    logger.warning("malformed signaling message ignored", metadata: ["error": "\(error)"])
+                    writer.submit("event") { catalog throws(CatalogError) in
+                        try catalog.insertEvent(EventRecord(sessionID: sessionID, kind: .signaling, eventType: "malformed",
+                                                            receivedAt: Self.nowMilliseconds(), payload: .text(String(text.prefix(65_536)))))
+                    }
+                    continue
+                }
+                switch message {
+                case .ping(let wantsStats):
+                    let counters = try? await transport.eventLoop.submit { pipeline.counters }.get()
+                    connection.send(OutgoingMessage.pong(stats: wantsStats ? [[
+                        "type": "transport", "id": "T01", "timestamp": Double(Self.nowMilliseconds()),
+                        "packetsReceived": counters?.rtpPackets ?? 0,
+                    ]] : nil))
+                case .reOffer(let sdp, _), .update(let sdp, _):
+                    if let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) {
+                        let media = answer.media
+                        transport.eventLoop.execute { pipeline.update(media: media) }
+                        if case .update = message { connection.send(OutgoingMessage.update(sdp: answer.sdp.serialized)) }
+                        else { connection.send(OutgoingMessage.reAnswer(sdp: answer.sdp.serialized)) }
+                    }
+                default:
+                    record(message, sessionID: sessionID, writer: writer)
+                }
+            }
+        }
+        timer?.cancel()
+
+        // 5. Leave politely, then finalize everything.
+        if !connection.isClosed {
+            connection.send(OutgoingMessage.disconnect(reason: result == .success ? "NO-ERROR" : "INTERNAL-ERROR"))
+            await connection.close()
+        }
+        reader.cancel()
+        let stoppedAt = Self.nowMilliseconds()
+        ticker.cancel()
+        await transport.close()
+        let recorders = (try? await transport.eventLoop.submit { pipeline.recorders }.get()) ?? [:]
+        let context = SidecarContext(recordingID: sessionID, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
+                                     botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion, endReason: reason)
+        var finished: [FinishedRecording] = []
+        var failed: [String] = []
+        for (sender, recorder) in recorders.sorted(by: { $0.key < $1.key }) {
+            let counts = (try? await transport.eventLoop.submit { pipeline.assemblerCounters(sender: sender) }.get()) ?? .init()
+            guard let done = recorder.finish(stoppedAtMilliseconds: stoppedAt, now: Self.monotonicNow(), context: context) else { continue }
+            if done.error != nil { failed.append(sender) } else { finished.append(done) }
+            let path = "recordings/\(sessionID)/\(done.filename)"
+            writer.submit("recording") { catalog throws(CatalogError) in
+                var row = RecordingRecord(sessionID: sessionID, connectionID: sender, path: path,
+                                          videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
+                                          startedAt: done.startedAtMilliseconds, status: done.error == nil ? .complete : .interrupted)
+                row.endedAt = done.stoppedAtMilliseconds
+                row.durationMs = done.durationMilliseconds
+                row.bytes = Int64(done.size)
+                row.videoFrames = Int64(done.statistics.videoFrames)
+                row.audioFrames = Int64(done.statistics.audioFrames)
+                row.packetsReceived = Int64(counts.packets)
+                row.packetsLost = Int64(counts.lost)
+                row.framesDropped = Int64(counts.framesDropped + done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
+                row.keyframeRequests = Int64(counts.keyframeRequests)
+                try catalog.insertRecording(row)
+            }
+        }
+        if !finished.isEmpty || !failed.isEmpty {
+            do {
+                try layout.createDirectory()
+                try ArchiveLayout.writeJSON(Sidecar.report(finished, failed: failed, context: context, layout: layout,
+                                                           startedAtMilliseconds: startedAt, stoppedAtMilliseconds: stoppedAt), to: layout.reportPath)
+            } catch {
+                return (.storage, "storage: report: \(error)", finished)
+            }
+        }
+        if !failed.isEmpty && result == .success {
+            return (.storage, "storage: recording failed for \(failed.joined(separator: ", "))", finished)
+        }
+        return (result, reason, finished)
+    }
+
+    private func renegotiate(sdp: String, current: inout RecvOnlyNegotiation, logger: Logger) -> RecvOnlyAnswer? {
+        do {
+            let offer = try SessionDescription(parsing: sdp)
+            let answer = try RecvOnlyAnswerBuilder.answer(to: offer, local: current.local)
+            logger.info("re-offer answered", metadata: ["sections": "\(answer.media.count)", "receiving": "\(answer.media.filter(\.accepted).count)"])
+            return answer
+        } catch {
+            logger.error("cannot answer the re-offer", metadata: ["error": "\(error)"])
+            return nil
+        }
+    }
+
+    /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
+    private func record(_ message: IncomingMessage, sessionID: String, writer: CatalogWriter) {
+        let receivedAt = Self.nowMilliseconds()
+        let event: EventRecord
+        switch message {
+        case .notify(let type, let raw):
+            event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, receivedAt: receivedAt, payload: .json(raw))
+            if let connection = ConnectionNotice(raw: raw, sessionID: sessionID, at: receivedAt) {
+                writer.submit("connection") { catalog throws(CatalogError) in try catalog.upsertConnection(connection.record) }
+            }
+        case .push(let raw):
+            event = EventRecord(sessionID: sessionID, kind: .push, receivedAt: receivedAt, payload: .json(raw))
+        case .switched(_, let raw):
+            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: "switched", receivedAt: receivedAt, payload: .json(raw))
+        case .other(let type, let raw):
+            logger.info("unknown signaling message stored", metadata: ["type": "\(type)"])
+            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: type, receivedAt: receivedAt, payload: .json(raw))
+        default:
+            return
+        }
+        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+    }
+
+    static func stunServers(_ servers: [ICEServer]) -> [TransportAddress] {
+        var result: [TransportAddress] = []
+        for server in servers where server.username == nil {
+            for url in server.urls where url.hasPrefix("stun:") {
+                let rest = url.dropFirst("stun:".count).split(separator: "?").first.map(String.init) ?? ""
+                let parts = rest.split(separator: ":")
+                guard let host = parts.first, let ip = IPAddress(String(host)) else { continue }  // numeric only, no DNS yet
+                let port = parts.count > 1 ? UInt16(parts[1]) ?? 3478 : 3478
+                result.append(TransportAddress(ip: ip, port: port))
+            }
+        }
+        return result
+    }
+
+    static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    static func monotonicNow() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
+}
+
+/// What a `connection.created/updated/destroyed` notify says about a participant.
+struct ConnectionNotice {
+    var record: ConnectionRecord
+
+    init?(raw: String, sessionID: String, at time: Int64) {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any],
+              let type = object["event_type"] as? String, type.hasPrefix("connection."),
+              let connectionID = object["connection_id"] as? String, !connectionID.isEmpty, connectionID.utf8.count <= 255
+        else { return nil }
+        func json(_ key: String) -> String? {
+            guard let value = object[key], !(value is NSNull),
+                  let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]) else { return nil }
+            return String(decoding: data, as: UTF8.self)
+        }
+        record = ConnectionRecord(sessionID: sessionID, connectionID: connectionID, firstSeenAt: time, clientID: object["client_id"] as? String,
+                                  bundleID: object["bundle_id"] as? String, role: object["role"] as? String, metadata: json("metadata"),
+                                  authnMetadata: json("authn_metadata"), authzMetadata: json("authz_metadata"),
+                                  leftAt: type == "connection.destroyed" ? time : nil)
+    }
+}
+

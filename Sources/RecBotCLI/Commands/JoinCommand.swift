@@ -1,0 +1,194 @@
+import Archive
+import ArgumentParser
+import Dispatch
+import Foundation
+import Logging
+import RecBot
+import SoraSignaling
+import Transport
+
+/// Settings read from the environment and an optional `KEY=value` file (systemd EnvironmentFile
+/// format), so secrets such as metadata tokens stay out of crontab and `ps`.
+struct Settings {
+    var values: [String: String]
+
+    static func load(environment: [String: String], configPath: String?) throws -> Settings {
+        var values: [String: String] = [:]
+        if let configPath {
+            guard let text = try? String(contentsOfFile: configPath, encoding: .utf8) else {
+                throw ValidationError("cannot read config file \(configPath)")
+            }
+            for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let line = rawLine.trimmingCharacters(in: .whitespaces)
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                guard let equals = line.firstIndex(of: "="), line[..<equals].hasPrefix("RECBOT_") else {
+                    throw ValidationError("\(configPath):\(number + 1): expected RECBOT_NAME=value")
+                }
+                var value = String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+                if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                    value = String(value.dropFirst().dropLast())
+                }
+                values[String(line[..<equals])] = value
+            }
+        }
+        for (key, value) in environment where key.hasPrefix("RECBOT_") { values[key] = value }  // environment wins
+        return Settings(values: values)
+    }
+
+    subscript(key: String) -> String? { values[key].flatMap { $0.isEmpty ? nil : $0 } }
+}
+
+struct JoinCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "join",
+        abstract: "Join a Sora channel as a recvonly client and record every sender.",
+        discussion: """
+            Every option can also come from an environment variable or a config file of RECBOT_NAME=value
+            lines (--config, or RECBOT_CONFIG): RECBOT_CHANNEL, RECBOT_URLS (space or comma separated),
+            RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
+            RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR.
+            Precedence: flag, then environment, then config file.
+            Exit codes: 0 done, 69 network/ICE/DTLS failure, 74 storage failure, 76 protocol error,
+            77 rejected by the server, 78 configuration error.
+            """)
+
+    @OptionGroup var common: CommonOptions
+    @Option(help: "Channel id to record.") var channel: String?
+    @Option(name: .customLong("url"), help: "Signaling URL (ws:// or wss://); repeat to race several.") var urls: [String] = []
+    @Option(help: ArgumentHelp("Metadata for authentication: JSON text, or @file.", valueName: "json|@file")) var metadata: String?
+    @Option(help: ArgumentHelp("Stop after this long (45s, 15m, 2h; a bare number is seconds).", valueName: "duration"))
+    var duration: DurationArgument?
+    @Option(name: .customLong("client-id")) var clientID: String?
+    @Option(name: .customLong("bundle-id")) var bundleID: String?
+    @Option(name: .customLong("signaling-notify-metadata"), help: ArgumentHelp("JSON text or @file.", valueName: "json|@file"))
+    var signalingNotifyMetadata: String?
+    @Option(name: .customLong("video-codec-type"), help: "Preferred video codec (VP8, VP9, AV1, H264).") var videoCodecType: String?
+    @Option(name: .customLong("audio-codec-type"), help: "Preferred audio codec (OPUS).") var audioCodecType: String?
+    @Flag(name: .customLong("no-audio"), help: "Do not receive audio.") var noAudio = false
+    @Flag(name: .customLong("no-video"), help: "Do not receive video.") var noVideo = false
+    @Option(name: .customLong("simulcast-rid"), help: "Simulcast layer to receive (r0, r1, r2).") var simulcastRID: String?
+    @Option(name: .customLong("spotlight-number")) var spotlightNumber: Int?
+    @Option(name: .customLong("forwarding-filters"), help: ArgumentHelp("JSON array or @file.", valueName: "json|@file"))
+    var forwardingFilters: String?
+    @Flag(help: "Accept any TLS certificate (self-signed test servers only).") var insecure = false
+    @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Give up when no offer arrived in this long.", valueName: "duration"))
+    var connectTimeout: DurationArgument?
+    @Option(name: .customLong("allow-address"), help: ArgumentHelp("Only gather ICE candidates on these prefixes (repeatable).", valueName: "cidr"))
+    var allowAddresses: [String] = []
+    @Option(name: .customLong("deny-address"), help: ArgumentHelp("Never gather ICE candidates on these prefixes (repeatable).", valueName: "cidr"))
+    var denyAddresses: [String] = []
+    @Option(help: ArgumentHelp("Config file of RECBOT_NAME=value lines.", valueName: "file")) var config: String?
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let options: JoinOptions
+        do {
+            options = try makeOptions(environment: environment)
+        } catch {
+            throw Console.fail(error, status: .configuration)
+        }
+        let logger = Logger(label: "recbot.join")
+        let session = JoinSession(options: options, logger: logger)
+        let signals = SignalForwarder { name in session.stop(reason: "signal: \(name)") }
+        let outcome = await session.run()
+        signals.cancel()
+        if outcome.result != .success {
+            FileHandle.standardError.write(Data("recbot: \(outcome.endReason)\n".utf8))
+        }
+        if let id = outcome.sessionID { Console.print("session \(id): \(outcome.endReason)") }
+        throw ExitCode(JoinSession.exitCode(outcome.result))
+    }
+
+    func makeOptions(environment: [String: String]) throws -> JoinOptions {
+        let settings = try Settings.load(environment: environment, configPath: config ?? environment["RECBOT_CONFIG"])
+        guard let channel = channel ?? settings["RECBOT_CHANNEL"], !channel.isEmpty else {
+            throw ValidationError("--channel (or RECBOT_CHANNEL) is required")
+        }
+        let urls = !self.urls.isEmpty ? self.urls
+            : (settings["RECBOT_URLS"] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        guard !urls.isEmpty else { throw ValidationError("--url (or RECBOT_URLS) is required") }
+        for url in urls where !(url.hasPrefix("ws://") || url.hasPrefix("wss://")) {
+            throw ValidationError("signaling URL \(url) must start with ws:// or wss://")
+        }
+        var connect = ConnectOptions(channelID: channel, soraClient: "recbot \(RecBot.version)", environment: "[\(Self.architecture)] Linux")
+        connect.clientID = clientID ?? settings["RECBOT_CLIENT_ID"]
+        connect.bundleID = bundleID ?? settings["RECBOT_BUNDLE_ID"]
+        connect.metadataJSON = try Self.jsonArgument(metadata ?? settings["RECBOT_METADATA"], name: "metadata")
+        connect.signalingNotifyMetadataJSON = try Self.jsonArgument(signalingNotifyMetadata, name: "signaling-notify-metadata")
+        connect.forwardingFiltersJSON = try Self.jsonArgument(forwardingFilters, name: "forwarding-filters")
+        connect.audio = !noAudio
+        connect.video = !noVideo
+        connect.videoCodecType = videoCodecType?.uppercased()
+        connect.audioCodecType = audioCodecType?.uppercased()
+        connect.simulcastRID = simulcastRID
+        if let simulcastRID { connect.simulcast = true; connect.simulcastRID = simulcastRID }
+        if let spotlightNumber { connect.spotlight = true; connect.spotlightNumber = spotlightNumber }
+        let directory = DataDirectory.resolve(flag: common.dataDir, environment: environment.merging(settings.values) { current, _ in current },
+                                              isRoot: getuid() == 0)
+        var options = JoinOptions(urls: urls, connect: connect, catalogPath: directory.catalogPath, recordingsRoot: directory.recordingsPath,
+                                  recbotVersion: RecBot.version)
+        if let duration = duration ?? settings["RECBOT_DURATION"].map({ DurationArgument(argument: $0) }) ?? nil {
+            guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
+            options.durationMilliseconds = duration.milliseconds
+        } else if let text = settings["RECBOT_DURATION"] {
+            throw ValidationError("RECBOT_DURATION \(text) is not a duration")
+        }
+        if let timeout = connectTimeout ?? settings["RECBOT_CONNECT_TIMEOUT"].flatMap({ DurationArgument(argument: $0) }) {
+            options.connectTimeoutSeconds = Double(timeout.milliseconds) / 1000
+        }
+        options.insecure = insecure || settings["RECBOT_INSECURE"] == "1" || settings["RECBOT_INSECURE"] == "true"
+        func prefixes(_ flags: [String], _ key: String) throws -> [IPPrefix] {
+            let texts = !flags.isEmpty ? flags : (settings[key] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            return try texts.map { text in
+                guard let prefix = IPPrefix(text) else { throw ValidationError("\(text) is not an address prefix (e.g. 10.0.0.0/8)") }
+                return prefix
+            }
+        }
+        options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, "RECBOT_ALLOW_ADDRESSES"),
+                                               deny: try prefixes(denyAddresses, "RECBOT_DENY_ADDRESSES"))
+        return options
+    }
+
+    /// JSON text, or `@path` to read it from a file; validated here so a typo is a configuration error.
+    static func jsonArgument(_ value: String?, name: String) throws -> String? {
+        guard var text = value else { return nil }
+        if text.hasPrefix("@") {
+            let path = String(text.dropFirst())
+            guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { throw ValidationError("cannot read --\(name) file \(path)") }
+            text = contents
+        }
+        guard (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil else {
+            throw ValidationError("--\(name) is not valid JSON")
+        }
+        return text
+    }
+
+    static var architecture: String {
+        #if arch(x86_64)
+        "x86_64"
+        #elseif arch(arm64)
+        "arm64"
+        #else
+        "unknown"
+        #endif
+    }
+}
+
+/// Turns SIGINT and SIGTERM into a clean stop (files finalized, catalog updated).
+final class SignalForwarder: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+
+    init(_ handler: @escaping @Sendable (String) -> Void) {
+        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler { handler(name) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    func cancel() {
+        for source in sources { source.cancel() }
+    }
+}

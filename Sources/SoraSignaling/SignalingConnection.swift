@@ -1,0 +1,95 @@
+import Foundation
+import Logging
+import NIOCore
+import NIOSSL
+import NIOWebSocket
+import WebSocketKit
+
+/// One signaling WebSocket (websocket-kit on SwiftNIO): text frames in as an async stream,
+/// text out. The stream is bounded; an overflow is counted and logged, never a crash.
+public final class SignalingConnection: @unchecked Sendable {
+    public let url: String
+    public let messages: AsyncStream<String>
+    private let socket: WebSocket
+    private let continuation: AsyncStream<String>.Continuation
+    public static let bufferedMessages = 4_096
+
+    private init(url: String, socket: WebSocket, messages: AsyncStream<String>, continuation: AsyncStream<String>.Continuation) {
+        self.url = url
+        self.socket = socket
+        self.messages = messages
+        self.continuation = continuation
+    }
+
+    /// Wires the socket into the stream. websocket-kit wants this on the socket's event loop (onUpgrade).
+    private static func attach(_ socket: WebSocket, to stream: AsyncStream<String>.Continuation, url: String, logger: Logger) {
+        socket.onText { _, text in
+            if case .dropped = stream.yield(text) {
+                logger.error("signaling message dropped: consumer too slow", metadata: ["url": "\(url)"])
+            }
+        }
+        socket.onClose.whenComplete { _ in stream.finish() }
+    }
+
+    public func send(_ text: String) { socket.send(text) }
+
+    /// The WebSocket close code, once closed (4490 and other 4xxx codes mean rejection).
+    public var closeCode: Int? {
+        socket.closeCode.map { Int(UInt16(webSocketErrorCode: $0)) }
+    }
+
+    public var isClosed: Bool { socket.isClosed }
+
+    public func close() async {
+        try? await socket.close(code: .normalClosure).get()
+    }
+
+    /// Opens a WebSocket to `url` (ws or wss; certificates verified unless `insecure`).
+    static func open(url: String, insecure: Bool, group: EventLoopGroup, logger: Logger) async throws(SignalingError) -> SignalingConnection {
+        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "ws" || scheme == "wss", parsed.host != nil else {
+            throw .invalidURL(url)
+        }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if insecure { tls.certificateVerification = .none }
+        var configuration = WebSocketClient.Configuration(tlsConfiguration: scheme == "wss" ? tls : nil, maxFrameSize: 1 << 20)
+        configuration.maxAccumulatedFrameSize = 8 << 20
+        var streamContinuation: AsyncStream<String>.Continuation!
+        let messages = AsyncStream(bufferingPolicy: .bufferingOldest(SignalingConnection.bufferedMessages)) { streamContinuation = $0 }
+        let stream = streamContinuation!
+        // websocket-kit's future can complete before onUpgrade hands over the socket: wait for onUpgrade.
+        let handoff = SocketHandoff()
+        let socket: WebSocket
+        do {
+            socket = try await withCheckedThrowingContinuation { continuation in
+                handoff.start(continuation)
+                WebSocket.connect(to: url, configuration: configuration, on: group) { socket in
+                    attach(socket, to: stream, url: url, logger: logger)
+                    handoff.succeed(socket)
+                }
+                .whenFailure { error in handoff.fail(error) }
+            }
+        } catch {
+            stream.finish()
+            throw .connectFailed(url: url, detail: "\(error)")
+        }
+        return SignalingConnection(url: url, socket: socket, messages: messages, continuation: stream)
+    }
+}
+
+/// Resumes the opener exactly once: with the upgraded socket, or with the connect error.
+private final class SocketHandoff: @unchecked Sendable {
+    private let lock = NSLock()
+    private var continuation: CheckedContinuation<WebSocket, Error>?
+
+    func start(_ continuation: CheckedContinuation<WebSocket, Error>) { lock.withLock { self.continuation = continuation } }
+
+    private func take() -> CheckedContinuation<WebSocket, Error>? {
+        lock.withLock {
+            defer { continuation = nil }
+            return continuation
+        }
+    }
+
+    func succeed(_ socket: WebSocket) { take()?.resume(returning: socket) }
+    func fail(_ error: Error) { take()?.resume(throwing: error) }
+}

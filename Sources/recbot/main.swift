@@ -1,4 +1,0 @@
-import RecBotCLI
-
-RecBotLogging.bootstrap()
-RecBot.main()

@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""A Sora-compatible signaling server with synthetic publishers, for recbot's tests and demo.
+
+It speaks the server side of Sora's signaling (sora-protocol.md) over WebSocket and plays an
+SFU: every synthetic publisher's video and audio reach the recvonly client as sendonly
+m-sections whose msid stream id is the publisher's connection id. Scenarios are set with flags.
+When the client leaves it writes a ground truth of what it sent (--truth).
+
+  sora_test_server.py --publisher vp8 --publisher h264 --truth truth.json
+  -> prints {"type": "listening", "url": "ws://127.0.0.1:PORT/signaling"} and serves one session.
+"""
+import argparse
+import asyncio
+import json
+import random
+import sys
+import time
+
+import aioice.ice
+
+# aioice never offers loopback addresses; the tests and the demo run on loopback only.
+aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
+
+from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription  # noqa: E402
+from aiortc.rtcconfiguration import RTCBundlePolicy  # noqa: E402
+from aiortc.sdp import candidate_from_sdp  # noqa: E402
+from websockets.asyncio.server import serve  # noqa: E402
+
+from synthetic_media import PatternVideo, ToneAudio  # noqa: E402
+
+CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+MIME = {"vp8": "video/VP8", "h264": "video/H264"}
+
+
+def sora_id():
+    return "".join(random.choice(CROCKFORD) for _ in range(26))
+
+
+class Publisher:
+    def __init__(self, codec, index):
+        self.codec = codec
+        self.connection_id = sora_id()
+        self.client_id = f"publisher-{index}"
+        self.video = PatternVideo(width=320, height=240, fps=30)
+        self.audio = ToneAudio()
+        self.senders = {}
+        self.joined_at = None
+        self.left_at = None
+
+    def attach(self, pc):
+        for kind, track in (("video", self.video), ("audio", self.audio)):
+            transceiver = pc.addTransceiver(track, direction="sendonly")
+            mime = MIME[self.codec] if kind == "video" else "audio/opus"
+            codecs = [c for c in RTCRtpSender.getCapabilities(kind).codecs if c.mimeType == mime]
+            if kind == "video" and self.codec == "h264":
+                codecs = [c for c in codecs if "42e01f" in (c.parameters or {}).get("profile-level-id", "")][:1] or codecs[:1]
+            transceiver.setCodecPreferences(codecs)
+            # Sora's convention: the msid stream id is the publisher's connection id.
+            transceiver.sender._stream_id = self.connection_id
+            self.senders[kind] = transceiver.sender
+
+    def notify(self, event_type, channel_id, counts):
+        return {
+            "type": "notify", "event_type": event_type, "role": "sendonly", "channel_id": channel_id,
+            "connection_id": self.connection_id, "client_id": self.client_id, "bundle_id": self.connection_id,
+            "audio": True, "video": True, "metadata": {"publisher": self.client_id, "codec": self.codec},
+            "authn_metadata": None, "authz_metadata": {"room": "test"}, "minutes": 0,
+            "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), **counts,
+        }
+
+
+class Session:
+    def __init__(self, args, url):
+        self.args = args
+        self.url = url
+        self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0}
+        self.publishers = [Publisher(codec, index) for index, codec in enumerate(args.publisher)]
+        self.done = asyncio.Event()
+
+    async def send(self, ws, message, record=False):
+        text = json.dumps(message, ensure_ascii=False)
+        if record:
+            self.truth["messages_sent"].append(text)
+        await ws.send(text)
+
+    def counts(self):
+        on = [p for p in self.publishers if p.joined_at is not None and p.left_at is None]
+        return {"channel_connections": len(on) + 1, "channel_sendonly_connections": len(on), "channel_recvonly_connections": 1,
+                "channel_sendrecv_connections": 0}
+
+    async def run(self, ws):
+        args = self.args
+        connect = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        self.truth["connect"] = connect
+        if connect.get("type") != "connect" or connect.get("role") != "recvonly" or not connect.get("channel_id"):
+            self.truth["end"] = "invalid-connect"
+            await ws.close(4490, "INVALID-CONNECT")
+            return
+        if args.reject:
+            self.truth["end"] = "rejected"
+            await ws.close(4490, "AUTHENTICATION-FAILED")
+            return
+        if args.redirect and not connect.get("redirect"):
+            self.truth["redirected"] = True
+            await self.send(ws, {"type": "redirect", "location": self.url})
+            await ws.close()
+            return
+        channel = connect["channel_id"]
+        pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
+        for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
+            publisher.attach(pc)
+        session_id, bot_id = sora_id(), sora_id()
+        self.truth.update({"channel_id": channel, "session_id": session_id, "bot_connection_id": bot_id})
+        await pc.setLocalDescription(await pc.createOffer())
+        await self.send(ws, {
+            "type": "offer", "sdp": pc.localDescription.sdp, "connection_id": bot_id, "client_id": connect.get("client_id", bot_id),
+            "bundle_id": bot_id, "session_id": session_id, "channel_id": channel, "simulcast": False, "spotlight": False,
+            "version": "recbot-test-server", "config": {"iceServers": [], "iceTransportPolicy": "all"},
+        })
+        answer = await self.next_of(ws, "answer")
+        self.truth["answer_received"] = True
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
+        reader = asyncio.create_task(self.read(ws, pc))
+
+        now = time.monotonic()
+        for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
+            publisher.joined_at = now
+        await self.send(ws, {"type": "notify", "event_type": "connection.created", "role": "recvonly", "connection_id": bot_id,
+                             "client_id": connect.get("client_id", bot_id), "channel_id": channel, "session_id": session_id,
+                             "data": [p.notify("connection.created", channel, {})
+                                      for p in self.publishers if p.joined_at is not None], **self.counts()}, record=True)
+        for publisher in self.publishers:
+            if publisher.joined_at is not None:
+                await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
+
+        started = time.monotonic()
+        late_added = False
+        push_sent = False
+        next_ping = started + args.ping_interval
+        while not self.done.is_set():
+            elapsed = time.monotonic() - started
+            if args.abrupt_close_after and elapsed >= args.abrupt_close_after:
+                self.truth["end"] = "abrupt-close"
+                ws.transport.abort()
+                break
+            if args.end_after and elapsed >= args.end_after:
+                self.truth["end"] = "server-disconnect"
+                await ws.close(1000, "DISCONNECTED-API")
+                break
+            if not push_sent and elapsed >= 1.0:
+                push_sent = True
+                await self.send(ws, {"type": "push", "data": {"kind": "bookmark", "at": round(elapsed, 3), "text": "日本語も"}}, record=True)
+            if time.monotonic() >= next_ping:
+                next_ping += args.ping_interval
+                self.truth["pings_sent"] += 1
+                await self.send(ws, {"type": "ping", "stats": self.truth["pings_sent"] % 2 == 0})
+            if args.late_publishers and not late_added and elapsed >= args.late_after:
+                late_added = True
+                await self.add_late(ws, pc, channel)
+            await asyncio.sleep(0.05)
+
+        for publisher in self.publishers:
+            if publisher.joined_at is not None and publisher.left_at is None:
+                publisher.left_at = time.monotonic()
+        await self.finish(pc)
+        reader.cancel()
+
+    async def add_late(self, ws, pc, channel):
+        late = [p for p in self.publishers if p.joined_at is None]
+        for publisher in late:
+            publisher.attach(pc)
+        await pc.setLocalDescription(await pc.createOffer())
+        await self.send(ws, {"type": "re-offer", "sdp": pc.localDescription.sdp})
+        self.truth["re_offers_sent"] = self.truth.get("re_offers_sent", 0) + 1
+        self.pending_reanswer = asyncio.get_running_loop().create_future()
+        reanswer = await asyncio.wait_for(self.pending_reanswer, 10)
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=reanswer["sdp"], type="answer"))
+        self.truth["re_answers_received"] = self.truth.get("re_answers_received", 0) + 1
+        for publisher in late:
+            publisher.joined_at = time.monotonic()
+            await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
+
+    async def next_of(self, ws, kind):
+        while True:
+            message = json.loads(await asyncio.wait_for(ws.recv(), 15))
+            if message.get("type") == "candidate":
+                self.truth["candidates_received"] += 1
+            if message.get("type") == kind:
+                return message
+
+    async def read(self, ws, pc):
+        try:
+            async for text in ws:
+                message = json.loads(text)
+                kind = message.get("type")
+                if kind == "pong":
+                    self.truth["pongs_received"] += 1
+                elif kind == "candidate":
+                    self.truth["candidates_received"] += 1
+                    try:
+                        candidate = candidate_from_sdp(message["candidate"].split(":", 1)[1])
+                        candidate.sdpMid = pc.getTransceivers()[0].mid
+                        await pc.addIceCandidate(candidate)
+                    except Exception as error:  # noqa: BLE001 - recorded, the session goes on
+                        self.truth.setdefault("candidate_errors", []).append(str(error))
+                elif kind == "re-answer":
+                    future = getattr(self, "pending_reanswer", None)
+                    if future and not future.done():
+                        future.set_result(message)
+                elif kind == "disconnect":
+                    self.truth["disconnect"] = message
+                    self.truth["end"] = "client-disconnect"
+                    break
+        except Exception as error:  # noqa: BLE001
+            self.truth.setdefault("read_errors", []).append(str(error))
+        self.done.set()
+
+    async def finish(self, pc):
+        for publisher in self.publishers:
+            publisher.video.stop()
+            publisher.audio.stop()
+        await asyncio.sleep(0.2)
+        stats = {}
+        for report in (await pc.getStats()).values():
+            if report.type == "outbound-rtp":
+                stats[report.ssrc] = report.packetsSent
+        for publisher in self.publishers:
+            entry = {"connection_id": publisher.connection_id, "client_id": publisher.client_id, "codec": publisher.codec,
+                     "video_frames_sent": publisher.video.index, "audio_frames_sent": publisher.audio.index,
+                     "on_air_seconds": (publisher.left_at - publisher.joined_at) if publisher.joined_at and publisher.left_at else 0}
+            for kind, sender in publisher.senders.items():
+                ssrc = sender._ssrc
+                entry[f"{kind}_packets_sent"] = stats.get(ssrc, 0)
+            self.truth["publishers"].append(entry)
+        await pc.close()
+
+
+async def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--publisher", action="append", choices=sorted(MIME), default=None,
+                        help="a synthetic publisher with this video codec (plus Opus); repeatable")
+    parser.add_argument("--late-publishers", type=int, default=0, help="how many of the publishers join later (re-offer)")
+    parser.add_argument("--late-after", type=float, default=3.0)
+    parser.add_argument("--ping-interval", type=float, default=2.0)
+    parser.add_argument("--reject", action="store_true", help="close 4490 after connect, like an auth rejection")
+    parser.add_argument("--redirect", action="store_true", help="answer the first connect with redirect to itself")
+    parser.add_argument("--abrupt-close-after", type=float, default=0)
+    parser.add_argument("--end-after", type=float, default=0, help="end the session from the server side (close 1000)")
+    parser.add_argument("--max-seconds", type=float, default=120)
+    parser.add_argument("--truth", help="write the ground truth here when the session ends")
+    args = parser.parse_args()
+    args.publisher = args.publisher or ["vp8", "vp8"]
+
+    finished = asyncio.Event()
+    state = {}
+
+    async def handler(ws):
+        session = Session(args, state["url"])
+        try:
+            await session.run(ws)
+        finally:
+            if session.truth.get("end") != "redirected" and not session.truth.get("redirected"):
+                if args.truth:
+                    with open(args.truth, "w") as out:
+                        json.dump(session.truth, out, ensure_ascii=False, indent=2)
+                finished.set()
+
+    async with serve(handler, "127.0.0.1", args.port, max_size=4 << 20) as server:
+        port = server.sockets[0].getsockname()[1]
+        state["url"] = f"ws://127.0.0.1:{port}/signaling"
+        sys.stdout.write(json.dumps({"type": "listening", "url": state["url"]}) + "\n")
+        sys.stdout.flush()
+        try:
+            await asyncio.wait_for(finished.wait(), args.max_seconds)
+        except asyncio.TimeoutError:
+            pass
+        await asyncio.sleep(0.2)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
