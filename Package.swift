@@ -131,6 +131,7 @@ let package = Package(
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),
+        .testTarget(name: "JoinTests", dependencies: ["Archive"]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN",
             .product(name: "NIOPosix", package: "swift-nio"),

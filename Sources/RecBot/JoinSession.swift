@@ -242,8 +242,8 @@ public final class JoinSession: @unchecked Sendable {
                 reason = why
                 break loop
             case .signalingClosed(let code):
-                if code == 1000 || code == nil && connection.isClosed {
-                    reason = "server-closed: \(code.map(String.init) ?? "no code")"
+                if code == 1000 {
+                    reason = "server-closed: 1000"  // Sora ended the session (API disconnect, lifetime)
                 } else {
                     result = .network
                     reason = "signaling-closed: \(code.map(String.init) ?? "abruptly")"

@@ -1,0 +1,215 @@
+import Archive
+import Foundation
+import Testing
+
+/// Runs the bundled Sora-compatible test server and the real `recbot join` against it.
+struct Scenario {
+    let directory: URL
+    let server = Process()
+    let serverOutput = Pipe()
+    var url = ""
+
+    static var peersDirectory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers")
+    }
+
+    static var recbot: String {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        while directory.path != "/" {
+            let candidate = directory.appendingPathComponent("recbot").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            directory = directory.deletingLastPathComponent()
+        }
+        return "recbot"
+    }
+
+    init(serverArguments: [String]) throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-join-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        server.arguments = ["python3", Scenario.peersDirectory.appendingPathComponent("sora_test_server.py").path,
+                            "--truth", directory.appendingPathComponent("truth.json").path] + serverArguments
+        server.standardOutput = serverOutput
+        server.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try server.run()
+        // The first line says where it listens.
+        var line = Data()
+        let handle = serverOutput.fileHandleForReading
+        while !line.contains(0x0A) {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let object = try JSONSerialization.jsonObject(with: line.prefix { $0 != 0x0A }) as? [String: Any]
+        url = object?["url"] as? String ?? ""
+    }
+
+    var dataDirectory: String { directory.appendingPathComponent("data").path }
+
+    struct Result { var status: Int32; var stdout: String; var stderr: String }
+
+    func join(_ extra: [String], url: String? = nil) throws -> Result {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Scenario.recbot)
+        process.arguments = ["join", "--channel", "sora", "--url", url ?? self.url, "--data-dir", dataDirectory,
+                             "--allow-address", "127.0.0.1/32"] + extra
+        var environment = ProcessInfo.processInfo.environment
+        environment["RECBOT_LOG_LEVEL"] = "info"
+        process.environment = environment
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    func truth() throws -> [String: Any] {
+        // The server writes it when the session ends; give it a moment.
+        let path = directory.appendingPathComponent("truth.json").path
+        for _ in 0..<50 where !FileManager.default.fileExists(atPath: path) { Thread.sleep(forTimeInterval: 0.1) }
+        return try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+    }
+
+    func stop() {
+        if server.isRunning { server.terminate() }
+        server.waitUntilExit()
+    }
+
+    func catalog() throws -> Catalog { try Catalog(path: dataDirectory + "/catalog.sqlite") }
+
+    /// ffprobe's view: codec name and decoded frame count per stream, and the duration.
+    static func probe(_ path: String) throws -> (streams: [(codec: String, frames: Int)], duration: Double) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["ffprobe", "-v", "error", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames:format=duration", "-of", "json", path]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let data = out.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let streams = (json["streams"] as? [[String: Any]] ?? []).map { ($0["codec_name"] as? String ?? "", Int($0["nb_read_frames"] as? String ?? "") ?? 0) }
+        let duration = Double((json["format"] as? [String: Any])?["duration"] as? String ?? "") ?? 0
+        return (streams, duration)
+    }
+}
+
+@Suite(.serialized) struct JoinScenarioTests {
+    @Test func recordsEveryPublisherAndLogsEveryMessage() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "h264", "--ping-interval", "1"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "5s"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        #expect(session.endReason == "duration-elapsed" && session.exitStatus == 0)
+        #expect(session.soraSessionID == truth["session_id"] as? String && session.connectionID == truth["bot_connection_id"] as? String)
+
+        // One playable file per publisher, with ≥ 90 % of the video frames and the right duration.
+        let publishers = try #require(truth["publishers"] as? [[String: Any]])
+        let recordings = try catalog.recordings()
+        #expect(recordings.count == publishers.count)
+        for publisher in publishers {
+            let id = try #require(publisher["connection_id"] as? String)
+            let recording = try #require(recordings.first { $0.connectionID == id }, "no recording for \(id)")
+            #expect(recording.status == .complete)
+            let probe = try Scenario.probe(scenario.dataDirectory + "/" + recording.path)
+            let codec = publisher["codec"] as? String == "h264" ? "h264" : "vp8"
+            let video = try #require(probe.streams.first { $0.codec == codec }, "streams: \(probe.streams)")
+            let audio = try #require(probe.streams.first { $0.codec == "opus" })
+            let sentVideo = try #require(publisher["video_frames_sent"] as? Int)
+            let sentAudio = try #require(publisher["audio_frames_sent"] as? Int)
+            #expect(Double(video.frames) >= 0.9 * Double(sentVideo), "\(codec): \(video.frames) of \(sentVideo) video frames")
+            #expect(Double(audio.frames) >= 0.9 * Double(sentAudio), "\(audio.frames) of \(sentAudio) audio frames")
+            let onAir = try #require(publisher["on_air_seconds"] as? Double)
+            #expect(abs(probe.duration - onAir) <= 0.1 * onAir + 0.5, "duration \(probe.duration) vs \(onAir) on air")
+        }
+
+        // Every notify and push, byte for byte.
+        let sent = try #require(truth["messages_sent"] as? [String])
+        let stored = try catalog.events(EventFilter(sessionID: session.id)).compactMap { event -> String? in
+            if case .json(let text) = event.payload { return text }
+            return nil
+        }
+        #expect(sent.count >= 4)
+        for message in sent { #expect(stored.contains(message), "missing in the catalog: \(message.prefix(120))") }
+        #expect((truth["pongs_received"] as? Int ?? 0) >= 3, "every ping answered")
+        #expect((truth["disconnect"] as? [String: Any])?["reason"] as? String == "NO-ERROR")
+        // connection.created notifies kept the connections table current.
+        let connections = try catalog.connections(sessionID: session.id)
+        for publisher in publishers {
+            #expect(connections.contains { $0.connectionID == publisher["connection_id"] as? String && $0.clientID == publisher["client_id"] as? String })
+        }
+    }
+
+    @Test func aLatePublisherArrivesThroughReOffer() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8", "--late-publishers", "1", "--late-after", "2"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "6s"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        #expect(truth["re_answers_received"] as? Int == 1)
+        let recordings = try scenario.catalog().recordings()
+        #expect(recordings.count == 2)
+        let late = try #require((truth["publishers"] as? [[String: Any]])?.last?["connection_id"] as? String)
+        let lateRecording = try #require(recordings.first { $0.connectionID == late })
+        let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath:
+            scenario.dataDirectory + "/" + lateRecording.path.replacingOccurrences(of: ".webm", with: ".json")))) as? [String: Any])
+        #expect((sidecar["start_time_offset"] as? Int ?? 0) >= 2, "the late sender starts later in the recording")
+        #expect(try Scenario.probe(scenario.dataDirectory + "/" + lateRecording.path).streams.count == 2)
+    }
+
+    @Test func rejectionExits77() throws {
+        let scenario = try Scenario(serverArguments: ["--reject"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "5s"])
+        #expect(result.status == 77, "\(result.stderr.suffix(2_000))")
+        let session = try #require(try scenario.catalog().sessions().first)
+        #expect(session.endReason == "rejected: close 4490" && session.exitStatus == 77)
+    }
+
+    @Test func redirectIsFollowed() throws {
+        let scenario = try Scenario(serverArguments: ["--redirect", "--publisher", "vp8"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "3s"])
+        #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
+        #expect(try scenario.truth()["connect"].flatMap { $0 as? [String: Any] }?["redirect"] as? Bool == true)
+        #expect(try scenario.catalog().recordings().count == 1)
+    }
+
+    @Test func abruptCloseExits69WithFilesFinalized() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--abrupt-close-after", "3"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "30s"])
+        #expect(result.status == 69, "\(result.stderr.suffix(2_000))")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        #expect(session.endReason?.hasPrefix("signaling-closed") == true, "\(session.endReason ?? "-")")
+        let recording = try #require(try catalog.recordings().first)
+        #expect(recording.status == .complete)
+        #expect(try Scenario.probe(scenario.dataDirectory + "/" + recording.path).streams.map(\.frames).allSatisfy { $0 > 30 })
+    }
+
+    @Test func serverEndingTheSessionIsASuccess() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--end-after", "3"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "30s"])
+        #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
+        #expect(try scenario.catalog().sessions().first?.endReason == "server-closed: 1000")
+    }
+
+    @Test func unreachableServerExits69AndBadConfigurationExits78() throws {
+        let scenario = try Scenario(serverArguments: ["--max-seconds", "1"])
+        defer { scenario.stop() }
+        let unreachable = try scenario.join(["--connect-timeout", "3s"], url: "ws://127.0.0.1:9/signaling")
+        #expect(unreachable.status == 69, "\(unreachable.stderr.suffix(1_000))")
+        let badMetadata = try scenario.join(["--metadata", "{not json"])
+        #expect(badMetadata.status == 78 && badMetadata.stderr.contains("metadata"))
+        let badURL = try scenario.join([], url: "http://127.0.0.1/signaling")
+        #expect(badURL.status == 78 && badURL.stderr.contains("ws://"))
+    }
+}
