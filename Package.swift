@@ -111,15 +111,6 @@ let package = Package(
         .executableTarget(name: "recbot", dependencies: [
             "RecBotCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
-        // Writes a synthetic recording + catalog entry: the README's first command until `recbot join` lands.
-        .executableTarget(
-            name: "recbot-demo",
-            dependencies: [
-                "Archive", "WebM", "CodecBindings", "RecBotCLI",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
-        ),
-
         // MARK: Tests
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),

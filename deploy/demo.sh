@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# The README's first command. Sets up a fresh Debian 12 machine, builds recbot, and runs
-# the main job as far as it exists today: recbot-demo records a synthetic sender (VP8 test
-# pattern + Opus tone) into the data directory and catalogs it; recbot then lists what is there.
-# (Once `recbot join` lands, this records a bundled test server's channel instead.)
+# The README's first command: sets up a fresh Debian 12 machine, builds recbot, starts the
+# bundled Sora-compatible test server with two synthetic publishers (VP8 + Opus, H.264 + Opus)
+# on 127.0.0.1, records its channel with `recbot join` for about 15 s, then lists what was
+# recorded. Extra arguments go to `recbot join` (e.g. --data-dir DIR).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./deploy/install-deps.sh
 swift build -c release --product recbot
-swift build -c release --product recbot-demo
 bin=$(swift build -c release --show-bin-path)
 
-"$bin/recbot-demo" --seconds "${DEMO_SECONDS:-5}" "$@"
+work=$(mktemp -d)
+trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
+python3 Tests/Peers/sora_test_server.py --publisher vp8 --publisher h264 > "$work/server.out" 2> "$work/server.log" &
+server=$!
+for _ in $(seq 1 100); do [ -s "$work/server.out" ] && break; sleep 0.1; done
+url=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline())["url"])' "$work/server.out")
+
+echo "== recbot join --channel sora --url $url --duration ${DEMO_DURATION:-15s}"
+"$bin/recbot" join --channel sora --url "$url" --duration "${DEMO_DURATION:-15s}" --allow-address 127.0.0.1/32 "$@"
 echo
 echo "== recbot sessions list"
 "$bin/recbot" sessions list "$@"

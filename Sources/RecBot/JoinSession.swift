@@ -174,8 +174,11 @@ public final class JoinSession: @unchecked Sendable {
             transport = try await UDPTransport.bind(addresses: hosts, on: group.next(), logger: logger)
             let sdp = try SessionDescription(parsing: offer.sdp)
             var generator = SystemRandomNumberGenerator()
+            // The media path sends PLI (when video starts, after loss); NACK is not implemented yet.
+            var capabilities = ReceiverCapabilities()
+            capabilities.rtcpFeedback = ["nack pli"]
             negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
-                                                  random: { UInt64.random(in: .min ... .max, using: &generator) })
+                                                  capabilities: capabilities, random: { UInt64.random(in: .min ... .max, using: &generator) })
         } catch {
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
             connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
@@ -339,7 +342,7 @@ public final class JoinSession: @unchecked Sendable {
     private func renegotiate(sdp: String, current: inout RecvOnlyNegotiation, logger: Logger) -> RecvOnlyAnswer? {
         do {
             let offer = try SessionDescription(parsing: sdp)
-            let answer = try RecvOnlyAnswerBuilder.answer(to: offer, local: current.local)
+            let answer = try RecvOnlyAnswerBuilder.answer(to: offer, local: current.local, capabilities: current.capabilities)
             logger.info("re-offer answered", metadata: ["sections": "\(answer.media.count)", "receiving": "\(answer.media.filter(\.accepted).count)"])
             return answer
         } catch {

@@ -25,6 +25,7 @@ public struct RecvOnlyNegotiation {
     public var core: PeerConnectionCore
     /// Our transport parameters, reused to answer re-offers (without candidates: ICE runs already).
     public var local: LocalTransportParameters
+    public var capabilities: ReceiverCapabilities
 
     static let iceCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
@@ -60,6 +61,7 @@ public struct RecvOnlyNegotiation {
             throw .dtls(error)
         }
         self.answer = answer
+        self.capabilities = capabilities
         self.core = PeerConnectionCore(ice: ice, dtls: dtls)
         var reusable = local
         reusable.candidates = []
