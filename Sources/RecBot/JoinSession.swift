@@ -2,6 +2,7 @@ import Archive
 import DTLS
 import Foundation
 import Logging
+import Media
 import NIOCore
 import NIOPosix
 import Recorder
@@ -202,7 +203,7 @@ public final class JoinSession: @unchecked Sendable {
                                                               firstSeenAt: Self.nowMilliseconds(), role: "sendonly"))
             }
         }
-        pipeline.update(media: negotiation.answer.media)
+        _ = pipeline.update(media: negotiation.answer.media)
         pipeline.sendRTCP = { packets in transport.withCore { $0.sendRTCP(packets) } }
         let core = negotiation.core
         let emit = self.emit
@@ -233,6 +234,32 @@ public final class JoinSession: @unchecked Sendable {
             timer = Task {
                 try? await Task.sleep(nanoseconds: UInt64(max(0, duration)) * 1_000_000)
                 if !Task.isCancelled { emit.yield(.stop("duration-elapsed")) }
+            }
+        }
+
+        let context = SidecarContext(recordingID: sessionID, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
+                                     botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion)
+        let results = FinishedRecordings()
+        /// Finishes one sender's file (blocking I/O, so never on the event loop) and catalogs it.
+        @Sendable func finish(_ recorder: SenderRecorder, counts: AssemblerCounters, context: SidecarContext) {
+            guard let done = recorder.finish(stoppedAtMilliseconds: Self.nowMilliseconds(), now: Self.monotonicNow(), context: context) else { return }
+            results.append(done)
+            let sender = recorder.connectionID
+            let path = "recordings/\(sessionID)/\(done.filename)"
+            writer.submit("recording") { catalog throws(CatalogError) in
+                var row = RecordingRecord(sessionID: sessionID, connectionID: sender, path: path,
+                                          videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
+                                          startedAt: done.startedAtMilliseconds, status: done.error == nil ? .complete : .interrupted)
+                row.endedAt = done.stoppedAtMilliseconds
+                row.durationMs = done.durationMilliseconds
+                row.bytes = Int64(done.size)
+                row.videoFrames = Int64(done.statistics.videoFrames)
+                row.audioFrames = Int64(done.statistics.audioFrames)
+                row.packetsReceived = Int64(counts.packets)
+                row.packetsLost = Int64(counts.lost)
+                row.framesDropped = Int64(counts.framesDropped + done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
+                row.keyframeRequests = Int64(counts.keyframeRequests)
+                try catalog.insertRecording(row)
             }
         }
 
@@ -278,7 +305,12 @@ public final class JoinSession: @unchecked Sendable {
                 case .reOffer(let sdp, _), .update(let sdp, _):
                     if let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) {
                         let media = answer.media
-                        transport.eventLoop.execute { pipeline.update(media: media) }
+                        // Senders whose sections went away are finished now, so their files end when they left.
+                        let gone = (try? await transport.eventLoop.submit { pipeline.update(media: media).map { ($0, pipeline.finishedCounters[$0.connectionID] ?? .init()) } }.get()) ?? []
+                        for (recorder, counts) in gone {
+                            logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
+                            results.run { finish(recorder, counts: counts, context: context) }
+                        }
                         if case .update = message { connection.send(OutgoingMessage.update(sdp: answer.sdp.serialized)) }
                         else { connection.send(OutgoingMessage.reAnswer(sdp: answer.sdp.serialized)) }
                     }
@@ -299,35 +331,22 @@ public final class JoinSession: @unchecked Sendable {
         ticker.cancel()
         await transport.close()
         let recorders = (try? await transport.eventLoop.submit { pipeline.recorders }.get()) ?? [:]
-        let context = SidecarContext(recordingID: sessionID, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
-                                     botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion, endReason: reason)
-        var finished: [FinishedRecording] = []
-        var failed: [String] = []
+        var endContext = context
+        endContext.endReason = reason
         for (sender, recorder) in recorders.sorted(by: { $0.key < $1.key }) {
             let counts = (try? await transport.eventLoop.submit { pipeline.assemblerCounters(sender: sender) }.get()) ?? .init()
-            guard let done = recorder.finish(stoppedAtMilliseconds: stoppedAt, now: Self.monotonicNow(), context: context) else { continue }
-            if done.error != nil { failed.append(sender) } else { finished.append(done) }
-            let path = "recordings/\(sessionID)/\(done.filename)"
-            writer.submit("recording") { catalog throws(CatalogError) in
-                var row = RecordingRecord(sessionID: sessionID, connectionID: sender, path: path,
-                                          videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
-                                          startedAt: done.startedAtMilliseconds, status: done.error == nil ? .complete : .interrupted)
-                row.endedAt = done.stoppedAtMilliseconds
-                row.durationMs = done.durationMilliseconds
-                row.bytes = Int64(done.size)
-                row.videoFrames = Int64(done.statistics.videoFrames)
-                row.audioFrames = Int64(done.statistics.audioFrames)
-                row.packetsReceived = Int64(counts.packets)
-                row.packetsLost = Int64(counts.lost)
-                row.framesDropped = Int64(counts.framesDropped + done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
-                row.keyframeRequests = Int64(counts.keyframeRequests)
-                try catalog.insertRecording(row)
-            }
+            let finalContext = endContext
+            results.run { finish(recorder, counts: counts, context: finalContext) }
         }
+        await results.waitForPending()
+        let all = results.all.sorted { $0.connectionID < $1.connectionID }
+        let finished = all.filter { $0.error == nil }
+        let failed = all.filter { $0.error != nil }.map(\.connectionID)
+        endContext.endReason = reason
         if !finished.isEmpty || !failed.isEmpty {
             do {
                 try layout.createDirectory()
-                try ArchiveLayout.writeJSON(Sidecar.report(finished, failed: failed, context: context, layout: layout,
+                try ArchiveLayout.writeJSON(Sidecar.report(finished, failed: failed, context: endContext, layout: layout,
                                                            startedAtMilliseconds: startedAt, stoppedAtMilliseconds: stoppedAt), to: layout.reportPath)
             } catch {
                 return (.storage, "storage: report: \(error)", finished)
@@ -337,6 +356,33 @@ public final class JoinSession: @unchecked Sendable {
             return (.storage, "storage: recording failed for \(failed.joined(separator: ", "))", finished)
         }
         return (result, reason, finished)
+    }
+
+    /// Files finished during and at the end of the session, from whatever thread finished them.
+    private final class FinishedRecordings: @unchecked Sendable {
+        private let lock = NSLock()
+        private var items: [FinishedRecording] = []
+        private let group = DispatchGroup()
+
+        init() {}
+        func append(_ item: FinishedRecording) { lock.withLock { items.append(item) } }
+        var all: [FinishedRecording] { lock.withLock { items } }
+
+        /// Runs blocking file work off the event loop and off Swift's cooperative threads.
+        func run(_ work: @escaping @Sendable () -> Void) {
+            group.enter()
+            DispatchQueue.global().async { [group] in
+                work()
+                group.leave()
+            }
+        }
+
+        /// Waits until every file being finished is done.
+        func waitForPending() async {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                group.notify(queue: .global()) { continuation.resume() }
+            }
+        }
     }
 
     private func renegotiate(sdp: String, current: inout RecvOnlyNegotiation, logger: Logger) -> RecvOnlyAnswer? {

@@ -58,10 +58,22 @@ final class MediaPipeline: @unchecked Sendable {
         self.onRecordingStarted = onRecordingStarted
     }
 
-    func update(media: [NegotiatedMedia]) {
-        // Streams of sections that went away simply stop; their recorders are finished at the end.
+    /// Applies a (re-)negotiation. Returns the recorders of senders that are no longer receiving
+    /// (Sora released their sections), for the caller to finish off the event loop.
+    func update(media: [NegotiatedMedia]) -> [SenderRecorder] {
         router.update(media)
+        let present = Set(media.filter(\.receiving).compactMap(\.msidStream))
+        let gone = recorders.filter { !present.contains($0.key) }
+        for (sender, _) in gone {
+            recorders[sender] = nil
+            finishedCounters[sender] = assemblerCounters(sender: sender)
+            streams = streams.filter { $0.value.sender != sender }
+        }
+        return Array(gone.values)
     }
+
+    /// Stream counters of senders that left, kept for their catalog rows.
+    private(set) var finishedCounters: [String: AssemblerCounters] = [:]
 
     func handle(_ packet: RTPPacket, now: MonotonicTime) {
         counters.rtpPackets += 1

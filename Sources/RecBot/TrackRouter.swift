@@ -24,7 +24,7 @@ struct TrackRouter {
 
     mutating func update(_ media: [NegotiatedMedia]) {
         tracks = [:]
-        for section in media where section.accepted {
+        for section in media where section.receiving {
             guard let mid = section.mid, let kind = section.kind, kind != .application else { continue }
             var codecs: [UInt8: NegotiatedCodec] = [:]
             var rtx: Set<UInt8> = []

@@ -71,6 +71,8 @@ public struct NegotiatedMedia: Equatable, Sendable {
     public var mid: String?
     public var kind: Kind?
     public var accepted: Bool
+    /// Accepted and the offerer sends on it (sendonly/sendrecv); inactive sections keep codecs but carry nothing.
+    public var receiving: Bool
     /// Why a section was rejected (port 0), for logs.
     public var rejectionReason: String?
     public var codecs: [NegotiatedCodec]
@@ -161,11 +163,6 @@ public enum RecvOnlyAnswerBuilder {
                 media.rejectionReason = "unsupported transport \(section.proto)"
                 return media
             }
-            guard section.direction == .sendonly || section.direction == .sendrecv else {
-                // Nothing will be sent to us: answer inactive but keep the section alive.
-                media.accepted = true
-                return media
-            }
             let wanted = section.kind == "audio" ? capabilities.audioCodecs : capabilities.videoCodecs
             let maps = section.rtpMaps.filter { section.formats.contains(String($0.payloadType)) }
             var codecs: [NegotiatedCodec] = []
@@ -192,6 +189,8 @@ public enum RecvOnlyAnswerBuilder {
             media.codecs = codecs
             media.headerExtensions = section.headerExtensions.filter { capabilities.headerExtensions.contains($0.uri) }
             media.accepted = true
+            // Inactive (e.g. its sender left): answered with codecs so the section stays valid, but nothing flows.
+            media.receiving = section.direction == .sendonly || section.direction == .sendrecv
         case "application":
             media.kind = .application
             guard capabilities.acceptsDataChannels, sctpProfiles.contains(section.proto),
@@ -202,6 +201,7 @@ public enum RecvOnlyAnswerBuilder {
             media.sctpPort = section.sctpPort ?? 5000
             media.maxMessageSize = section.maxMessageSize ?? 65_536
             media.accepted = true
+            media.receiving = true
         default:
             media.rejectionReason = "unsupported media '\(section.kind)'"
         }
@@ -210,7 +210,7 @@ public enum RecvOnlyAnswerBuilder {
 
     static func rejected(_ section: MediaDescription, index: Int, reason: String?) -> NegotiatedMedia {
         NegotiatedMedia(index: index, mid: section.mid, kind: NegotiatedMedia.Kind(rawValue: section.kind), accepted: false,
-                        rejectionReason: reason, codecs: [], headerExtensions: [], msidStream: nil, msidTrack: nil, ssrcs: [],
+                        receiving: false, rejectionReason: reason, codecs: [], headerExtensions: [], msidStream: nil, msidTrack: nil, ssrcs: [],
                         rtxSSRCs: [:], rids: [], sctpPort: nil, maxMessageSize: nil)
     }
 
@@ -327,8 +327,7 @@ public enum RecvOnlyAnswerBuilder {
             attributes.append(SDPAttribute("sctp-port", String(negotiated.sctpPort ?? 5000)))
             attributes.append(SDPAttribute("max-message-size", String(capabilities.maxMessageSize)))
         } else {
-            let receiving = offered.direction == .sendonly || offered.direction == .sendrecv
-            attributes.append(SDPAttribute(receiving ? "recvonly" : "inactive"))
+            attributes.append(SDPAttribute(negotiated.receiving ? "recvonly" : "inactive"))
             attributes.append(SDPAttribute("rtcp-mux"))
             for extensionMap in negotiated.headerExtensions {
                 attributes.append(SDPAttribute("extmap", "\(extensionMap.id) \(extensionMap.uri)"))
@@ -346,7 +345,6 @@ public enum RecvOnlyAnswerBuilder {
                     attributes.append(SDPAttribute("fmtp", "\(rtx) apt=\(codec.payloadType)"))
                 }
             }
-            if formats.isEmpty { formats = offered.formats }  // inactive: echo formats
         }
         if isFirstAccepted {
             attributes += local.candidates.map { SDPAttribute("candidate", String($0.sdp.dropFirst("candidate:".count))) }

@@ -163,6 +163,44 @@ struct Scenario {
         #expect(try Scenario.probe(scenario.dataDirectory + "/" + lateRecording.path).streams.count == 2)
     }
 
+    @Test func aLeavingPublishersFileEndsWhenItLeaves() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "h264", "--leave-after", "2.5"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "6s"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        let publishers = try #require(truth["publishers"] as? [[String: Any]])
+        let catalog = try scenario.catalog()
+        let recordings = try catalog.recordings()
+        #expect(recordings.count == 2)
+        for publisher in publishers {
+            let recording = try #require(recordings.first { $0.connectionID == publisher["connection_id"] as? String })
+            let onAir = try #require(publisher["on_air_seconds"] as? Double)
+            let probe = try Scenario.probe(scenario.dataDirectory + "/" + recording.path)
+            #expect(abs(probe.duration - onAir) <= 0.1 * onAir + 0.5, "\(publisher["client_id"] ?? "?"): duration \(probe.duration) vs \(onAir) on air")
+            #expect(probe.streams.count == 2 && probe.streams.allSatisfy { $0.frames > 0 })
+        }
+        let leaver = try #require(publishers.first?["connection_id"] as? String)
+        let session = try #require(try catalog.sessions().first)
+        #expect(try catalog.connections(sessionID: session.id).first { $0.connectionID == leaver }?.leftAt != nil)
+        #expect(try catalog.events(EventFilter(sessionID: session.id, eventType: "connection.destroyed")).count == 1)
+    }
+
+    @Test func aDeadURLLosesTheRace() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8"])
+        defer { scenario.stop() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Scenario.recbot)
+        process.arguments = ["join", "--channel", "sora", "--url", "ws://127.0.0.1:9/signaling", "--url", scenario.url,
+                             "--data-dir", scenario.dataDirectory, "--allow-address", "127.0.0.1/32", "--duration", "3s"]
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(try scenario.catalog().sessions().first?.signalingURL == scenario.url)
+    }
+
     @Test func rejectionExits77() throws {
         let scenario = try Scenario(serverArguments: ["--reject"])
         defer { scenario.stop() }

@@ -135,6 +135,7 @@ class Session:
 
         started = time.monotonic()
         late_added = False
+        left = False
         push_sent = False
         next_ping = started + args.ping_interval
         while not self.done.is_set():
@@ -154,6 +155,9 @@ class Session:
                 next_ping += args.ping_interval
                 self.truth["pings_sent"] += 1
                 await self.send(ws, {"type": "ping", "stats": self.truth["pings_sent"] % 2 == 0})
+            if args.leave_after and not left and elapsed >= args.leave_after:
+                left = True
+                await self.leave(ws, pc, channel, self.publishers[0])
             if args.late_publishers and not late_added and elapsed >= args.late_after:
                 late_added = True
                 await self.add_late(ws, pc, channel)
@@ -169,6 +173,12 @@ class Session:
         late = [p for p in self.publishers if p.joined_at is None]
         for publisher in late:
             publisher.attach(pc)
+        await self.renegotiate(ws, pc)
+        for publisher in late:
+            publisher.joined_at = time.monotonic()
+            await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
+
+    async def renegotiate(self, ws, pc):
         await pc.setLocalDescription(await pc.createOffer())
         await self.send(ws, {"type": "re-offer", "sdp": pc.localDescription.sdp})
         self.truth["re_offers_sent"] = self.truth.get("re_offers_sent", 0) + 1
@@ -176,9 +186,17 @@ class Session:
         reanswer = await asyncio.wait_for(self.pending_reanswer, 10)
         await pc.setRemoteDescription(RTCSessionDescription(sdp=reanswer["sdp"], type="answer"))
         self.truth["re_answers_received"] = self.truth.get("re_answers_received", 0) + 1
-        for publisher in late:
-            publisher.joined_at = time.monotonic()
-            await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
+
+    async def leave(self, ws, pc, channel, publisher):
+        """The publisher leaves: its sections go inactive in a re-offer (Sora sets port 0), then a notify."""
+        publisher.video.stop()
+        publisher.audio.stop()
+        publisher.left_at = time.monotonic()
+        for transceiver in pc.getTransceivers():
+            if transceiver.sender in publisher.senders.values():
+                transceiver.direction = "inactive"
+        await self.renegotiate(ws, pc)
+        await self.send(ws, publisher.notify("connection.destroyed", channel, self.counts()), record=True)
 
     async def next_of(self, ws, kind):
         while True:
@@ -242,6 +260,7 @@ async def main():
                         help="a synthetic publisher with this video codec (plus Opus); repeatable")
     parser.add_argument("--late-publishers", type=int, default=0, help="how many of the publishers join later (re-offer)")
     parser.add_argument("--late-after", type=float, default=3.0)
+    parser.add_argument("--leave-after", type=float, default=0, help="the first publisher leaves after this many seconds (re-offer)")
     parser.add_argument("--ping-interval", type=float, default=2.0)
     parser.add_argument("--reject", action="store_true", help="close 4490 after connect, like an auth rejection")
     parser.add_argument("--redirect", action="store_true", help="answer the first connect with redirect to itself")
