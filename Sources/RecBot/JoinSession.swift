@@ -23,6 +23,25 @@ public enum JoinResult: Sendable, Equatable {
     case storage
 }
 
+/// A moment's view of a running session, for the live status.
+public struct JoinStatus: Sendable {
+    public struct Sender: Sendable {
+        public var connectionID: String
+        public var codecs: String
+        /// Bytes written to (or queued for) the file.
+        public var bytes: UInt64
+        /// Encoded media bytes received, for the bitrate.
+        public var mediaBytes: UInt64
+        public var packets: Int
+        public var lost: Int
+        public var framesDropped: Int
+    }
+
+    public var elapsedSeconds: Double
+    public var phase: String
+    public var senders: [Sender]
+}
+
 public struct JoinOutcome: Sendable {
     public var result: JoinResult
     public var endReason: String
@@ -61,6 +80,10 @@ public final class JoinSession: @unchecked Sendable {
 
     public let options: JoinOptions
     private let logger: Logger
+    private let stateLock = NSLock()
+    private var livePipeline: (MediaPipeline, EventLoop)?
+    private var phase = "starting"
+    private let started = Date()
     private let events: AsyncStream<Event>
     private let emit: AsyncStream<Event>.Continuation
 
@@ -71,6 +94,25 @@ public final class JoinSession: @unchecked Sendable {
         events = AsyncStream(bufferingPolicy: .bufferingOldest(8_192)) { continuation = $0 }
         emit = continuation
     }
+
+    /// Current senders and counters (safe from any thread).
+    public func snapshot() async -> JoinStatus {
+        let (live, phase) = stateLock.withLock { (livePipeline, self.phase) }
+        var senders: [JoinStatus.Sender] = []
+        if let (pipeline, loop) = live {
+            senders = (try? await loop.submit {
+                pipeline.recorders.sorted { $0.key < $1.key }.map { sender, recorder in
+                    let counts = pipeline.assemblerCounters(sender: sender)
+                    return JoinStatus.Sender(connectionID: sender, codecs: recorder.codecSummary, bytes: recorder.bytesProduced,
+                                             mediaBytes: recorder.mediaBytesReceived,
+                                             packets: counts.packets, lost: counts.lost, framesDropped: counts.framesDropped)
+                }
+            }.get()) ?? []
+        }
+        return JoinStatus(elapsedSeconds: Date().timeIntervalSince(started), phase: phase, senders: senders)
+    }
+
+    private func setPhase(_ text: String) { stateLock.withLock { phase = text } }
 
     /// Ends the session from outside (signals); `reason` goes into the catalog.
     public func stop(reason: String) { emit.yield(.stop(reason)) }
@@ -138,6 +180,7 @@ public final class JoinSession: @unchecked Sendable {
         defer { group.shutdownGracefully { _ in } }
 
         // 1. Signaling up to the offer.
+        setPhase("signaling")
         let start: SignalingStart
         do {
             start = try await SignalingConnector.start(urls: options.urls, options: options.connect, insecure: options.insecure, group: group,
@@ -205,6 +248,8 @@ public final class JoinSession: @unchecked Sendable {
         }
         _ = pipeline.update(media: negotiation.answer.media)
         pipeline.sendRTCP = { packets in transport.withCore { $0.sendRTCP(packets) } }
+        stateLock.withLock { livePipeline = (pipeline, transport.eventLoop) }
+        setPhase("ICE checking")
         let core = negotiation.core
         let emit = self.emit
         transport.run(core) { event in
@@ -212,8 +257,12 @@ public final class JoinSession: @unchecked Sendable {
             case .rtp(let box): pipeline.handle(box.packet, now: Self.monotonicNow())
             case .failed(let failure): emit.yield(.transportFailed("\(failure)"))
             case .localCandidate(let candidate): emit.yield(.localCandidate(candidate))
-            case .iceStateChanged(let state): logger.info("ICE \(state)")
-            case .dtlsConnected(let profile): logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
+            case .iceStateChanged(let state):
+                logger.info("ICE \(state)")
+                self.setPhase("ICE \(state)")
+            case .dtlsConnected(let profile):
+                logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
+                self.setPhase("recording")
             default: break
             }
         }
@@ -322,6 +371,7 @@ public final class JoinSession: @unchecked Sendable {
         timer?.cancel()
 
         // 5. Leave politely, then finalize everything.
+        setPhase("finalizing")
         if !connection.isClosed {
             connection.send(OutgoingMessage.disconnect(reason: result == .success ? "NO-ERROR" : "INTERNAL-ERROR"))
             await connection.close()

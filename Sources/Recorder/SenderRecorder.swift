@@ -108,11 +108,19 @@ public final class SenderRecorder: @unchecked Sendable {
     }
 
     public var isStarted: Bool { muxer != nil }
+    /// Encoded media bytes received for this sender (the live bitrate is computed from it).
+    public private(set) var mediaBytesReceived: UInt64 = 0
+    /// Bytes the muxer has produced so far (written or queued for writing).
+    public var bytesProduced: UInt64 { muxer?.statistics.bytes ?? 0 }
+    public var codecSummary: String {
+        [videoSize == nil ? nil : tracks.videoCodec?.rawValue, tracks.audioChannels == nil ? nil : "OPUS"].compactMap { $0 }.joined(separator: "+")
+    }
     public var filename: String { layout.mediaFilename(connectionID: connectionID) }
 
     /// Adds a frame. `mediaTime` is on the recording's monotonic clock.
     public func add(_ frame: EncodedFrame, video: Bool, mediaTime: MonotonicTime, arrival: MonotonicTime) {
         guard failure == nil else { return }
+        mediaBytesReceived += UInt64(frame.data.count)
         if firstFrameTime == nil { firstFrameTime = mediaTime }
         if video {
             guard tracks.videoCodec != nil else { return }

@@ -90,7 +90,10 @@ struct JoinCommand: AsyncParsableCommand {
         let logger = Logger(label: "recbot.join")
         let session = JoinSession(options: options, logger: logger)
         let signals = SignalForwarder { name in session.stop(reason: "signal: \(name)") }
+        let status = LiveStatus()
+        status.start(session: session, channel: options.connect.channelID, logger: logger)
         let outcome = await session.run()
+        status.stop()
         signals.cancel()
         if outcome.result != .success {
             FileHandle.standardError.write(Data("recbot: \(outcome.endReason)\n".utf8))
