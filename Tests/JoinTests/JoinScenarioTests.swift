@@ -201,6 +201,34 @@ struct Scenario {
         #expect(try scenario.catalog().sessions().first?.signalingURL == scenario.url)
     }
 
+    @Test func aHostileSenderIDIsNeverUsedAsAPath() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8", "--first-publisher-id", "../../escaped"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "3s"])
+        #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
+        #expect(result.stderr.contains("not safe as a file name"))
+        let recordings = try scenario.catalog().recordings()
+        #expect(recordings.count == 1 && recordings[0].connectionID != "../../escaped")
+        #expect(!FileManager.default.fileExists(atPath: scenario.directory.appendingPathComponent("escaped.webm").path))
+        #expect(!FileManager.default.fileExists(atPath: scenario.directory.appendingPathComponent("data/escaped.webm").path))
+        let contents = try FileManager.default.subpathsOfDirectory(atPath: scenario.directory.path)
+        #expect(!contents.contains { $0.contains("escaped") }, "\(contents)")
+    }
+
+    @Test func wssVerifiesCertificatesUnlessInsecure() throws {
+        let refused = try Scenario(serverArguments: ["--tls", "--publisher", "vp8", "--max-seconds", "5"])
+        defer { refused.stop() }
+        #expect(refused.url.hasPrefix("wss://"))
+        let strict = try refused.join(["--duration", "3s", "--connect-timeout", "5s"])
+        #expect(strict.status == 69, "a self-signed certificate must be refused by default: \(strict.stderr.suffix(1_000))")
+
+        let accepted = try Scenario(serverArguments: ["--tls", "--publisher", "vp8"])
+        defer { accepted.stop() }
+        let insecure = try accepted.join(["--duration", "3s", "--insecure"])
+        #expect(insecure.status == 0, "\(insecure.stderr.suffix(2_000))")
+        #expect(try accepted.catalog().recordings().count == 1)
+    }
+
     @Test func rejectionExits77() throws {
         let scenario = try Scenario(serverArguments: ["--reject"])
         defer { scenario.stop() }

@@ -75,6 +75,8 @@ class Session:
         self.url = url
         self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0}
         self.publishers = [Publisher(codec, index) for index, codec in enumerate(args.publisher)]
+        if args.first_publisher_id is not None and self.publishers:
+            self.publishers[0].connection_id = args.first_publisher_id
         self.done = asyncio.Event()
 
     async def send(self, ws, message, record=False):
@@ -253,6 +255,36 @@ class Session:
         await pc.close()
 
 
+def self_signed_context():
+    """A throwaway self-signed certificate for 127.0.0.1, so wss:// can be tested offline."""
+    import datetime
+    import ipaddress
+    import ssl
+    import tempfile
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "recbot-test-server")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+                   .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+                   .sign(key, hashes.SHA256()))
+    directory = tempfile.mkdtemp()
+    with open(f"{directory}/cert.pem", "wb") as out:
+        out.write(certificate.public_bytes(serialization.Encoding.PEM))
+    with open(f"{directory}/key.pem", "wb") as out:
+        out.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(f"{directory}/cert.pem", f"{directory}/key.pem")
+    return context
+
+
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
@@ -266,6 +298,8 @@ async def main():
     parser.add_argument("--redirect", action="store_true", help="answer the first connect with redirect to itself")
     parser.add_argument("--abrupt-close-after", type=float, default=0)
     parser.add_argument("--end-after", type=float, default=0, help="end the session from the server side (close 1000)")
+    parser.add_argument("--first-publisher-id", help="use this connection id (even a hostile one) for the first publisher")
+    parser.add_argument("--tls", action="store_true", help="serve wss:// with a self-signed certificate")
     parser.add_argument("--max-seconds", type=float, default=120)
     parser.add_argument("--truth", help="write the ground truth here when the session ends")
     args = parser.parse_args()
@@ -285,9 +319,10 @@ async def main():
                         json.dump(session.truth, out, ensure_ascii=False, indent=2)
                 finished.set()
 
-    async with serve(handler, "127.0.0.1", args.port, max_size=4 << 20) as server:
+    ssl_context = self_signed_context() if args.tls else None
+    async with serve(handler, "127.0.0.1", args.port, max_size=4 << 20, ssl=ssl_context) as server:
         port = server.sockets[0].getsockname()[1]
-        state["url"] = f"ws://127.0.0.1:{port}/signaling"
+        state["url"] = f"{'wss' if args.tls else 'ws'}://127.0.0.1:{port}/signaling"
         sys.stdout.write(json.dumps({"type": "listening", "url": state["url"]}) + "\n")
         sys.stdout.flush()
         try:
