@@ -351,6 +351,15 @@ public final class JoinSession: @unchecked Sendable {
                         "type": "transport", "id": "T01", "timestamp": Double(Self.nowMilliseconds()),
                         "packetsReceived": counters?.rtpPackets ?? 0,
                     ]] : nil))
+                case .candidate(let text):
+                    if let candidate = ICECandidate(sdp: text) {
+                        transport.withCore { core in
+                            core.addRemoteCandidate(candidate)
+                            return TransportOutput()
+                        }
+                    } else {
+                        logger.warning("unusable remote candidate ignored", metadata: ["candidate": "\(text.prefix(200))"])
+                    }
                 case .reOffer(let sdp, _), .update(let sdp, _):
                     if let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) {
                         let media = answer.media

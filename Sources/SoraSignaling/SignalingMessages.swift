@@ -32,6 +32,8 @@ public enum IncomingMessage: Sendable, Equatable {
     case push(raw: String)
     case redirect(location: String)
     case switched(ignoreDisconnectWebsocket: Bool?, raw: String)
+    /// A trickled remote candidate (Sora does not send these today; handled if it does).
+    case candidate(String)
     case other(type: String, raw: String)
 
     /// Parses untrusted text; anything unusable is a typed error, never a crash.
@@ -73,6 +75,11 @@ public enum IncomingMessage: Sendable, Equatable {
         case "redirect":
             guard let location = string("location") else { throw .malformedMessage("redirect without location") }
             self = .redirect(location: location)
+        case "candidate":
+            guard let candidate = string("candidate") ?? (object["candidate"] as? [String: Any])?["candidate"] as? String else {
+                throw .malformedMessage("candidate without candidate")
+            }
+            self = .candidate(candidate)
         case "switched":
             self = .switched(ignoreDisconnectWebsocket: object["ignore_disconnect_websocket"] as? Bool, raw: text)
         default:

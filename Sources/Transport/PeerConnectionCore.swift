@@ -59,6 +59,8 @@ public struct RTPPacketBox: Equatable, Sendable {
 public struct TransportOutput: Equatable, Sendable {
     public var datagrams: [ICEOutput.Datagram] = []
     public var events: [TransportEvent] = []
+
+    public init() {}
 }
 
 /// One recvonly WebRTC transport (BUNDLE, rtcp-mux) as a sans-IO core: ICE, then DTLS

@@ -229,6 +229,24 @@ struct Scenario {
         #expect(try accepted.catalog().recordings().count == 1)
     }
 
+    @Test func unresponsiveServerTimesOutWith69() throws {
+        let scenario = try Scenario(serverArguments: ["--silent", "--max-seconds", "8"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--connect-timeout", "2s"])
+        #expect(result.status == 69, "\(result.stderr.suffix(1_000))")
+        #expect(try scenario.catalog().sessions().first?.endReason?.contains("timed out") == true)
+    }
+
+    @Test func anOfferThatCannotBeAnsweredExits76AndSaysWhy() throws {
+        let scenario = try Scenario(serverArguments: ["--bad-offer"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "5s"])
+        #expect(result.status == 76, "\(result.stderr.suffix(1_000))")
+        let reason = try #require(try scenario.catalog().sessions().first?.endReason)
+        #expect(reason.hasPrefix("offer:") && reason.contains("line"), "\(reason)")
+        #expect((try scenario.truth()["after_bad_offer"] as? [String: Any])?["type"] as? String == "disconnect")
+    }
+
     @Test func rejectionExits77() throws {
         let scenario = try Scenario(serverArguments: ["--reject"])
         defer { scenario.stop() }

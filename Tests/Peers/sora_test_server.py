@@ -108,6 +108,21 @@ class Session:
             await ws.close()
             return
         channel = connect["channel_id"]
+        if args.silent:
+            self.truth["end"] = "silent"
+            await asyncio.sleep(args.max_seconds)
+            return
+        if args.bad_offer:
+            await self.send(ws, {"type": "offer", "sdp": "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\n"
+                                 "m=video 9 UDP/TLS/RTP/SAVPF 96\r\na=mid:0\r\na=sendonly\r\na=rtcp-mux\r\n"
+                                 "a=rtpmap:96 VP8/90000\r\na=setup:active\r\n", "connection_id": sora_id()})
+            try:
+                message = json.loads(await asyncio.wait_for(ws.recv(), 10))
+                self.truth["after_bad_offer"] = message
+            except Exception:  # noqa: BLE001
+                pass
+            self.truth["end"] = "bad-offer"
+            return
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
         for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
             publisher.attach(pc)
@@ -298,6 +313,8 @@ async def main():
     parser.add_argument("--redirect", action="store_true", help="answer the first connect with redirect to itself")
     parser.add_argument("--abrupt-close-after", type=float, default=0)
     parser.add_argument("--end-after", type=float, default=0, help="end the session from the server side (close 1000)")
+    parser.add_argument("--silent", action="store_true", help="accept connect, then never send an offer")
+    parser.add_argument("--bad-offer", action="store_true", help="send an offer whose SDP cannot be answered")
     parser.add_argument("--first-publisher-id", help="use this connection id (even a hostile one) for the first publisher")
     parser.add_argument("--tls", action="store_true", help="serve wss:// with a self-signed certificate")
     parser.add_argument("--max-seconds", type=float, default=120)

@@ -68,6 +68,9 @@ struct JoinCommand: AsyncParsableCommand {
     @Flag(name: .customLong("no-video"), help: "Do not receive video.") var noVideo = false
     @Option(name: .customLong("simulcast-rid"), help: "Simulcast layer to receive (r0, r1, r2).") var simulcastRID: String?
     @Option(name: .customLong("spotlight-number")) var spotlightNumber: Int?
+    @Option(name: .customLong("spotlight-focus-rid"), help: "Layer for focused senders (r0, r1, r2, none).") var spotlightFocusRID: String?
+    @Option(name: .customLong("spotlight-unfocus-rid"), help: "Layer for unfocused senders (r0, r1, r2, none).") var spotlightUnfocusRID: String?
+    @Flag(inversion: .prefixedNo, help: "Ask for multistream (old Sora servers; new ones always are).") var multistream: Bool?
     @Option(name: .customLong("forwarding-filters"), help: ArgumentHelp("JSON array or @file.", valueName: "json|@file"))
     var forwardingFilters: String?
     @Flag(help: "Accept any TLS certificate (self-signed test servers only).") var insecure = false
@@ -126,6 +129,12 @@ struct JoinCommand: AsyncParsableCommand {
         connect.simulcastRID = simulcastRID
         if let simulcastRID { connect.simulcast = true; connect.simulcastRID = simulcastRID }
         if let spotlightNumber { connect.spotlight = true; connect.spotlightNumber = spotlightNumber }
+        if spotlightFocusRID != nil || spotlightUnfocusRID != nil {
+            connect.spotlight = true
+            connect.spotlightFocusRID = spotlightFocusRID
+            connect.spotlightUnfocusRID = spotlightUnfocusRID
+        }
+        connect.multistream = multistream
         let directory = DataDirectory.resolve(flag: common.dataDir, environment: environment.merging(settings.values) { current, _ in current },
                                               isRoot: getuid() == 0)
         var options = JoinOptions(urls: urls, connect: connect, catalogPath: directory.catalogPath, recordingsRoot: directory.recordingsPath,
