@@ -13,61 +13,6 @@ import STUN
 import Transport
 import WireCoding
 
-/// How a join ended, for the exit code.
-public enum JoinResult: Sendable, Equatable {
-    case success
-    case configuration
-    case rejected
-    case network
-    case protocolError
-    case storage
-}
-
-/// A moment's view of a running session, for the live status.
-public struct JoinStatus: Sendable {
-    public struct Sender: Sendable {
-        public var connectionID: String
-        public var codecs: String
-        /// Bytes written to (or queued for) the file.
-        public var bytes: UInt64
-        /// Encoded media bytes received, for the bitrate.
-        public var mediaBytes: UInt64
-        public var packets: Int
-        public var lost: Int
-        public var framesDropped: Int
-    }
-
-    public var elapsedSeconds: Double
-    public var phase: String
-    public var senders: [Sender]
-}
-
-public struct JoinOutcome: Sendable {
-    public var result: JoinResult
-    public var endReason: String
-    public var sessionID: String?
-}
-
-public struct JoinOptions: Sendable {
-    public var urls: [String]
-    public var connect: ConnectOptions
-    public var durationMilliseconds: Int64?
-    public var insecure = false
-    public var catalogPath: String
-    public var recordingsRoot: String
-    public var connectTimeoutSeconds: Double = 30
-    public var hostPolicy = HostAddressPolicy()
-    public var recbotVersion: String
-
-    public init(urls: [String], connect: ConnectOptions, catalogPath: String, recordingsRoot: String, recbotVersion: String) {
-        self.urls = urls
-        self.connect = connect
-        self.catalogPath = catalogPath
-        self.recordingsRoot = recordingsRoot
-        self.recbotVersion = recbotVersion
-    }
-}
-
 /// One `recbot join`: signaling, transport, recording and catalog from start to finalize.
 public final class JoinSession: @unchecked Sendable {
     private enum Event {
@@ -201,7 +146,8 @@ public final class JoinSession: @unchecked Sendable {
             try catalog.updateSession(id: sessionID, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
                                       clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: connection.url)
         }
-        for message in start.earlier { record(message, sessionID: sessionID, writer: writer) }
+        let eventLog = SignalingEventLog(sessionID: sessionID, writer: writer, logger: logger)
+        for message in start.earlier { eventLog.record(message) }
 
         // 2. Transport and answer.
         let hosts: [IPAddress]
@@ -288,29 +234,7 @@ public final class JoinSession: @unchecked Sendable {
 
         let context = SidecarContext(recordingID: sessionID, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
                                      botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion)
-        let results = FinishedRecordings()
-        /// Finishes one sender's file (blocking I/O, so never on the event loop) and catalogs it.
-        @Sendable func finish(_ recorder: SenderRecorder, counts: AssemblerCounters, context: SidecarContext) {
-            guard let done = recorder.finish(stoppedAtMilliseconds: Self.nowMilliseconds(), now: Self.monotonicNow(), context: context) else { return }
-            results.append(done)
-            let sender = recorder.connectionID
-            let path = "recordings/\(sessionID)/\(done.filename)"
-            writer.submit("recording") { catalog throws(CatalogError) in
-                var row = RecordingRecord(sessionID: sessionID, connectionID: sender, path: path,
-                                          videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
-                                          startedAt: done.startedAtMilliseconds, status: done.error == nil ? .complete : .interrupted)
-                row.endedAt = done.stoppedAtMilliseconds
-                row.durationMs = done.durationMilliseconds
-                row.bytes = Int64(done.size)
-                row.videoFrames = Int64(done.statistics.videoFrames)
-                row.audioFrames = Int64(done.statistics.audioFrames)
-                row.packetsReceived = Int64(counts.packets)
-                row.packetsLost = Int64(counts.lost)
-                row.framesDropped = Int64(counts.framesDropped + done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
-                row.keyframeRequests = Int64(counts.keyframeRequests)
-                try catalog.insertRecording(row)
-            }
-        }
+        let finisher = RecordingFinisher(sessionID: sessionID, writer: writer)
 
         var result = JoinResult.success
         var reason = "ended"
@@ -367,13 +291,13 @@ public final class JoinSession: @unchecked Sendable {
                         let gone = (try? await transport.eventLoop.submit { pipeline.update(media: media).map { ($0, pipeline.finishedCounters[$0.connectionID] ?? .init()) } }.get()) ?? []
                         for (recorder, counts) in gone {
                             logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
-                            results.run { finish(recorder, counts: counts, context: context) }
+                            finisher.finish(recorder, counts: counts, context: context)
                         }
                         if case .update = message { connection.send(OutgoingMessage.update(sdp: answer.sdp.serialized)) }
                         else { connection.send(OutgoingMessage.reAnswer(sdp: answer.sdp.serialized)) }
                     }
                 default:
-                    record(message, sessionID: sessionID, writer: writer)
+                    eventLog.record(message)
                 }
             }
         }
@@ -394,11 +318,10 @@ public final class JoinSession: @unchecked Sendable {
         endContext.endReason = reason
         for (sender, recorder) in recorders.sorted(by: { $0.key < $1.key }) {
             let counts = (try? await transport.eventLoop.submit { pipeline.assemblerCounters(sender: sender) }.get()) ?? .init()
-            let finalContext = endContext
-            results.run { finish(recorder, counts: counts, context: finalContext) }
+            finisher.finish(recorder, counts: counts, context: endContext)
         }
-        await results.waitForPending()
-        let all = results.all.sorted { $0.connectionID < $1.connectionID }
+        await finisher.waitForAll()
+        let all = finisher.all.sorted { $0.connectionID < $1.connectionID }
         let finished = all.filter { $0.error == nil }
         let failed = all.filter { $0.error != nil }.map(\.connectionID)
         endContext.endReason = reason
@@ -417,33 +340,6 @@ public final class JoinSession: @unchecked Sendable {
         return (result, reason, finished)
     }
 
-    /// Files finished during and at the end of the session, from whatever thread finished them.
-    private final class FinishedRecordings: @unchecked Sendable {
-        private let lock = NSLock()
-        private var items: [FinishedRecording] = []
-        private let group = DispatchGroup()
-
-        init() {}
-        func append(_ item: FinishedRecording) { lock.withLock { items.append(item) } }
-        var all: [FinishedRecording] { lock.withLock { items } }
-
-        /// Runs blocking file work off the event loop and off Swift's cooperative threads.
-        func run(_ work: @escaping @Sendable () -> Void) {
-            group.enter()
-            DispatchQueue.global().async { [group] in
-                work()
-                group.leave()
-            }
-        }
-
-        /// Waits until every file being finished is done.
-        func waitForPending() async {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                group.notify(queue: .global()) { continuation.resume() }
-            }
-        }
-    }
-
     private func renegotiate(sdp: String, current: inout RecvOnlyNegotiation, logger: Logger) -> RecvOnlyAnswer? {
         do {
             let offer = try SessionDescription(parsing: sdp)
@@ -454,29 +350,6 @@ public final class JoinSession: @unchecked Sendable {
             logger.error("cannot answer the re-offer", metadata: ["error": "\(error)"])
             return nil
         }
-    }
-
-    /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
-    private func record(_ message: IncomingMessage, sessionID: String, writer: CatalogWriter) {
-        let receivedAt = Self.nowMilliseconds()
-        let event: EventRecord
-        switch message {
-        case .notify(let type, let raw):
-            event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, receivedAt: receivedAt, payload: .json(raw))
-            if let connection = ConnectionNotice(raw: raw, sessionID: sessionID, at: receivedAt) {
-                writer.submit("connection") { catalog throws(CatalogError) in try catalog.upsertConnection(connection.record) }
-            }
-        case .push(let raw):
-            event = EventRecord(sessionID: sessionID, kind: .push, receivedAt: receivedAt, payload: .json(raw))
-        case .switched(_, let raw):
-            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: "switched", receivedAt: receivedAt, payload: .json(raw))
-        case .other(let type, let raw):
-            logger.info("unknown signaling message stored", metadata: ["type": "\(type)"])
-            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: type, receivedAt: receivedAt, payload: .json(raw))
-        default:
-            return
-        }
-        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
     }
 
     static func stunServers(_ servers: [ICEServer]) -> [TransportAddress] {
@@ -495,26 +368,5 @@ public final class JoinSession: @unchecked Sendable {
 
     static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
     static func monotonicNow() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
-}
-
-/// What a `connection.created/updated/destroyed` notify says about a participant.
-struct ConnectionNotice {
-    var record: ConnectionRecord
-
-    init?(raw: String, sessionID: String, at time: Int64) {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any],
-              let type = object["event_type"] as? String, type.hasPrefix("connection."),
-              let connectionID = object["connection_id"] as? String, !connectionID.isEmpty, connectionID.utf8.count <= 255
-        else { return nil }
-        func json(_ key: String) -> String? {
-            guard let value = object[key], !(value is NSNull),
-                  let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]) else { return nil }
-            return String(decoding: data, as: UTF8.self)
-        }
-        record = ConnectionRecord(sessionID: sessionID, connectionID: connectionID, firstSeenAt: time, clientID: object["client_id"] as? String,
-                                  bundleID: object["bundle_id"] as? String, role: object["role"] as? String, metadata: json("metadata"),
-                                  authnMetadata: json("authn_metadata"), authzMetadata: json("authz_metadata"),
-                                  leftAt: type == "connection.destroyed" ? time : nil)
-    }
 }
 

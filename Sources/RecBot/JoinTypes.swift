@@ -1,0 +1,58 @@
+import Foundation
+import SoraSignaling
+import Transport
+
+/// How a join ended, for the exit code.
+public enum JoinResult: Sendable, Equatable {
+    case success
+    case configuration
+    case rejected
+    case network
+    case protocolError
+    case storage
+}
+
+/// A moment's view of a running session, for the live status.
+public struct JoinStatus: Sendable {
+    public struct Sender: Sendable {
+        public var connectionID: String
+        public var codecs: String
+        /// Bytes written to (or queued for) the file.
+        public var bytes: UInt64
+        /// Encoded media bytes received, for the bitrate.
+        public var mediaBytes: UInt64
+        public var packets: Int
+        public var lost: Int
+        public var framesDropped: Int
+    }
+
+    public var elapsedSeconds: Double
+    public var phase: String
+    public var senders: [Sender]
+}
+
+public struct JoinOutcome: Sendable {
+    public var result: JoinResult
+    public var endReason: String
+    public var sessionID: String?
+}
+
+public struct JoinOptions: Sendable {
+    public var urls: [String]
+    public var connect: ConnectOptions
+    public var durationMilliseconds: Int64?
+    public var insecure = false
+    public var catalogPath: String
+    public var recordingsRoot: String
+    public var connectTimeoutSeconds: Double = 30
+    public var hostPolicy = HostAddressPolicy()
+    public var recbotVersion: String
+
+    public init(urls: [String], connect: ConnectOptions, catalogPath: String, recordingsRoot: String, recbotVersion: String) {
+        self.urls = urls
+        self.connect = connect
+        self.catalogPath = catalogPath
+        self.recordingsRoot = recordingsRoot
+        self.recbotVersion = recbotVersion
+    }
+}

@@ -1,0 +1,59 @@
+import Archive
+import Foundation
+import Media
+import Recorder
+
+/// Finishes senders' files (blocking file I/O: never on the event loop nor on Swift's
+/// cooperative threads), catalogs each, and keeps them for the report.
+final class RecordingFinisher: @unchecked Sendable {
+    private let sessionID: String
+    private let writer: CatalogWriter
+    private let lock = NSLock()
+    private var items: [FinishedRecording] = []
+    private let group = DispatchGroup()
+
+    init(sessionID: String, writer: CatalogWriter) {
+        self.sessionID = sessionID
+        self.writer = writer
+    }
+
+    var all: [FinishedRecording] { lock.withLock { items } }
+
+    func finish(_ recorder: SenderRecorder, counts: AssemblerCounters, context: SidecarContext) {
+        group.enter()
+        DispatchQueue.global().async { [self] in
+            defer { group.leave() }
+            guard let done = recorder.finish(stoppedAtMilliseconds: JoinSession.nowMilliseconds(), now: JoinSession.monotonicNow(),
+                                             context: context) else { return }
+            lock.withLock { items.append(done) }
+            catalog(done, sender: recorder.connectionID, counts: counts)
+        }
+    }
+
+    /// Waits until every file being finished is done.
+    func waitForAll() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            group.notify(queue: .global()) { continuation.resume() }
+        }
+    }
+
+    private func catalog(_ done: FinishedRecording, sender: String, counts: AssemblerCounters) {
+        let sessionID = self.sessionID
+        let path = "recordings/\(sessionID)/\(done.filename)"
+        writer.submit("recording") { catalog throws(CatalogError) in
+            var row = RecordingRecord(sessionID: sessionID, connectionID: sender, path: path,
+                                      videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
+                                      startedAt: done.startedAtMilliseconds, status: done.error == nil ? .complete : .interrupted)
+            row.endedAt = done.stoppedAtMilliseconds
+            row.durationMs = done.durationMilliseconds
+            row.bytes = Int64(done.size)
+            row.videoFrames = Int64(done.statistics.videoFrames)
+            row.audioFrames = Int64(done.statistics.audioFrames)
+            row.packetsReceived = Int64(counts.packets)
+            row.packetsLost = Int64(counts.lost)
+            row.framesDropped = Int64(counts.framesDropped + done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
+            row.keyframeRequests = Int64(counts.keyframeRequests)
+            try catalog.insertRecording(row)
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Archive
+import Foundation
+import Logging
+import SoraSignaling
+
+/// Stores what Sora says: every notify and push, raw, and any message recbot does not act on.
+struct SignalingEventLog {
+    let sessionID: String
+    let writer: CatalogWriter
+    let logger: Logger
+
+    /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
+    func record(_ message: IncomingMessage) {
+        let receivedAt = JoinSession.nowMilliseconds()
+        let event: EventRecord
+        switch message {
+        case .notify(let type, let raw):
+            event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, receivedAt: receivedAt, payload: .json(raw))
+            if let connection = ConnectionNotice(raw: raw, sessionID: sessionID, at: receivedAt) {
+                writer.submit("connection") { catalog throws(CatalogError) in try catalog.upsertConnection(connection.record) }
+            }
+        case .push(let raw):
+            event = EventRecord(sessionID: sessionID, kind: .push, receivedAt: receivedAt, payload: .json(raw))
+        case .switched(_, let raw):
+            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: "switched", receivedAt: receivedAt, payload: .json(raw))
+        case .other(let type, let raw):
+            logger.info("unknown signaling message stored", metadata: ["type": "\(type)"])
+            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: type, receivedAt: receivedAt, payload: .json(raw))
+        default:
+            return
+        }
+        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+    }
+}
+
+/// What a `connection.created/updated/destroyed` notify says about a participant.
+struct ConnectionNotice {
+    var record: ConnectionRecord
+
+    init?(raw: String, sessionID: String, at time: Int64) {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any],
+              let type = object["event_type"] as? String, type.hasPrefix("connection."),
+              let connectionID = object["connection_id"] as? String, !connectionID.isEmpty, connectionID.utf8.count <= 255
+        else { return nil }
+        func json(_ key: String) -> String? {
+            guard let value = object[key], !(value is NSNull),
+                  let data = try? JSONSerialization.data(withJSONObject: value, options: [.fragmentsAllowed, .sortedKeys]) else { return nil }
+            return String(decoding: data, as: UTF8.self)
+        }
+        record = ConnectionRecord(sessionID: sessionID, connectionID: connectionID, firstSeenAt: time, clientID: object["client_id"] as? String,
+                                  bundleID: object["bundle_id"] as? String, role: object["role"] as? String, metadata: json("metadata"),
+                                  authnMetadata: json("authn_metadata"), authzMetadata: json("authz_metadata"),
+                                  leftAt: type == "connection.destroyed" ? time : nil)
+    }
+}
