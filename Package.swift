@@ -44,6 +44,7 @@ let package = Package(
         .target(name: "SDP", swiftSettings: fuzzSwiftSettings),
         .target(name: "RTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "Media", dependencies: ["RTP", "WireCoding"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "SCTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Transport state machines (sans-IO)
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
@@ -98,6 +99,7 @@ let package = Package(
         .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
 
         // MARK: Command line
         .target(
@@ -119,6 +121,7 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding"]),
+        .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),
