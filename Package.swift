@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "SDP", swiftSettings: fuzzSwiftSettings),
         .target(name: "RTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "Media", dependencies: ["RTP", "WireCoding"], swiftSettings: fuzzSwiftSettings),
-        .target(name: "SCTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "SCTP", dependencies: ["WireCoding", "COpenSSL"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Transport state machines (sans-IO)
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),

@@ -1,0 +1,473 @@
+import COpenSSL
+import WireCoding
+
+/// A message delivered on a stream (data channels sit on top).
+public struct SCTPMessage: Equatable, Sendable {
+    public var streamID: UInt16
+    public var payloadProtocol: UInt32
+    public var unordered: Bool
+    public var data: [UInt8]
+}
+
+public enum SCTPEvent: Equatable, Sendable {
+    case established
+    case message(SCTPMessage)
+    /// The peer reset these incoming streams (closed data channels).
+    case streamsReset([UInt16])
+    case aborted(String)
+    case closed
+}
+
+public struct SCTPOutput: Equatable, Sendable {
+    /// Each goes into one DTLS record.
+    public var packets: [[UInt8]] = []
+    public var events: [SCTPEvent] = []
+}
+
+public struct SCTPCounters: Equatable, Sendable {
+    public var packetsReceived = 0
+    public var droppedPackets = 0
+    public var dataChunks = 0
+    public var duplicateChunks = 0
+    public var messagesDelivered = 0
+    /// Messages over the size limit, or reassemblies given up.
+    public var oversizedMessages = 0
+    public var retransmissions = 0
+}
+
+/// An SCTP association over DTLS (RFC 8261, RFC 9260), sans-IO: packets and time in, packets
+/// and events out. Built for a data-channel receiver: full receive side (reassembly,
+/// ordering, SACK with gap reports, FORWARD-TSN, stream reset) and a simple reliable send
+/// side for its own small messages (DCEP acks, stats, signaling).
+public final class SCTPAssociation {
+    public enum State: Equatable, Sendable { case closed, cookieWait, cookieEchoed, established, shutdownReceived, aborted }
+
+    public private(set) var state: State = .closed
+    public private(set) var counters = SCTPCounters()
+    public let port: UInt16
+    public let maximumMessageSize: Int
+
+    private var localTag: UInt32
+    private var peerTag: UInt32 = 0
+    private var nextOutgoingTSN: UInt32
+    private let cookieSecret: [UInt8]
+    private let random: () -> UInt64
+
+    // Receive side.
+    private var cumulativeTSN: UInt32 = 0  // highest TSN received in sequence
+    private var receivedAbove: Set<UInt32> = []  // TSNs above cumulativeTSN already received
+    private var duplicates: [UInt32] = []
+    private var fragments: [UInt16: [SCTPData]] = [:]  // per stream, ordered reassembly (by TSN)
+    private var unorderedFragments: [UInt16: [SCTPData]] = [:]
+    /// Complete ordered messages waiting for earlier ones; nil marks a dropped (oversized) message.
+    private var pendingOrdered: [UInt16: [UInt16: SCTPMessage?]] = [:]
+    private static let maximumOutOfOrderTSNs = 4_096
+    private static let receiveWindow: UInt32 = 1 << 20
+
+    // Send side.
+    private struct Outstanding { var chunk: SCTPData; var sentAt: MonotonicTime; var transmissions: Int }
+    private var outstanding: [UInt32: Outstanding] = [:]
+    private var outgoingSequence: [UInt16: UInt16] = [:]
+    private var retransmitDeadline: MonotonicTime?
+    private var rto: Int64 = 1_000
+    private var initPacket: [UInt8]?
+    private var initDeadline: MonotonicTime?
+    private var initAttempts = 0
+
+    public init(port: UInt16 = 5000, maximumMessageSize: Int = 262_144, random: @escaping () -> UInt64) {
+        self.port = port
+        self.maximumMessageSize = maximumMessageSize
+        self.random = random
+        localTag = UInt32(truncatingIfNeeded: random()) | 1
+        nextOutgoingTSN = UInt32(truncatingIfNeeded: random())
+        cookieSecret = (0..<4).flatMap { _ in withUnsafeBytes(of: random()) { Array($0) } }
+    }
+
+    // MARK: - Inputs
+
+    /// Starts the association from our side (INIT). The peer may start too; both work.
+    public func connect(now: MonotonicTime) -> SCTPOutput {
+        var output = SCTPOutput()
+        guard state == .closed else { return output }
+        let initiation = SCTPInit(initiateTag: localTag, advertisedReceiverWindow: SCTPAssociation.receiveWindow, outboundStreams: 65_535,
+                                  inboundStreams: 65_535, initialTSN: nextOutgoingTSN, parameters: [
+                                      SCTPParameter(type: SCTPParameter.supportedExtensions, value: [SCTPChunkType.forwardTSN, SCTPChunkType.reconfig]),
+                                      SCTPParameter(type: SCTPParameter.forwardTSNSupported, value: []),
+                                  ])
+        let packet = SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: 0, chunks: [.initiation(initiation)]).serialized
+        initPacket = packet
+        initAttempts = 1
+        initDeadline = now.adding(milliseconds: 1_000)
+        state = .cookieWait
+        output.packets.append(packet)
+        return output
+    }
+
+    public func handle(packet bytes: [UInt8], now: MonotonicTime) -> SCTPOutput {
+        var output = SCTPOutput()
+        counters.packetsReceived += 1
+        guard let packet = try? SCTPPacket(parsing: bytes) else {
+            counters.droppedPackets += 1
+            return output
+        }
+        // Verification tag rules (RFC 9260 §8.5): INIT carries 0; everything else our tag
+        // (ABORT/SHUTDOWN-COMPLETE may reflect theirs).
+        let isInit = packet.chunks.contains { if case .initiation = $0 { true } else { false } }
+        let reflected = packet.chunks.contains {
+            if case .abort(true, _) = $0 { return true }
+            if case .shutdownComplete(true) = $0 { return true }
+            return false
+        }
+        guard isInit || packet.verificationTag == localTag || (reflected && packet.verificationTag == peerTag) else {
+            counters.droppedPackets += 1
+            return output
+        }
+        var replies: [SCTPChunk] = []
+        var sawData = false
+        for chunk in packet.chunks {
+            switch chunk {
+            case .initiation(let initiation):
+                peerTag = initiation.initiateTag
+                cumulativeTSN = initiation.initialTSN &- 1
+                output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag,
+                                                 chunks: [.initiationAck(initAck(for: initiation, now: now))]).serialized)
+            case .initiationAck(let ack):
+                guard state == .cookieWait, let cookie = ack.stateCookie else { continue }
+                peerTag = ack.initiateTag
+                cumulativeTSN = ack.initialTSN &- 1
+                let echo = SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: [.cookieEcho(cookie: cookie)]).serialized
+                initPacket = echo
+                initDeadline = now.adding(milliseconds: 1_000)
+                state = .cookieEchoed
+                output.packets.append(echo)
+            case .cookieEcho(let cookie):
+                guard let peer = verifyCookie(cookie) else {
+                    counters.droppedPackets += 1
+                    continue
+                }
+                if state != .established {
+                    peerTag = peer.tag
+                    cumulativeTSN = peer.initialTSN &- 1
+                    state = .established
+                    initDeadline = nil
+                    output.events.append(.established)
+                }
+                replies.append(.cookieAck)
+            case .cookieAck:
+                if state == .cookieEchoed {
+                    state = .established
+                    initDeadline = nil
+                    output.events.append(.established)
+                }
+            case .data(let data):
+                guard state == .established || state == .shutdownReceived else { continue }
+                sawData = true
+                receive(data, &output)
+            case .selectiveAck(let sack):
+                acknowledge(sack)
+            case .forwardTSN(let tsn, let streams):
+                forward(to: tsn, streams: streams, &output)
+                sawData = true
+            case .reconfig(let parameters):
+                replies += reconfigure(parameters, &output)
+            case .heartbeat(let info):
+                replies.append(.heartbeatAck(info: info))
+            case .abort:
+                state = .aborted
+                output.events.append(.aborted("peer sent ABORT"))
+                return output
+            case .shutdown:
+                state = .shutdownReceived
+                replies.append(.shutdownAck)
+            case .shutdownComplete:
+                state = .closed
+                output.events.append(.closed)
+            case .shutdownAck:
+                replies.append(.shutdownComplete(reflected: false))
+                state = .closed
+                output.events.append(.closed)
+            case .unknown(let type, _, _):
+                // Top bits 00/01: stop processing this packet (01 would also report); 10/11: skip the chunk.
+                if type & 0x80 == 0 { break }
+            case .heartbeatAck, .error:
+                break
+            }
+        }
+        if sawData { replies.insert(.selectiveAck(selectiveAck()), at: 0) }
+        if !replies.isEmpty {
+            output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: replies).serialized)
+        }
+        return output
+    }
+
+    /// Sends one message reliably and in order (DCEP ACK, signaling, stats). Large ones are fragmented.
+    public func send(_ data: [UInt8], streamID: UInt16, payloadProtocol: UInt32, now: MonotonicTime) -> SCTPOutput {
+        var output = SCTPOutput()
+        guard state == .established else { return output }
+        let sequence = outgoingSequence[streamID, default: 0]
+        outgoingSequence[streamID] = sequence &+ 1
+        let fragmentSize = 1_100
+        var offset = 0
+        var chunks: [SCTPChunk] = []
+        repeat {
+            let end = min(data.count, offset + fragmentSize)
+            let chunk = SCTPData(tsn: nextOutgoingTSN, streamID: streamID, streamSequence: sequence, payloadProtocol: payloadProtocol,
+                                 beginning: offset == 0, ending: end == data.count, userData: data.isEmpty ? [0] : Array(data[offset..<end]))
+            outstanding[nextOutgoingTSN] = Outstanding(chunk: chunk, sentAt: now, transmissions: 1)
+            nextOutgoingTSN &+= 1
+            chunks.append(.data(chunk))
+            offset = end
+        } while offset < data.count
+        for chunk in chunks {
+            output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: [chunk]).serialized)
+        }
+        if retransmitDeadline == nil { retransmitDeadline = now.adding(milliseconds: rto) }
+        return output
+    }
+
+    public var nextTimeout: MonotonicTime? { [initDeadline, retransmitDeadline].compactMap { $0 }.min() }
+
+    public func handleTimeout(now: MonotonicTime) -> SCTPOutput {
+        var output = SCTPOutput()
+        if let deadline = initDeadline, now >= deadline, let packet = initPacket {
+            if initAttempts >= 8 {
+                state = .aborted
+                initDeadline = nil
+                output.events.append(.aborted("no answer to INIT/COOKIE-ECHO"))
+                return output
+            }
+            initAttempts += 1
+            initDeadline = now.adding(milliseconds: 1_000 << min(initAttempts, 5))
+            output.packets.append(packet)
+        }
+        if let deadline = retransmitDeadline, now >= deadline {
+            // T3-rtx: resend what is still unacknowledged, back off (RFC 9260 §6.3.3).
+            for tsn in outstanding.keys.sorted() {
+                guard var entry = outstanding[tsn] else { continue }
+                entry.transmissions += 1
+                outstanding[tsn] = entry
+                counters.retransmissions += 1
+                output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: [.data(entry.chunk)]).serialized)
+            }
+            rto = min(rto * 2, 60_000)
+            retransmitDeadline = outstanding.isEmpty ? nil : now.adding(milliseconds: rto)
+        }
+        return output
+    }
+
+    /// Ends the association at once (ABORT), e.g. on shutdown after a failure.
+    public func abort(reason: String) -> SCTPOutput {
+        var output = SCTPOutput()
+        guard state != .closed && state != .aborted else { return output }
+        output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag,
+                                         chunks: [.abort(reflected: false, causes: [])]).serialized)
+        state = .aborted
+        output.events.append(.aborted(reason))
+        return output
+    }
+
+    // MARK: - Receive side
+
+    private func receive(_ data: SCTPData, _ output: inout SCTPOutput) {
+        counters.dataChunks += 1
+        let offset = data.tsn &- cumulativeTSN  // 1 = next expected
+        if offset == 0 || offset > UInt32.max / 2 || receivedAbove.contains(data.tsn) {
+            counters.duplicateChunks += 1
+            if duplicates.count < 16 { duplicates.append(data.tsn) }
+            return
+        }
+        guard receivedAbove.count < SCTPAssociation.maximumOutOfOrderTSNs else {
+            counters.droppedPackets += 1  // too far ahead; the peer will retransmit
+            return
+        }
+        receivedAbove.insert(data.tsn)
+        while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
+
+        if data.unordered {
+            assemble(data, into: &unorderedFragments, output: &output, ordered: false)
+        } else {
+            assemble(data, into: &fragments, output: &output, ordered: true)
+        }
+    }
+
+    /// Collects fragments per stream; a message is complete when a B chunk is followed by
+    /// consecutive TSNs (same stream sequence, when ordered) up to an E chunk.
+    private func assemble(_ data: SCTPData, into store: inout [UInt16: [SCTPData]], output: inout SCTPOutput, ordered: Bool) {
+        // The rest of a message already dropped for its size is discarded as it arrives.
+        if let dropped = discarding[data.streamID], dropped.ordered == ordered, ordered ? dropped.sequence == data.streamSequence : !data.beginning {
+            if data.ending { discarding[data.streamID] = nil }
+            return
+        }
+        var pieces = store[data.streamID, default: []]
+        pieces.append(data)
+        let byTSN = Dictionary(pieces.map { ($0.tsn, $0) }, uniquingKeysWith: { first, _ in first })
+        var found: (sequence: UInt16, message: SCTPMessage?)?
+        for start in pieces where start.beginning {
+            var run = [start]
+            while let last = run.last, !last.ending, let next = byTSN[last.tsn &+ 1], !next.beginning,
+                  !ordered || next.streamSequence == start.streamSequence {
+                run.append(next)
+            }
+            guard run.last?.ending == true else { continue }
+            let consumed = Set(run.map(\.tsn))
+            pieces.removeAll { consumed.contains($0.tsn) }
+            let size = run.reduce(0) { $0 + $1.userData.count }
+            var message: SCTPMessage?
+            if size <= maximumMessageSize {
+                message = SCTPMessage(streamID: start.streamID, payloadProtocol: start.payloadProtocol, unordered: !ordered,
+                                      data: run.flatMap(\.userData))
+            } else {
+                counters.oversizedMessages += 1  // dropped, but its sequence number still counts
+            }
+            found = (start.streamSequence, message)
+            break
+        }
+        // Bound what one stream may hold while a message is incomplete: over the limit, the
+        // message is dropped (and its sequence number skipped, so the stream goes on).
+        if found == nil, pieces.reduce(0, { $0 + $1.userData.count }) > maximumMessageSize {
+            counters.oversizedMessages += 1
+            pieces.removeAll()
+            if !data.ending { discarding[data.streamID] = (ordered, data.streamSequence) }
+            found = (data.streamSequence, nil)
+            if !ordered { found = nil }
+        }
+        store[data.streamID] = pieces.isEmpty ? nil : pieces
+        guard let found else { return }
+        guard ordered else {
+            if let message = found.message { deliver(message, &output) }
+            return
+        }
+        // Ordered: deliver in stream-sequence order.
+        var waiting = pendingOrdered[data.streamID, default: [:]]
+        waiting[found.sequence] = .some(found.message)
+        var expected = expectedSequence[data.streamID, default: 0]
+        while let ready = waiting.removeValue(forKey: expected) {
+            if let message = ready { deliver(message, &output) }
+            expected &+= 1
+        }
+        expectedSequence[data.streamID] = expected
+        pendingOrdered[data.streamID] = waiting.isEmpty ? nil : waiting
+        if waiting.count > 1_024 {  // a sequence gap that never fills: give up on this stream's backlog
+            pendingOrdered[data.streamID] = nil
+            counters.oversizedMessages += 1
+        }
+    }
+
+    private var expectedSequence: [UInt16: UInt16] = [:]
+    /// A message being thrown away fragment by fragment (too large), per stream.
+    private var discarding: [UInt16: (ordered: Bool, sequence: UInt16)] = [:]
+
+    private func deliver(_ message: SCTPMessage, _ output: inout SCTPOutput) {
+        counters.messagesDelivered += 1
+        output.events.append(.message(message))
+    }
+
+    /// FORWARD-TSN (RFC 3758): abandoned messages; move the cumulative TSN and skip sequences.
+    private func forward(to tsn: UInt32, streams: [(stream: UInt16, sequence: UInt16)], _ output: inout SCTPOutput) {
+        let advance = tsn &- cumulativeTSN
+        guard advance > 0 && advance < UInt32.max / 2 else { return }
+        receivedAbove = receivedAbove.filter { ($0 &- tsn) < UInt32.max / 2 && $0 != tsn }
+        cumulativeTSN = tsn
+        while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
+        for (stream, sequence) in streams {
+            fragments[stream] = fragments[stream]?.filter { ($0.streamSequence &- sequence) < UInt16.max / 2 && $0.streamSequence != sequence }
+            var expected = max(expectedSequence[stream, default: 0], sequence &+ 1)
+            var waiting = pendingOrdered[stream, default: [:]]
+            while let ready = waiting.removeValue(forKey: expected) {
+                if let message = ready { deliver(message, &output) }
+                expected &+= 1
+            }
+            expectedSequence[stream] = expected
+            pendingOrdered[stream] = waiting.isEmpty ? nil : waiting
+        }
+        unorderedFragments = unorderedFragments.mapValues { $0.filter { ($0.tsn &- tsn) < UInt32.max / 2 && $0.tsn != tsn } }
+    }
+
+    /// RE-CONFIG (RFC 6525): the peer resets its outgoing streams; ours follow so channels close cleanly.
+    private func reconfigure(_ parameters: [SCTPReconfigParameter], _ output: inout SCTPOutput) -> [SCTPChunk] {
+        var replies: [SCTPReconfigParameter] = []
+        for parameter in parameters {
+            guard case .outgoingReset(let request, _, _, let streams) = parameter else { continue }
+            for stream in streams {
+                expectedSequence[stream] = 0
+                pendingOrdered[stream] = nil
+                fragments[stream] = nil
+                outgoingSequence[stream] = 0
+            }
+            output.events.append(.streamsReset(streams))
+            replies.append(.response(responseSequence: request, result: 1))  // 1 = success performed
+        }
+        return replies.isEmpty ? [] : [.reconfig(replies)]
+    }
+
+    private func selectiveAck() -> SCTPSelectiveAck {
+        // Gap blocks: runs of received TSNs above the cumulative one, as offsets.
+        let offsets = receivedAbove.map { $0 &- cumulativeTSN }.filter { $0 < 65_536 }.sorted()
+        var blocks: [(start: UInt16, end: UInt16)] = []
+        for offset in offsets {
+            if let last = blocks.last, UInt32(last.end) + 1 == offset {
+                blocks[blocks.count - 1].end = UInt16(offset)
+            } else if blocks.count < 64 {
+                blocks.append((UInt16(offset), UInt16(offset)))
+            }
+        }
+        defer { duplicates.removeAll() }
+        return SCTPSelectiveAck(cumulativeTSN: cumulativeTSN, advertisedReceiverWindow: SCTPAssociation.receiveWindow,
+                                gapBlocks: blocks, duplicateTSNs: duplicates)
+    }
+
+    // MARK: - Send side
+
+    private func acknowledge(_ sack: SCTPSelectiveAck) {
+        for tsn in outstanding.keys where (sack.cumulativeTSN &- tsn) < UInt32.max / 2 { outstanding[tsn] = nil }
+        for block in sack.gapBlocks {
+            for offset in block.start...block.end { outstanding[sack.cumulativeTSN &+ UInt32(offset)] = nil }
+        }
+        if outstanding.isEmpty {
+            retransmitDeadline = nil
+            rto = 1_000
+        }
+    }
+
+    // MARK: - Cookies
+
+    /// INIT-ACK with a state cookie: the peer's tag and initial TSN, signed (RFC 9260 §5.1.3).
+    private func initAck(for initiation: SCTPInit, now: MonotonicTime) -> SCTPInit {
+        var writer = ByteWriter(capacity: 32)
+        writer.write(initiation.initiateTag)
+        writer.write(initiation.initialTSN)
+        writer.write(UInt64(bitPattern: now.nanoseconds))
+        let mac = Self.hmac(key: cookieSecret, data: writer.bytes)
+        return SCTPInit(initiateTag: localTag, advertisedReceiverWindow: SCTPAssociation.receiveWindow, outboundStreams: 65_535,
+                        inboundStreams: 65_535, initialTSN: nextOutgoingTSN, parameters: [
+                            SCTPParameter(type: SCTPParameter.stateCookie, value: writer.bytes + mac),
+                            SCTPParameter(type: SCTPParameter.supportedExtensions, value: [SCTPChunkType.forwardTSN, SCTPChunkType.reconfig]),
+                            SCTPParameter(type: SCTPParameter.forwardTSNSupported, value: []),
+                        ])
+    }
+
+    private func verifyCookie(_ cookie: [UInt8]) -> (tag: UInt32, initialTSN: UInt32)? {
+        guard cookie.count == 16 + 32 else { return nil }
+        let body = Array(cookie.prefix(16))
+        guard constantTimeEqual(Self.hmac(key: cookieSecret, data: body), Array(cookie.suffix(32))) else { return nil }
+        var reader = ByteReader(body)
+        guard let tag = reader.readUInt32(), let tsn = reader.readUInt32() else { return nil }
+        return (tag, tsn)
+    }
+
+    private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
+    }
+
+    static func hmac(key: [UInt8], data: [UInt8]) -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        key.withUnsafeBufferPointer { k in
+            data.withUnsafeBufferPointer { d in
+                _ = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &digest, &length)
+            }
+        }
+        return digest
+    }
+}
