@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "SRTP", dependencies: ["CSRTP", "DTLS"]),
         .target(name: "ICE", dependencies: ["STUN", "SDP", "WireCoding"]),
         .target(name: "Transport", dependencies: [
-            "ICE", "DTLS", "SRTP", "RTP", "SDP", "STUN", "WireCoding",
+            "ICE", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
@@ -127,7 +127,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),
         .testTarget(name: "JoinTests", dependencies: ["Archive"]),
         .testTarget(name: "InteropTests", dependencies: [
-            "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN",
+            "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim"]),

@@ -1,6 +1,7 @@
 import DTLS
 import ICE
 import RTP
+import SCTP
 import SDP
 import SRTP
 import STUN
@@ -44,8 +45,10 @@ public enum TransportEvent: Equatable, Sendable {
     case dtlsConnected(SRTPProtectionProfile)
     case rtp(RTPPacketBox)
     case rtcp([RTCPPacket])
-    /// Decrypted DTLS application data (SCTP).
+    /// Decrypted DTLS application data, when no data-channel endpoint is attached.
     case applicationData([UInt8])
+    /// Data channels (SCTP over DTLS).
+    case dataChannel(DataChannelEvent)
     case closed
     case failed(TransportFailure)
 }
@@ -69,14 +72,17 @@ public struct TransportOutput: Equatable, Sendable {
 public final class PeerConnectionCore {
     public let ice: ICEAgent
     public private(set) var dtls: DTLSClient
+    /// Present when the answer accepted the data-channel section.
+    public let dataChannels: DataChannelEndpoint?
     public private(set) var srtp: SRTPSession?
     public private(set) var counters = TransportCounters()
     public private(set) var failure: TransportFailure?
     private var dtlsStarted = false
 
-    public init(ice: ICEAgent, dtls: DTLSClient) {
+    public init(ice: ICEAgent, dtls: DTLSClient, dataChannels: DataChannelEndpoint? = nil) {
         self.ice = ice
         self.dtls = dtls
+        self.dataChannels = dataChannels
     }
 
     public func start(now: MonotonicTime) -> TransportOutput {
@@ -111,7 +117,7 @@ public final class PeerConnectionCore {
                 counters.droppedUnvalidatedSource += 1
                 return output
             }
-            absorb(dtls.handle(datagram: datagram, now: now), &output)
+            absorb(dtls.handle(datagram: datagram, now: now), now: now, &output)
         case 128...191:
             guard ice.isValidated(remote: remote) else {
                 counters.droppedUnvalidatedSource += 1
@@ -126,14 +132,17 @@ public final class PeerConnectionCore {
 
     public var nextTimeout: MonotonicTime? {
         guard failure == nil else { return nil }
-        return [ice.nextTimeout, dtls.nextTimeout].compactMap { $0 }.min()
+        return [ice.nextTimeout, dtls.nextTimeout, dataChannels?.nextTimeout].compactMap { $0 }.min()
     }
 
     public func handleTimeout(now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         guard failure == nil else { return output }
         absorb(ice.handleTimeout(now: now), now: now, &output)
-        if failure == nil { absorb(dtls.handleTimeout(now: now), &output) }
+        if failure == nil { absorb(dtls.handleTimeout(now: now), now: now, &output) }
+        if failure == nil, let dataChannels, let deadline = dataChannels.nextTimeout, now >= deadline {
+            absorb(dataChannels.handleTimeout(now: now), now: now, &output)
+        }
         return output
     }
 
@@ -151,16 +160,23 @@ public final class PeerConnectionCore {
     }
 
     /// Sends DTLS application data (SCTP) on the selected pair.
-    public func sendApplicationData(_ data: [UInt8]) -> TransportOutput {
+    public func sendApplicationData(_ data: [UInt8], now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
-        absorb(dtls.send(data), &output)
+        absorb(dtls.send(data), now: now, &output)
+        return output
+    }
+
+    /// Sends a message on a data channel (by label).
+    public func sendOnDataChannel(_ data: [UInt8], label: String, binary: Bool, now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        if let dataChannels { absorb(dataChannels.send(data, label: label, binary: binary, now: now), now: now, &output) }
         return output
     }
 
     /// Sends close_notify and stops ICE.
     public func close() -> TransportOutput {
         var output = TransportOutput()
-        absorb(dtls.close(), &output)
+        absorb(dtls.close(), now: MonotonicTime(nanoseconds: 0), &output)
         ice.close()
         return output
     }
@@ -203,7 +219,7 @@ public final class PeerConnectionCore {
                 output.events.append(.selectedPair(local: local, remote: remote))
                 if !dtlsStarted {
                     dtlsStarted = true
-                    absorb(dtls.start(now: now), &output)
+                    absorb(dtls.start(now: now), now: now, &output)
                 }
             case .localCandidate(let candidate):
                 output.events.append(.localCandidate(candidate))
@@ -215,7 +231,12 @@ public final class PeerConnectionCore {
         }
     }
 
-    private func absorb(_ dtlsOutput: DTLSOutput, _ output: inout TransportOutput) {
+    private func absorb(_ channelOutput: DataChannelOutput, now: MonotonicTime, _ output: inout TransportOutput) {
+        for packet in channelOutput.packets { absorb(dtls.send(packet), now: now, &output) }
+        output.events += channelOutput.events.map { .dataChannel($0) }
+    }
+
+    private func absorb(_ dtlsOutput: DTLSOutput, now: MonotonicTime, _ output: inout TransportOutput) {
         if let pair = ice.selected {
             output.datagrams += dtlsOutput.datagrams.map { .init(bytes: $0, from: pair.local, to: pair.remote) }
         }
@@ -228,8 +249,14 @@ public final class PeerConnectionCore {
                 } catch {
                     fail(.srtp(error), &output)
                 }
+                // As the DTLS client we start SCTP (the peer may start too; either works).
+                if let dataChannels { absorb(dataChannels.connect(now: now), now: now, &output) }
             case .applicationData(let data):
-                output.events.append(.applicationData(data))
+                if let dataChannels {
+                    absorb(dataChannels.handle(packet: data, now: now), now: now, &output)
+                } else {
+                    output.events.append(.applicationData(data))
+                }
             case .closed:
                 output.events.append(.closed)
             case .failed(let error):

@@ -1,5 +1,6 @@
 import DTLS
 import ICE
+import SCTP
 import SDP
 import STUN
 
@@ -62,7 +63,13 @@ public struct RecvOnlyNegotiation {
         }
         self.answer = answer
         self.capabilities = capabilities
-        self.core = PeerConnectionCore(ice: ice, dtls: dtls)
+        var dataChannels: DataChannelEndpoint?
+        if let application = answer.media.first(where: { $0.kind == .application && $0.accepted }) {
+            let limit = min(capabilities.maxMessageSize, application.maxMessageSize ?? capabilities.maxMessageSize)
+            dataChannels = DataChannelEndpoint(association: SCTPAssociation(port: UInt16(clamping: application.sctpPort ?? 5000),
+                                                                             maximumMessageSize: limit, random: random))
+        }
+        self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels)
         var reusable = local
         reusable.candidates = []
         reusable.endOfCandidates = false

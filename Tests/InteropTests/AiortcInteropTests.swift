@@ -3,6 +3,7 @@ import Foundation
 import ICE
 import NIOPosix
 import RTP
+import SCTP
 import SDP
 import STUN
 import Testing
@@ -13,17 +14,25 @@ final class EventLog: @unchecked Sendable {
     private let lock = NSLock()
     private var _events: [TransportEvent] = []
     private var _rtpBySSRC: [UInt32: Int] = [:]
+    private var _dataChannelMessages: [(label: String, isBinary: Bool, data: [UInt8])] = []
+    private var _openedChannels: [DataChannel] = []
 
     func record(_ event: TransportEvent) {
         lock.lock(); defer { lock.unlock() }
         if case .rtp(let box) = event {
             _rtpBySSRC[box.packet.ssrc, default: 0] += 1
+        } else if case .dataChannel(.message(let channel, let isBinary, let data)) = event {
+            _dataChannelMessages.append((channel.label, isBinary, data))
+        } else if case .dataChannel(.opened(let channel)) = event {
+            _openedChannels.append(channel)
         } else {
             _events.append(event)
         }
     }
 
     var events: [TransportEvent] { lock.lock(); defer { lock.unlock() }; return _events }
+    var dataChannelMessages: [(label: String, isBinary: Bool, data: [UInt8])] { lock.lock(); defer { lock.unlock() }; return _dataChannelMessages }
+    var openedChannels: [DataChannel] { lock.lock(); defer { lock.unlock() }; return _openedChannels }
     var rtpBySSRC: [UInt32: Int] { lock.lock(); defer { lock.unlock() }; return _rtpBySSRC }
 }
 
@@ -35,11 +44,13 @@ struct InteropResult {
 }
 
 /// Runs one session: aiortc offers and sends, recbot's transport answers and receives.
-func runAiortcSession(profile: String, seconds: Double = 3, editOffer: (inout SessionDescription) -> Void = { _ in },
+func runAiortcSession(profile: String, seconds: Double = 3, peerArguments: [String] = [], capabilities: ReceiverCapabilities = ReceiverCapabilities(),
+                      editOffer: (inout SessionDescription) -> Void = { _ in },
                       editAnswer: (inout String) -> Void = { _ in }) async throws -> InteropResult {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     do {
-        let result = try await runAiortcSession(on: group, profile: profile, seconds: seconds, editOffer: editOffer, editAnswer: editAnswer)
+        let result = try await runAiortcSession(on: group, profile: profile, seconds: seconds, peerArguments: peerArguments,
+                                                capabilities: capabilities, editOffer: editOffer, editAnswer: editAnswer)
         try await group.shutdownGracefully()
         return result
     } catch {
@@ -48,11 +59,11 @@ func runAiortcSession(profile: String, seconds: Double = 3, editOffer: (inout Se
     }
 }
 
-private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: String, seconds: Double,
-                              editOffer: (inout SessionDescription) -> Void,
+private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: String, seconds: Double, peerArguments: [String],
+                              capabilities: ReceiverCapabilities, editOffer: (inout SessionDescription) -> Void,
                               editAnswer: (inout String) -> Void) async throws -> InteropResult {
     let transport = try await UDPTransport.bind(addresses: [IPAddress("127.0.0.1")!], on: group.next())
-    let peer = try AiortcPeer(arguments: ["--profile", profile, "--seconds", String(seconds)])
+    let peer = try AiortcPeer(arguments: ["--profile", profile, "--seconds", String(seconds)] + peerArguments)
     defer { peer.terminate() }
 
     let offerMessage = try await peer.next(type: "offer", within: 20)
@@ -60,7 +71,7 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
     editOffer(&offer)
     var generator = SystemRandomNumberGenerator()
     let negotiation = try RecvOnlyNegotiation(offer: offer, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
-                                              random: { UInt64.random(in: .min ... .max, using: &generator) })
+                                              capabilities: capabilities, random: { UInt64.random(in: .min ... .max, using: &generator) })
     let log = EventLog()
     transport.run(negotiation.core) { log.record($0) }
     var answerText = negotiation.answer.sdp.serialized
@@ -96,6 +107,39 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
         }
         #expect(result.counters?.droppedUnvalidatedSource == 0)
         #expect(result.negotiated.media.map(\.accepted) == [true, true])
+    }
+
+    @Test func receivesDataChannelMessagesFromAiortc() async throws {
+        var capabilities = ReceiverCapabilities()
+        capabilities.acceptsDataChannels = true
+        let result = try await runAiortcSession(profile: "any", seconds: 2, peerArguments: ["--data-channels"], capabilities: capabilities)
+        #expect(result.report["state"] as? String == "connected", "aiortc: \(result.report)")
+        #expect(Set(result.log.openedChannels.map(\.label)) == ["#chat", "#fast"], "\(result.log.events)")
+        #expect(result.log.openedChannels.first { $0.label == "#fast" }?.ordered == false)
+        #expect(Set(result.report["datachannels_opened"] as? [String] ?? []) == ["#chat", "#fast"], "aiortc saw our DCEP ACKs")
+        let sent = try #require(result.report["datachannel_messages"] as? [String: [[String: String]]])
+        #expect(Set(sent.keys) == ["#chat", "#fast"] && sent["#chat"]?.count == 5 && sent["#fast"]?.count == 3)
+        #expect(result.log.dataChannelMessages.contains { $0.data.count == 5_000 }, "a message larger than one SCTP chunk")
+        for (label, messages) in sent {
+            let received = result.log.dataChannelMessages.filter { $0.label == label }
+            let expected = messages.map { entry -> (Bool, [UInt8]) in
+                if let text = entry["text"] { return (false, Array(text.utf8)) }
+                var bytes: [UInt8] = []
+                var index = entry["hex"]!.startIndex
+                while index < entry["hex"]!.endIndex {
+                    let next = entry["hex"]!.index(index, offsetBy: 2)
+                    bytes.append(UInt8(entry["hex"]![index..<next], radix: 16)!)
+                    index = next
+                }
+                return (true, bytes)
+            }
+            if label == "#chat" {
+                #expect(received.map(\.data) == expected.map(\.1), "ordered, complete and identical on \(label)")
+                #expect(received.map(\.isBinary) == expected.map(\.0))
+            } else {
+                #expect(Set(received.map(\.data)) == Set(expected.map(\.1)), "\(label) (unordered)")
+            }
+        }
     }
 
     @Test func tamperedOfferFingerprintFailsOurHandshake() async throws {

@@ -46,6 +46,7 @@ async def main():
     parser.add_argument("--profile", choices=sorted(PROFILES), default="any")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--connect-timeout", type=float, default=10.0)
+    parser.add_argument("--data-channels", action="store_true", help="also open #chat (ordered) and #fast (unordered, no retransmits)")
     args = parser.parse_args()
 
     if PROFILES[args.profile] is not None:
@@ -72,6 +73,25 @@ async def main():
     audio_transceiver.setCodecPreferences(
         [c for c in RTCRtpSender.getCapabilities("audio").codecs if c.mimeType == "audio/opus"]
     )
+
+    sent_messages = {}
+    opened = []
+    if args.data_channels:
+        plans = {
+            "#chat": ["hello", "こんにちは、録画ボット", "x" * 5000, bytes(range(256)), ""],
+            "#fast": ["u1", "u2", "u3"],
+        }
+        for label, options in (("#chat", {}), ("#fast", {"ordered": False, "maxRetransmits": 0})):
+            channel = pc.createDataChannel(label, **options)
+
+            def on_open(channel=channel, label=label):
+                opened.append(label)
+                for message in plans[label]:
+                    channel.send(message)
+                    sent_messages.setdefault(label, []).append(
+                        {"hex": message.hex()} if isinstance(message, bytes) else {"text": message})
+
+            channel.on("open", on_open)
 
     await pc.setLocalDescription(await pc.createOffer())
     emit({"type": "offer", "sdp": pc.localDescription.sdp})
@@ -104,7 +124,7 @@ async def main():
     for report in (await pc.getStats()).values():
         if report.type == "outbound-rtp":
             sent[report.kind] = {"ssrc": report.ssrc, "packetsSent": report.packetsSent}
-    emit({"type": "report", "state": state, "sent": sent})
+    emit({"type": "report", "state": state, "sent": sent, "datachannels_opened": opened, "datachannel_messages": sent_messages})
     await pc.close()
 
 
