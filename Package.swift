@@ -78,6 +78,7 @@ let package = Package(
 
         // MARK: Sora signaling
         .target(name: "SoraSignaling", dependencies: [
+            "CZlib",
             .product(name: "WebSocketKit", package: "websocket-kit"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -126,6 +127,7 @@ let package = Package(
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),
         .testTarget(name: "JoinTests", dependencies: ["Archive"]),
+        .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling"]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -18,6 +18,8 @@ public struct OfferMessage: Sendable, Equatable {
     public var iceServers: [ICEServer]
     public var dataChannelSignaling: Bool?
     public var ignoreDisconnectWebsocket: Bool?
+    /// Every data channel Sora opens, with its compress/header settings.
+    public var dataChannels: [SoraDataChannelSettings]
     public var raw: String
 }
 
@@ -59,7 +61,8 @@ public enum IncomingMessage: Sendable, Equatable {
                 sdp: sdp, connectionID: string("connection_id"), clientID: string("client_id"), bundleID: string("bundle_id"),
                 sessionID: string("session_id"), channelID: string("channel_id"), iceServers: servers,
                 dataChannelSignaling: object["data_channel_signaling"] as? Bool,
-                ignoreDisconnectWebsocket: object["ignore_disconnect_websocket"] as? Bool, raw: text))
+                ignoreDisconnectWebsocket: object["ignore_disconnect_websocket"] as? Bool,
+                dataChannels: SoraDataChannelSettings.parse(object["data_channels"]), raw: text))
         case "re-offer":
             guard let sdp = string("sdp") else { throw .malformedMessage("re-offer without sdp") }
             self = .reOffer(sdp: sdp, raw: text)
