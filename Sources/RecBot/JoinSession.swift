@@ -17,6 +17,7 @@ import WireCoding
 public final class JoinSession: @unchecked Sendable {
     private enum Event {
         case signaling(String)
+        case dataChannelMessage(label: String, isBinary: Bool, data: [UInt8])
         case signalingClosed(Int?)
         case transportFailed(String)
         case localCandidate(ICECandidate)
@@ -167,6 +168,7 @@ public final class JoinSession: @unchecked Sendable {
             // The media path sends PLI (when video starts, after loss); NACK is not implemented yet.
             var capabilities = ReceiverCapabilities()
             capabilities.rtcpFeedback = ["nack pli"]
+            capabilities.acceptsDataChannels = true  // whatever data channels Sora offers are received and logged
             negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
                                                   capabilities: capabilities, random: { UInt64.random(in: .min ... .max, using: &generator) })
         } catch {
@@ -209,6 +211,14 @@ public final class JoinSession: @unchecked Sendable {
             case .dtlsConnected(let profile):
                 logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
                 self.setPhase("recording")
+            case .dataChannel(.message(let channel, let isBinary, let data)):
+                emit.yield(.dataChannelMessage(label: channel.label, isBinary: isBinary, data: data))
+            case .dataChannel(.opened(let channel)):
+                logger.info("data channel open", metadata: ["label": "\(channel.label)", "ordered": "\(channel.ordered)"])
+            case .dataChannel(.closed(let channel)):
+                logger.info("data channel closed", metadata: ["label": "\(channel.label)"])
+            case .dataChannel(.failed(let reason)):
+                logger.warning("data channels failed", metadata: ["reason": "\(reason)"])
             default: break
             }
         }
@@ -239,12 +249,30 @@ public final class JoinSession: @unchecked Sendable {
         var result = JoinResult.success
         var reason = "ended"
         var currentLocal = negotiation
+        var ignoreDisconnectWebsocket = offer.ignoreDisconnectWebsocket ?? false
+        var switched = false
+        let channelSettings = Dictionary(offer.dataChannels.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
+        var undecodableDataChannelMessages = 0
+        /// Sends a signaling reply where the request came from: the WebSocket or a data channel.
+        func reply(_ text: String, label: String?) {
+            if let label {
+                transport.withCore { $0.sendOnDataChannel(Array(text.utf8), label: label, binary: false, now: Self.monotonicNow()) }
+            } else {
+                connection.send(text)
+            }
+        }
         loop: for await event in events {
             switch event {
             case .stop(let why):
                 reason = why
                 break loop
             case .signalingClosed(let code):
+                if switched && ignoreDisconnectWebsocket {
+                    // Data-channel signaling took over and Sora said the WebSocket may go.
+                    logger.info("WebSocket closed after the switch; signaling continues on data channels",
+                                metadata: ["code": "\(code.map(String.init) ?? "-")"])
+                    continue
+                }
                 if code == 1000 {
                     reason = "server-closed: 1000"  // Sora ended the session (API disconnect, lifetime)
                 } else {
@@ -258,6 +286,47 @@ public final class JoinSession: @unchecked Sendable {
                 break loop
             case .localCandidate(let candidate):
                 connection.send(OutgoingMessage.candidate(candidate.sdp))
+            case .dataChannelMessage(let label, let isBinary, let raw):
+                let decoded: SoraDataChannelMessage
+                do {
+                    decoded = try SoraDataChannelMessage(raw: raw, settings: channelSettings[label], maximumSize: 262_144)
+                } catch {
+                    undecodableDataChannelMessages += 1
+                    logger.warning("data-channel message dropped", metadata: ["label": "\(label)", "error": "\(error)",
+                                                                             "dropped": "\(undecodableDataChannelMessages)"])
+                    continue
+                }
+                if label.hasPrefix("#") || label == "e2ee" || label == "rpc" {
+                    eventLog.recordDataChannelMessage(label: label, sender: decoded.senderConnectionID, isBinary: isBinary, data: decoded.data)
+                    continue
+                }
+                guard let message = try? IncomingMessage(parsing: String(decoding: decoded.data, as: UTF8.self)) else {
+                    eventLog.recordDataChannelMessage(label: label, sender: decoded.senderConnectionID, isBinary: isBinary, data: decoded.data)
+                    continue
+                }
+                switch message {
+                case .reOffer(let sdp, _):
+                    if let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) {
+                        let media = answer.media
+                        let gone = (try? await transport.eventLoop.submit { pipeline.update(media: media).map { ($0, pipeline.finishedCounters[$0.connectionID] ?? .init()) } }.get()) ?? []
+                        for (recorder, counts) in gone { finisher.finish(recorder, counts: counts, context: context) }
+                        reply(OutgoingMessage.reAnswer(sdp: answer.sdp.serialized), label: label)
+                    }
+                case .other(let type, let raw) where type == "close" && label == "signaling":
+                    eventLog.record(message, label: label)
+                    let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any]
+                    reason = "server-closed: \(object?["code"] as? Int ?? 1000) \(object?["reason"] as? String ?? "")"
+                    break loop
+                case .other(let type, _) where type == "req-stats":
+                    let counters = try? await transport.eventLoop.submit { pipeline.counters }.get()
+                    reply(OutgoingMessage.stats(reports: [[
+                        "type": "transport", "id": "T01", "timestamp": Double(Self.nowMilliseconds()), "packetsReceived": counters?.rtpPackets ?? 0,
+                    ]]), label: label)
+                case .ping(let wantsStats):
+                    reply(OutgoingMessage.pong(stats: wantsStats ? [] : nil), label: label)
+                default:
+                    eventLog.record(message, label: label)
+                }
             case .signaling(let text):
                 let message: IncomingMessage
                 do { message = try IncomingMessage(parsing: text) } catch {
@@ -296,6 +365,11 @@ public final class JoinSession: @unchecked Sendable {
                         if case .update = message { connection.send(OutgoingMessage.update(sdp: answer.sdp.serialized)) }
                         else { connection.send(OutgoingMessage.reAnswer(sdp: answer.sdp.serialized)) }
                     }
+                case .switched(let ignore, _):
+                    switched = true
+                    if let ignore { ignoreDisconnectWebsocket = ignore }
+                    logger.info("switched to data-channel signaling", metadata: ["ignore_disconnect_websocket": "\(ignoreDisconnectWebsocket)"])
+                    eventLog.record(message)
                 default:
                     eventLog.record(message)
                 }
@@ -305,8 +379,10 @@ public final class JoinSession: @unchecked Sendable {
 
         // 5. Leave politely, then finalize everything.
         setPhase("finalizing")
+        let goodbye = OutgoingMessage.disconnect(reason: result == .success ? "NO-ERROR" : "INTERNAL-ERROR")
+        if switched { reply(goodbye, label: "signaling") }
         if !connection.isClosed {
-            connection.send(OutgoingMessage.disconnect(reason: result == .success ? "NO-ERROR" : "INTERNAL-ERROR"))
+            connection.send(goodbye)
             await connection.close()
         }
         reader.cancel()

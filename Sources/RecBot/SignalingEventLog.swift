@@ -10,25 +10,41 @@ struct SignalingEventLog {
     let logger: Logger
 
     /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
-    func record(_ message: IncomingMessage) {
+    /// `label`: the data channel it came on (nil: the WebSocket).
+    func record(_ message: IncomingMessage, label: String? = nil) {
         let receivedAt = JoinSession.nowMilliseconds()
         let event: EventRecord
         switch message {
         case .notify(let type, let raw):
-            event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, receivedAt: receivedAt, payload: .json(raw))
+            event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, label: label, receivedAt: receivedAt, payload: .json(raw))
             if let connection = ConnectionNotice(raw: raw, sessionID: sessionID, at: receivedAt) {
                 writer.submit("connection") { catalog throws(CatalogError) in try catalog.upsertConnection(connection.record) }
             }
         case .push(let raw):
-            event = EventRecord(sessionID: sessionID, kind: .push, receivedAt: receivedAt, payload: .json(raw))
+            event = EventRecord(sessionID: sessionID, kind: .push, label: label, receivedAt: receivedAt, payload: .json(raw))
         case .switched(_, let raw):
             event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: "switched", receivedAt: receivedAt, payload: .json(raw))
         case .other(let type, let raw):
             logger.info("unknown signaling message stored", metadata: ["type": "\(type)"])
-            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: type, receivedAt: receivedAt, payload: .json(raw))
+            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: type, label: label, receivedAt: receivedAt, payload: .json(raw))
         default:
             return
         }
+        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+    }
+
+    /// A message on a messaging channel (`#label`, `e2ee`, `rpc`): text that is JSON is stored as
+    /// JSON, other text as text, binary as bytes.
+    func recordDataChannelMessage(label: String, sender: String?, isBinary: Bool, data: [UInt8]) {
+        let payload: EventPayload
+        if !isBinary, let text = String(validating: data, as: UTF8.self) {
+            let isJSON = (try? JSONSerialization.jsonObject(with: Data(data), options: [.fragmentsAllowed])) != nil
+            payload = isJSON ? .json(text) : .text(text)
+        } else {
+            payload = .binary(data)
+        }
+        let event = EventRecord(sessionID: sessionID, kind: .datachannel, label: label, senderConnectionID: sender,
+                                receivedAt: JoinSession.nowMilliseconds(), payload: payload)
         writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
     }
 }

@@ -98,6 +98,8 @@ public enum OutgoingMessage {
     public static func update(sdp: String) -> String { encode(["type": "update", "sdp": sdp]) }
     public static func candidate(_ candidate: String) -> String { encode(["type": "candidate", "candidate": candidate]) }
     public static func disconnect(reason: String) -> String { encode(["type": "disconnect", "reason": reason]) }
+    /// Reply to `req-stats` on the `stats` channel.
+    public static func stats(reports: [[String: Any]]) -> String { encode(["type": "stats", "reports": reports]) }
 
     public static func pong(stats: [[String: Any]]?) -> String {
         var object: [String: Any] = ["type": "pong"]

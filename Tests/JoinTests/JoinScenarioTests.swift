@@ -247,6 +247,44 @@ struct Scenario {
         #expect((try scenario.truth()["after_bad_offer"] as? [String: Any])?["type"] as? String == "disconnect")
     }
 
+    @Test func dataChannelSignalingAndMessagingChannels() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "5s", "--data-channel-signaling", "--ignore-disconnect-websocket",
+                                        "--data-channel", "#chat:compress"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        #expect(truth["datachannels_open"] as? [String] == ["#chat", "notify", "push", "signaling", "stats"])
+        #expect(truth["websocket_closed_after_switch"] as? Bool == true, "the WebSocket went away after the switch")
+        #expect((truth["stats_replies"] as? Int ?? 0) >= 1, "req-stats answered on the stats channel")
+        #expect(truth["end"] as? String == "client-disconnect-over-datachannel", "disconnect sent on the signaling channel")
+
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        #expect(session.endReason == "duration-elapsed", "the session outlived its WebSocket")
+        let recording = try #require(try catalog.recordings().first)
+        #expect(try Scenario.probe(scenario.dataDirectory + "/" + recording.path).duration > 3.5)
+
+        let events = try catalog.events(EventFilter(sessionID: session.id))
+        let sent = try #require(truth["datachannel_sent"] as? [[String: Any]])
+        for message in sent {
+            let label = try #require(message["label"] as? String)
+            let payload = try #require(message["payload"] as? String)
+            let stored = events.filter { $0.label == label }.map { event -> String in
+                switch event.payload {
+                case .json(let text), .text(let text): return text
+                case .binary(let bytes): return String(decoding: bytes, as: UTF8.self)
+                }
+            }
+            #expect(stored.contains(payload), "\(label): \(payload.prefix(40)) not in \(stored.map { $0.prefix(40) })")
+            if let sender = message["sender"] as? String {
+                #expect(events.contains { $0.label == label && $0.senderConnectionID == sender })
+            }
+        }
+        #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .datachannel, label: "#chat")).count == 3)
+        #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .notify, label: "notify")).count == 1)
+    }
+
     @Test func rejectionExits77() throws {
         let scenario = try Scenario(serverArguments: ["--reject"])
         defer { scenario.stop() }

@@ -15,6 +15,7 @@ import json
 import random
 import sys
 import time
+import zlib
 
 import aioice.ice
 
@@ -126,6 +127,19 @@ class Session:
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
         for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
             publisher.attach(pc)
+        dc_signaling = bool(connect.get("data_channel_signaling"))
+        self.channels = {}
+        self.channel_settings = []
+        if dc_signaling:
+            wanted = [c for c in connect.get("data_channels", []) if str(c.get("label", "")).startswith("#")]
+            self.channel_settings = [{"label": label, "direction": "sendrecv" if label in ("signaling", "stats") else "recvonly",
+                                      "compress": False} for label in ("signaling", "notify", "push", "stats")]
+            self.channel_settings += [{"label": c["label"], "direction": "recvonly", "compress": bool(c.get("compress")),
+                                       **({"header": c["header"]} if c.get("header") else {})} for c in wanted]
+            for setting in self.channel_settings:
+                data_channel = pc.createDataChannel(setting["label"])
+                self.channels[setting["label"]] = data_channel
+                data_channel.on("message", lambda message, label=setting["label"]: self.on_channel_message(label, message))
         session_id, bot_id = sora_id(), sora_id()
         self.truth.update({"channel_id": channel, "session_id": session_id, "bot_connection_id": bot_id})
         await pc.setLocalDescription(await pc.createOffer())
@@ -133,6 +147,8 @@ class Session:
             "type": "offer", "sdp": pc.localDescription.sdp, "connection_id": bot_id, "client_id": connect.get("client_id", bot_id),
             "bundle_id": bot_id, "session_id": session_id, "channel_id": channel, "simulcast": False, "spotlight": False,
             "version": "recbot-test-server", "config": {"iceServers": [], "iceTransportPolicy": "all"},
+            **({"data_channel_signaling": True, "ignore_disconnect_websocket": bool(connect.get("ignore_disconnect_websocket")),
+                "data_channels": self.channel_settings} if dc_signaling else {}),
         })
         answer = await self.next_of(ws, "answer")
         self.truth["answer_received"] = True
@@ -150,6 +166,9 @@ class Session:
             if publisher.joined_at is not None:
                 await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
 
+        if dc_signaling:
+            await self.switch_to_data_channels(ws, channel, bool(connect.get("ignore_disconnect_websocket")))
+
         started = time.monotonic()
         late_added = False
         left = False
@@ -165,10 +184,10 @@ class Session:
                 self.truth["end"] = "server-disconnect"
                 await ws.close(1000, "DISCONNECTED-API")
                 break
-            if not push_sent and elapsed >= 1.0:
+            if not push_sent and elapsed >= 1.0 and not self.truth.get("websocket_closed_after_switch"):
                 push_sent = True
                 await self.send(ws, {"type": "push", "data": {"kind": "bookmark", "at": round(elapsed, 3), "text": "日本語も"}}, record=True)
-            if time.monotonic() >= next_ping:
+            if time.monotonic() >= next_ping and not self.truth.get("websocket_closed_after_switch"):
                 next_ping += args.ping_interval
                 self.truth["pings_sent"] += 1
                 await self.send(ws, {"type": "ping", "stats": self.truth["pings_sent"] % 2 == 0})
@@ -194,6 +213,52 @@ class Session:
         for publisher in late:
             publisher.joined_at = time.monotonic()
             await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
+
+    def on_channel_message(self, label, message):
+        text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+        self.truth.setdefault("datachannel_received", []).append({"label": label, "message": text})
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return
+        if label == "signaling" and parsed.get("type") == "disconnect":
+            self.truth["disconnect"] = parsed
+            self.truth["end"] = "client-disconnect-over-datachannel"
+            self.done.set()
+        if label == "stats" and parsed.get("type") == "stats":
+            self.truth["stats_replies"] = self.truth.get("stats_replies", 0) + 1
+
+    async def switch_to_data_channels(self, ws, channel_id, ignore_disconnect):
+        """Waits for the channels, sends switched, then talks over data channels as Sora does."""
+        for _ in range(100):
+            if all(c.readyState == "open" for c in self.channels.values()):
+                break
+            await asyncio.sleep(0.05)
+        self.truth["datachannels_open"] = sorted(label for label, c in self.channels.items() if c.readyState == "open")
+        await self.send(ws, {"type": "switched", "ignore_disconnect_websocket": ignore_disconnect}, record=True)
+        notify = json.dumps({"type": "notify", "event_type": "connection.updated", "channel_id": channel_id, "connection_id": "DCNOTIFY000000000000000000",
+                             "via": "datachannel"}, ensure_ascii=False)
+        self.channels["notify"].send(notify)
+        push = json.dumps({"type": "push", "data": {"via": "datachannel", "text": "データチャネル"}}, ensure_ascii=False)
+        self.channels["push"].send(push)
+        self.truth["datachannel_sent"] = [{"label": "notify", "payload": notify}, {"label": "push", "payload": push}]
+        sender = self.publishers[0].connection_id if self.publishers else "0" * 26
+        for setting in self.channel_settings:
+            if not setting["label"].startswith("#"):
+                continue
+            for index, payload in enumerate(['{"chat": "こんにちは"}', "plain text", "x" * 3000]):
+                body = payload.encode()
+                if setting.get("header"):
+                    body = sender.encode() + body
+                if setting["compress"]:
+                    body = zlib.compress(body)
+                self.channels[setting["label"]].send(body if setting["compress"] or index == 2 else body.decode())
+                self.truth["datachannel_sent"].append({"label": setting["label"], "payload": payload, "sender": sender if setting.get("header") else None})
+        self.channels["stats"].send(json.dumps({"type": "req-stats"}))
+        if ignore_disconnect:
+            await asyncio.sleep(0.5)
+            self.truth["websocket_closed_after_switch"] = True
+            await ws.close(1000, "")
 
     async def renegotiate(self, ws, pc):
         await pc.setLocalDescription(await pc.createOffer())
@@ -248,7 +313,9 @@ class Session:
                     break
         except Exception as error:  # noqa: BLE001
             self.truth.setdefault("read_errors", []).append(str(error))
-        self.done.set()
+        # After a switch with ignore_disconnect_websocket the session lives on the data channels.
+        if not self.truth.get("websocket_closed_after_switch"):
+            self.done.set()
 
     async def finish(self, pc):
         for publisher in self.publishers:

@@ -73,6 +73,12 @@ struct JoinCommand: AsyncParsableCommand {
     @Flag(inversion: .prefixedNo, help: "Ask for multistream (old Sora servers; new ones always are).") var multistream: Bool?
     @Option(name: .customLong("forwarding-filters"), help: ArgumentHelp("JSON array or @file.", valueName: "json|@file"))
     var forwardingFilters: String?
+    @Flag(inversion: .prefixedNo, help: "Ask Sora to move signaling onto data channels.") var dataChannelSignaling: Bool?
+    @Flag(inversion: .prefixedNo, help: "With data-channel signaling: closing the WebSocket does not end the session.")
+    var ignoreDisconnectWebsocket: Bool?
+    @Option(name: .customLong("data-channel"), help: ArgumentHelp(
+        "Subscribe to a messaging channel, e.g. '#chat' or '#chat:compress' (repeatable); messages go into the catalog.", valueName: "#label[:compress]"))
+    var dataChannels: [String] = []
     @Flag(help: "Accept any TLS certificate (self-signed test servers only).") var insecure = false
     @Option(name: .customLong("connect-timeout"), help: ArgumentHelp("Give up when no offer arrived in this long.", valueName: "duration"))
     var connectTimeout: DurationArgument?
@@ -135,6 +141,25 @@ struct JoinCommand: AsyncParsableCommand {
             connect.spotlightUnfocusRID = spotlightUnfocusRID
         }
         connect.multistream = multistream
+        connect.dataChannelSignaling = dataChannelSignaling
+        connect.ignoreDisconnectWebsocket = ignoreDisconnectWebsocket
+        if !dataChannels.isEmpty {
+            var entries: [[String: Any]] = []
+            for spec in dataChannels {
+                let parts = spec.split(separator: ":", maxSplits: 1).map(String.init)
+                guard let label = parts.first, label.hasPrefix("#"), label.count > 1 else {
+                    throw ValidationError("--data-channel \(spec): messaging labels start with #")
+                }
+                var entry: [String: Any] = ["label": label, "direction": "recvonly", "header": [["type": "sender_connection_id"]]]
+                if parts.count == 2 {
+                    guard parts[1] == "compress" else { throw ValidationError("--data-channel \(spec): the only setting is :compress") }
+                    entry["compress"] = true
+                }
+                entries.append(entry)
+            }
+            let data = try JSONSerialization.data(withJSONObject: entries, options: [.sortedKeys])
+            connect.dataChannelsJSON = String(decoding: data, as: UTF8.self)
+        }
         let directory = DataDirectory.resolve(flag: common.dataDir, environment: environment.merging(settings.values) { current, _ in current },
                                               isRoot: getuid() == 0)
         var options = JoinOptions(urls: urls, connect: connect, catalogPath: directory.catalogPath, recordingsRoot: directory.recordingsPath,
