@@ -261,6 +261,21 @@ public final class JoinSession: @unchecked Sendable {
                 connection.send(text)
             }
         }
+        /// Answers a re-offer (or legacy update) where it came from; senders whose sections went
+        /// away get their files finished now, so each file ends when its sender left.
+        func applyReOffer(_ sdp: String, legacyUpdate: Bool, label: String?) async {
+            guard let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) else { return }
+            let media = answer.media
+            let gone = (try? await transport.eventLoop.submit {
+                pipeline.update(media: media).map { ($0, pipeline.finishedCounters[$0.connectionID] ?? .init()) }
+            }.get()) ?? []
+            for (recorder, counts) in gone {
+                logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
+                finisher.finish(recorder, counts: counts, context: context)
+            }
+            let text = legacyUpdate ? OutgoingMessage.update(sdp: answer.sdp.serialized) : OutgoingMessage.reAnswer(sdp: answer.sdp.serialized)
+            reply(text, label: label)
+        }
         loop: for await event in events {
             switch event {
             case .stop(let why):
@@ -306,12 +321,7 @@ public final class JoinSession: @unchecked Sendable {
                 }
                 switch message {
                 case .reOffer(let sdp, _):
-                    if let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) {
-                        let media = answer.media
-                        let gone = (try? await transport.eventLoop.submit { pipeline.update(media: media).map { ($0, pipeline.finishedCounters[$0.connectionID] ?? .init()) } }.get()) ?? []
-                        for (recorder, counts) in gone { finisher.finish(recorder, counts: counts, context: context) }
-                        reply(OutgoingMessage.reAnswer(sdp: answer.sdp.serialized), label: label)
-                    }
+                    await applyReOffer(sdp, legacyUpdate: false, label: label)
                 case .other(let type, let raw) where type == "close" && label == "signaling":
                     eventLog.record(message, label: label)
                     let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any]
@@ -353,18 +363,10 @@ public final class JoinSession: @unchecked Sendable {
                     } else {
                         logger.warning("unusable remote candidate ignored", metadata: ["candidate": "\(text.prefix(200))"])
                     }
-                case .reOffer(let sdp, _), .update(let sdp, _):
-                    if let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) {
-                        let media = answer.media
-                        // Senders whose sections went away are finished now, so their files end when they left.
-                        let gone = (try? await transport.eventLoop.submit { pipeline.update(media: media).map { ($0, pipeline.finishedCounters[$0.connectionID] ?? .init()) } }.get()) ?? []
-                        for (recorder, counts) in gone {
-                            logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
-                            finisher.finish(recorder, counts: counts, context: context)
-                        }
-                        if case .update = message { connection.send(OutgoingMessage.update(sdp: answer.sdp.serialized)) }
-                        else { connection.send(OutgoingMessage.reAnswer(sdp: answer.sdp.serialized)) }
-                    }
+                case .reOffer(let sdp, _):
+                    await applyReOffer(sdp, legacyUpdate: false, label: nil)
+                case .update(let sdp, _):
+                    await applyReOffer(sdp, legacyUpdate: true, label: nil)
                 case .switched(let ignore, _):
                     switched = true
                     if let ignore { ignoreDisconnectWebsocket = ignore }
