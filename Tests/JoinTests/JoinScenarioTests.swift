@@ -285,6 +285,20 @@ struct Scenario {
         #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .notify, label: "notify")).count == 1)
     }
 
+    @Test func reOfferArrivesOnTheSignalingChannelAfterTheSwitch() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "h264", "--late-publishers", "1", "--late-after", "2"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "6s", "--data-channel-signaling", "--ignore-disconnect-websocket"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        #expect(truth["re_offers_over_datachannel"] as? Int == 1 && truth["re_answers_received"] as? Int == 1)
+        let recordings = try scenario.catalog().recordings()
+        #expect(recordings.count == 2, "the late publisher was recorded after a data-channel re-offer")
+        for recording in recordings {
+            #expect(try Scenario.probe(scenario.dataDirectory + "/" + recording.path).streams.count == 2)
+        }
+    }
+
     @Test func rejectionExits77() throws {
         let scenario = try Scenario(serverArguments: ["--reject"])
         defer { scenario.stop() }

@@ -212,7 +212,13 @@ class Session:
         await self.renegotiate(ws, pc)
         for publisher in late:
             publisher.joined_at = time.monotonic()
-            await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
+            notice = publisher.notify("connection.created", channel, self.counts())
+            if getattr(self, "switched", False):
+                text = json.dumps(notice, ensure_ascii=False)
+                self.channels["notify"].send(text)
+                self.truth.setdefault("datachannel_sent", []).append({"label": "notify", "payload": text})
+            else:
+                await self.send(ws, notice, record=True)
 
     def on_channel_message(self, label, message):
         text = message if isinstance(message, str) else message.decode("utf-8", "replace")
@@ -225,6 +231,10 @@ class Session:
             self.truth["disconnect"] = parsed
             self.truth["end"] = "client-disconnect-over-datachannel"
             self.done.set()
+        if label == "signaling" and parsed.get("type") == "re-answer":
+            future = getattr(self, "pending_reanswer", None)
+            if future and not future.done():
+                future.set_result(parsed)
         if label == "stats" and parsed.get("type") == "stats":
             self.truth["stats_replies"] = self.truth.get("stats_replies", 0) + 1
 
@@ -236,6 +246,7 @@ class Session:
             await asyncio.sleep(0.05)
         self.truth["datachannels_open"] = sorted(label for label, c in self.channels.items() if c.readyState == "open")
         await self.send(ws, {"type": "switched", "ignore_disconnect_websocket": ignore_disconnect}, record=True)
+        self.switched = True
         notify = json.dumps({"type": "notify", "event_type": "connection.updated", "channel_id": channel_id, "connection_id": "DCNOTIFY000000000000000000",
                              "via": "datachannel"}, ensure_ascii=False)
         self.channels["notify"].send(notify)
@@ -262,7 +273,13 @@ class Session:
 
     async def renegotiate(self, ws, pc):
         await pc.setLocalDescription(await pc.createOffer())
-        await self.send(ws, {"type": "re-offer", "sdp": pc.localDescription.sdp})
+        message = {"type": "re-offer", "sdp": pc.localDescription.sdp}
+        if getattr(self, "switched", False):
+            # After the switch, signaling travels on the signaling data channel.
+            self.channels["signaling"].send(json.dumps(message))
+            self.truth["re_offers_over_datachannel"] = self.truth.get("re_offers_over_datachannel", 0) + 1
+        else:
+            await self.send(ws, message)
         self.truth["re_offers_sent"] = self.truth.get("re_offers_sent", 0) + 1
         self.pending_reanswer = asyncio.get_running_loop().create_future()
         reanswer = await asyncio.wait_for(self.pending_reanswer, 10)
