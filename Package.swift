@@ -40,11 +40,12 @@ let package = Package(
 
         // MARK: Pure cores (wire formats: bytes in, values out; no I/O, no clocks)
         .target(name: "WireCoding", swiftSettings: fuzzSwiftSettings),
-        .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "MessageAuthentication", dependencies: ["COpenSSL"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib", "MessageAuthentication"], swiftSettings: fuzzSwiftSettings),
         .target(name: "SDP", swiftSettings: fuzzSwiftSettings),
         .target(name: "RTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "Media", dependencies: ["RTP", "WireCoding"], swiftSettings: fuzzSwiftSettings),
-        .target(name: "SCTP", dependencies: ["WireCoding", "COpenSSL"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "SCTP", dependencies: ["WireCoding", "MessageAuthentication"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Transport state machines (sans-IO)
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),

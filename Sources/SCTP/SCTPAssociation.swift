@@ -1,4 +1,4 @@
-import COpenSSL
+import MessageAuthentication
 import WireCoding
 
 /// A message delivered on a stream (data channels sit on top).
@@ -437,7 +437,7 @@ public final class SCTPAssociation {
         writer.write(initiation.initiateTag)
         writer.write(initiation.initialTSN)
         writer.write(UInt64(bitPattern: now.nanoseconds))
-        let mac = Self.hmac(key: cookieSecret, data: writer.bytes)
+        let mac = MessageAuthentication.hmacSHA256(key: cookieSecret, message: writer.bytes)
         return SCTPInit(initiateTag: localTag, advertisedReceiverWindow: SCTPAssociation.receiveWindow, outboundStreams: 65_535,
                         inboundStreams: 65_535, initialTSN: nextOutgoingTSN, parameters: [
                             SCTPParameter(type: SCTPParameter.stateCookie, value: writer.bytes + mac),
@@ -449,25 +449,9 @@ public final class SCTPAssociation {
     private func verifyCookie(_ cookie: [UInt8]) -> (tag: UInt32, initialTSN: UInt32)? {
         guard cookie.count == 16 + 32 else { return nil }
         let body = Array(cookie.prefix(16))
-        guard constantTimeEqual(Self.hmac(key: cookieSecret, data: body), Array(cookie.suffix(32))) else { return nil }
+        guard MessageAuthentication.constantTimeEqual(MessageAuthentication.hmacSHA256(key: cookieSecret, message: body), Array(cookie.suffix(32))) else { return nil }
         var reader = ByteReader(body)
         guard let tag = reader.readUInt32(), let tsn = reader.readUInt32() else { return nil }
         return (tag, tsn)
-    }
-
-    private func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        return zip(a, b).reduce(0) { $0 | ($1.0 ^ $1.1) } == 0
-    }
-
-    static func hmac(key: [UInt8], data: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        key.withUnsafeBufferPointer { k in
-            data.withUnsafeBufferPointer { d in
-                _ = HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), d.baseAddress, d.count, &digest, &length)
-            }
-        }
-        return digest
     }
 }

@@ -1,3 +1,4 @@
+import MessageAuthentication
 import WireCoding
 
 extension STUNMessage {
@@ -98,7 +99,7 @@ extension STUNMessage {
         covered[2] = UInt8(length >> 8)
         covered[3] = UInt8(length & 0xFF)
         let expected = STUNIntegrity.hmacSHA1(key: key, message: covered)
-        return STUNIntegrity.constantTimeEqual(expected, Array(raw[(offset + 4)..<(offset + 24)]))
+        return MessageAuthentication.constantTimeEqual(expected, Array(raw[(offset + 4)..<(offset + 24)]))
     }
 
     /// Checks FINGERPRINT (CRC-32 XOR 0x5354554e) of a parsed message.

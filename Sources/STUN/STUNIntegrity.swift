@@ -1,17 +1,11 @@
 import COpenSSL
 import CZlib
+import MessageAuthentication
 
-/// The cryptographic checks of STUN, on OpenSSL (HMAC-SHA1, MD5) and zlib (CRC-32).
+/// The cryptographic checks of STUN: HMAC-SHA1 (shared helper), MD5 (OpenSSL) and CRC-32 (zlib).
 public enum STUNIntegrity {
     public static func hmacSHA1(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: 20)
-        var length: UInt32 = 0
-        key.withUnsafeBufferPointer { k in
-            message.withUnsafeBufferPointer { m in
-                _ = HMAC(EVP_sha1(), k.baseAddress, Int32(k.count), m.baseAddress, m.count, &digest, &length)
-            }
-        }
-        return digest
+        MessageAuthentication.hmacSHA1(key: key, message: message)
     }
 
     /// CRC-32 of the message XORed with "STUN" (RFC 8489 §14.7).
@@ -32,13 +26,5 @@ public enum STUNIntegrity {
             _ = EVP_Digest(buffer.baseAddress, buffer.count, &digest, &length, EVP_md5(), nil)
         }
         return digest
-    }
-
-    /// Compares MACs without leaking where they differ through timing.
-    public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for index in a.indices { difference |= a[index] ^ b[index] }
-        return difference == 0
     }
 }
