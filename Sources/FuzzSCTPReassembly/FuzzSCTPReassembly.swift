@@ -1,6 +1,7 @@
-// libFuzzer target for SCTP reassembly: fuzz bytes become a sequence of DATA and FORWARD-TSN
-// chunks (TSNs near the window, streams, sequences, B/E/U flags) fed to an established
-// association. It must never crash, and never deliver more messages than it got chunks.
+// libFuzzer target for SCTP reassembly and stream resets: fuzz bytes become a sequence of
+// DATA, FORWARD-TSN and RE-CONFIG chunks (TSNs near the window, streams, sequences, B/E/U
+// flags, reset requests and answers) and timer expiries, fed to an established association.
+// It must never crash, and never deliver more messages than it got chunks.
 import FuzzSupport
 import SCTP
 import WireCoding
@@ -25,20 +26,32 @@ public func fuzzSCTPReassembly(_ data: UnsafePointer<UInt8>?, _ size: Int) -> In
     var reader = ByteReader(bytes)
     var chunks = 0
     var delivered = 0
+    var now = MonotonicTime.milliseconds(2)
     while let control = reader.readUInt8(), let tsnOffset = reader.readUInt8(), let stream = reader.readUInt8(),
           let sequence = reader.readUInt8(), let length = reader.readUInt8() {
         chunks += 1
         let chunk: SCTPChunk
-        if control & 0xC0 == 0xC0 {
+        switch control & 0xC0 {
+        case 0xC0:
             chunk = .forwardTSN(newCumulativeTSN: firstTSN &+ UInt32(tsnOffset) &- 8, streams: [(UInt16(stream & 3), UInt16(sequence & 15))])
-        } else {
+        case 0x80:
+            chunk = control & 0x20 == 0
+                ? .reconfig([.outgoingReset(requestSequence: 1_000 &+ UInt32(sequence & 7), responseSequence: 0,
+                                            lastTSN: firstTSN &+ UInt32(tsnOffset) &- 8, streams: stream & 4 == 0 ? [UInt16(stream & 3)] : [])])
+                : .reconfig([.response(responseSequence: UInt32(truncatingIfNeeded: association.nextTimeout?.nanoseconds ?? 0) &+ UInt32(sequence),
+                                       result: UInt32(length & 7))])
+        case 0x40:
+            now = now.adding(milliseconds: Int64(tsnOffset) * 100)
+            delivered += association.handleTimeout(now: now).events.filter { if case .message = $0 { true } else { false } }.count
+            continue
+        default:
             let payload = reader.readBytes(min(Int(length), reader.remaining)) ?? []
             chunk = .data(SCTPData(tsn: firstTSN &+ UInt32(tsnOffset) &- 8, streamID: UInt16(stream & 3), streamSequence: UInt16(sequence & 15),
                                    payloadProtocol: 51, unordered: control & 4 != 0, beginning: control & 2 != 0, ending: control & 1 != 0,
                                    userData: payload.isEmpty ? [0] : payload))
         }
         let packet = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: tag, chunks: [chunk]).serialized
-        delivered += association.handle(packet: packet, now: .milliseconds(2)).events.filter { if case .message = $0 { true } else { false } }.count
+        delivered += association.handle(packet: packet, now: now).events.filter { if case .message = $0 { true } else { false } }.count
     }
     if delivered > chunks { preconditionFailure("\(delivered) messages from \(chunks) chunks") }
     return 0

@@ -33,6 +33,9 @@ public struct SCTPCounters: Equatable, Sendable {
     /// Messages over the size limit, or reassemblies given up.
     public var oversizedMessages = 0
     public var retransmissions = 0
+    /// Peer stream-reset requests performed, and ours that were never answered.
+    public var streamResetsReceived = 0
+    public var streamResetsAbandoned = 0
 }
 
 /// An SCTP association over DTLS (RFC 8261, RFC 9260), sans-IO: packets and time in, packets
@@ -73,6 +76,7 @@ public final class SCTPAssociation {
     private var initPacket: [UInt8]?
     private var initDeadline: MonotonicTime?
     private var initAttempts = 0
+    private var resets: StreamResets
 
     public init(port: UInt16 = 5000, maximumMessageSize: Int = 262_144, random: @escaping () -> UInt64) {
         self.port = port
@@ -80,6 +84,7 @@ public final class SCTPAssociation {
         self.random = random
         localTag = UInt32(truncatingIfNeeded: random()) | 1
         nextOutgoingTSN = UInt32(truncatingIfNeeded: random())
+        resets = StreamResets(initialTSN: nextOutgoingTSN)
         cookieSecret = (0..<4).flatMap { _ in withUnsafeBytes(of: random()) { Array($0) } }
     }
 
@@ -129,12 +134,14 @@ public final class SCTPAssociation {
             case .initiation(let initiation):
                 peerTag = initiation.initiateTag
                 cumulativeTSN = initiation.initialTSN &- 1
+                resets.peerStarted(initialTSN: initiation.initialTSN)
                 output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag,
                                                  chunks: [.initiationAck(initAck(for: initiation, now: now))]).serialized)
             case .initiationAck(let ack):
                 guard state == .cookieWait, let cookie = ack.stateCookie else { continue }
                 peerTag = ack.initiateTag
                 cumulativeTSN = ack.initialTSN &- 1
+                resets.peerStarted(initialTSN: ack.initialTSN)
                 let echo = SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: [.cookieEcho(cookie: cookie)]).serialized
                 initPacket = echo
                 initDeadline = now.adding(milliseconds: 1_000)
@@ -148,6 +155,7 @@ public final class SCTPAssociation {
                 if state != .established {
                     peerTag = peer.tag
                     cumulativeTSN = peer.initialTSN &- 1
+                    resets.peerStarted(initialTSN: peer.initialTSN)
                     state = .established
                     initDeadline = nil
                     output.events.append(.established)
@@ -169,7 +177,7 @@ public final class SCTPAssociation {
                 forward(to: tsn, streams: streams, &output)
                 sawData = true
             case .reconfig(let parameters):
-                replies += reconfigure(parameters, &output)
+                replies += reconfigure(parameters, now: now, &output)
             case .heartbeat(let info):
                 replies.append(.heartbeatAck(info: info))
             case .abort:
@@ -193,10 +201,14 @@ public final class SCTPAssociation {
                 break
             }
         }
-        if sawData { replies.insert(.selectiveAck(selectiveAck()), at: 0) }
+        if sawData {
+            for ready in resets.takeReady(cumulativeTSN: cumulativeTSN) { performPeerReset(ready.streams, request: ready.request, &output) }
+            replies.insert(.selectiveAck(selectiveAck()), at: 0)
+        }
         if !replies.isEmpty {
             output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: replies).serialized)
         }
+        sendQueuedReset(now: now, &output)
         return output
     }
 
@@ -225,7 +237,7 @@ public final class SCTPAssociation {
         return output
     }
 
-    public var nextTimeout: MonotonicTime? { [initDeadline, retransmitDeadline].compactMap { $0 }.min() }
+    public var nextTimeout: MonotonicTime? { [initDeadline, retransmitDeadline, resets.inFlight?.deadline].compactMap { $0 }.min() }
 
     public func handleTimeout(now: MonotonicTime) -> SCTPOutput {
         var output = SCTPOutput()
@@ -251,6 +263,15 @@ public final class SCTPAssociation {
             }
             rto = min(rto * 2, 60_000)
             retransmitDeadline = outstanding.isEmpty ? nil : now.adding(milliseconds: rto)
+        }
+        if let deadline = resets.inFlight?.deadline, now >= deadline {
+            if let request = resets.retransmit(now: now, timeoutMilliseconds: 1_000) {
+                counters.retransmissions += 1
+                output.packets.append(resetRequestPacket(request))
+            } else {
+                counters.streamResetsAbandoned += 1
+                sendQueuedReset(now: now, &output)
+            }
         }
         return output
     }
@@ -383,21 +404,69 @@ public final class SCTPAssociation {
         unorderedFragments = unorderedFragments.mapValues { $0.filter { ($0.tsn &- tsn) < UInt32.max / 2 && $0.tsn != tsn } }
     }
 
-    /// RE-CONFIG (RFC 6525): the peer resets its outgoing streams; ours follow so channels close cleanly.
-    private func reconfigure(_ parameters: [SCTPReconfigParameter], _ output: inout SCTPOutput) -> [SCTPChunk] {
+    /// RE-CONFIG (RFC 6525). The peer resets its outgoing streams (a data channel closing):
+    /// performed once every TSN it sent before the request has arrived, then our outgoing
+    /// streams follow. Its answers to our own requests settle them.
+    private func reconfigure(_ parameters: [SCTPReconfigParameter], now: MonotonicTime, _ output: inout SCTPOutput) -> [SCTPChunk] {
         var replies: [SCTPReconfigParameter] = []
         for parameter in parameters {
-            guard case .outgoingReset(let request, _, _, let streams) = parameter else { continue }
-            for stream in streams {
-                expectedSequence[stream] = 0
-                pendingOrdered[stream] = nil
-                fragments[stream] = nil
-                outgoingSequence[stream] = 0
+            switch parameter {
+            case .outgoingReset(let request, _, let lastTSN, let requested):
+                if let earlier = resets.answer(to: request) {  // a retransmission: same answer, nothing redone
+                    replies.append(.response(responseSequence: request, result: earlier))
+                    continue
+                }
+                let streams = requested.isEmpty ? knownStreams() : requested  // empty means all (§4.1)
+                if resets.isAfter(lastTSN, cumulativeTSN) {
+                    let waiting = resets.deferReset(.init(request: request, lastTSN: lastTSN, streams: streams))
+                    replies.append(.response(responseSequence: request, result: waiting ? ReconfigResult.inProgress : ReconfigResult.denied))
+                } else {
+                    performPeerReset(streams, request: request, &output)
+                    replies.append(.response(responseSequence: request, result: ReconfigResult.performed))
+                }
+            case .incomingReset(let request, _):
+                // WebRTC closes channels with outgoing resets only (RFC 8831 §6.7).
+                resets.record(answer: ReconfigResult.denied, to: request)
+                replies.append(.response(responseSequence: request, result: ReconfigResult.denied))
+            case .response(let sequence, let result):
+                if resets.received(response: sequence, result: result) { sendQueuedReset(now: now, &output) }
+            case .other:
+                break
             }
-            output.events.append(.streamsReset(streams))
-            replies.append(.response(responseSequence: request, result: 1))  // 1 = success performed
         }
         return replies.isEmpty ? [] : [.reconfig(replies)]
+    }
+
+    private func performPeerReset(_ streams: [UInt16], request: UInt32, _ output: inout SCTPOutput) {
+        for stream in streams {
+            expectedSequence[stream] = nil
+            pendingOrdered[stream] = nil
+            fragments[stream] = nil
+            discarding[stream] = nil
+        }
+        resets.record(answer: ReconfigResult.performed, to: request)
+        counters.streamResetsReceived += 1
+        output.events.append(.streamsReset(streams))
+        resets.queueOutgoing(streams)
+    }
+
+    /// Our own outgoing-stream reset, when one is waiting and none is in flight.
+    private func sendQueuedReset(now: MonotonicTime, _ output: inout SCTPOutput) {
+        guard state == .established, let request = resets.nextRequest(lastAssignedTSN: nextOutgoingTSN &- 1, now: now, timeoutMilliseconds: 1_000)
+        else { return }
+        for stream in request.streams { outgoingSequence[stream] = nil }  // the next message on it starts at SSN 0
+        output.packets.append(resetRequestPacket(request))
+    }
+
+    private func resetRequestPacket(_ request: StreamResets.Request) -> [UInt8] {
+        SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: [
+            .reconfig([.outgoingReset(requestSequence: request.sequence, responseSequence: resets.lastPeerRequest,
+                                      lastTSN: request.lastTSN, streams: request.streams)]),
+        ]).serialized
+    }
+
+    private func knownStreams() -> [UInt16] {
+        Array(Set(expectedSequence.keys).union(fragments.keys).union(pendingOrdered.keys).union(outgoingSequence.keys)).sorted()
     }
 
     private func selectiveAck() -> SCTPSelectiveAck {

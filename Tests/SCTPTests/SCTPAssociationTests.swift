@@ -137,13 +137,91 @@ final class Link {
         #expect(messages(forwarded) == ["kept"])
     }
 
-    @Test func streamResetIsAcknowledged() throws {
+    /// The chunks of each packet in `output`.
+    func chunks(_ output: SCTPOutput) throws -> [[SCTPChunk]] { try output.packets.map { try SCTPPacket(parsing: $0).chunks } }
+
+    /// Our own outgoing-reset request in `output`, if any.
+    func ourResetRequest(_ output: SCTPOutput) throws -> (sequence: UInt32, response: UInt32, streams: [UInt16])? {
+        for packet in try chunks(output) {
+            for case .reconfig(let parameters) in packet {
+                for case .outgoingReset(let sequence, let response, _, let streams) in parameters { return (sequence, response, streams) }
+            }
+        }
+        return nil
+    }
+
+    @Test func peerStreamResetIsPerformedAnsweredAndFollowedByOurs() throws {
         let (association, tag, _) = established()
-        let result = association.handle(packet: packet(tag, [.reconfig([.outgoingReset(requestSequence: 9, responseSequence: 0, lastTSN: 99, streams: [3, 5])])]),
-                                        now: .milliseconds(2))
+        let request: SCTPChunk = .reconfig([.outgoingReset(requestSequence: 9, responseSequence: 0, lastTSN: 99, streams: [3, 5])])
+        let result = association.handle(packet: packet(tag, [request]), now: .milliseconds(2))
         #expect(result.events == [.streamsReset([3, 5])])
-        let reply = try SCTPPacket(parsing: try #require(result.packets.first))
-        #expect(reply.chunks == [.reconfig([.response(responseSequence: 9, result: 1)])])
+        #expect(try chunks(result).first == [.reconfig([.response(responseSequence: 9, result: 1)])])
+        // RFC 8831 §6.7: our outgoing streams follow, so the channel closes both ways.
+        let ours = try #require(try ourResetRequest(result))
+        #expect(ours.streams == [3, 5] && ours.response == 9)
+
+        // A retransmitted request gets the same answer and is not performed twice.
+        let again = association.handle(packet: packet(tag, [request]), now: .milliseconds(3))
+        #expect(again.events.isEmpty)
+        #expect(try chunks(again) == [[.reconfig([.response(responseSequence: 9, result: 1)])]])
+
+        // Ours is retransmitted until answered, then settled.
+        let timeout = try #require(association.nextTimeout)
+        let retransmitted = association.handleTimeout(now: timeout)
+        #expect(try ourResetRequest(retransmitted)?.sequence == ours.sequence)
+        let answered = association.handle(packet: packet(tag, [.reconfig([.response(responseSequence: ours.sequence, result: 1)])]), now: timeout)
+        #expect(answered.packets.isEmpty && association.nextTimeout == nil)
+        #expect(association.counters.streamResetsReceived == 1)
+    }
+
+    @Test func peerStreamResetWaitsForDataSentBeforeIt() throws {
+        let (association, tag, tsn) = established()
+        // The peer reset stream 1 after sending TSNs tsn and tsn+1; only tsn+1 has arrived.
+        _ = association.handle(packet: packet(tag, [data(tsn + 1, ssn: 1, "second")]), now: .milliseconds(2))
+        let early = association.handle(packet: packet(tag, [.reconfig([.outgoingReset(requestSequence: 100, responseSequence: 0, lastTSN: tsn + 1, streams: [1])])]),
+                                       now: .milliseconds(3))
+        #expect(early.events.isEmpty, "not before the data it follows")
+        #expect(try chunks(early) == [[.reconfig([.response(responseSequence: 100, result: 6)])]], "in progress")
+
+        let filled = association.handle(packet: packet(tag, [data(tsn, ssn: 0, "first")]), now: .milliseconds(4))
+        #expect(messages(filled) == ["first", "second"])
+        #expect(filled.events.last == .streamsReset([1]))
+        #expect(try ourResetRequest(filled)?.streams == [1])
+        // The peer asks again (its timer): now performed.
+        let asked = association.handle(packet: packet(tag, [.reconfig([.outgoingReset(requestSequence: 100, responseSequence: 0, lastTSN: tsn + 1, streams: [1])])]),
+                                       now: .milliseconds(5))
+        #expect(try chunks(asked).first == [.reconfig([.response(responseSequence: 100, result: 1)])] && asked.events.isEmpty)
+        // The stream starts again at SSN 0.
+        #expect(messages(association.handle(packet: packet(tag, [data(tsn + 2, ssn: 0, "reopened")]), now: .milliseconds(6))) == ["reopened"])
+    }
+
+    @Test func hostileResetRequestsAreBounded() throws {
+        let (association, tag, tsn) = established()
+        // Far-future requests pile up only to a limit; the rest are denied.
+        var results: [UInt32] = []
+        for request in UInt32(0)..<40 {
+            let output = association.handle(packet: packet(tag, [.reconfig([.outgoingReset(requestSequence: 500 + request, responseSequence: 0,
+                                                                                               lastTSN: tsn + 1_000, streams: [UInt16(request)])])]),
+                                            now: .milliseconds(2))
+            for case .reconfig(let parameters) in try chunks(output).joined() {
+                for case .response(_, let result) in parameters { results.append(result) }
+            }
+        }
+        #expect(results.filter { $0 == 6 }.count == 16 && results.filter { $0 == 2 }.count == 24)
+        // An incoming-reset request (not used by WebRTC) is denied, not obeyed.
+        let incoming = association.handle(packet: packet(tag, [.reconfig([.incomingReset(requestSequence: 900, streams: [1])])]), now: .milliseconds(3))
+        #expect(try chunks(incoming) == [[.reconfig([.response(responseSequence: 900, result: 2)])]])
+        // Our own request, never answered, is given up after a bounded number of tries.
+        _ = association.handle(packet: packet(tag, [.reconfig([.outgoingReset(requestSequence: 1_000, responseSequence: 0, lastTSN: tsn - 1, streams: [7])])]),
+                               now: .milliseconds(4))
+        var now = MonotonicTime.milliseconds(4)
+        var tries = 0
+        while let next = association.nextTimeout, tries < 20 {
+            now = next
+            _ = association.handleTimeout(now: now)
+            tries += 1
+        }
+        #expect(association.nextTimeout == nil && association.counters.streamResetsAbandoned == 1 && tries == 8)
     }
 
     @Test func heartbeatsAreEchoed() throws {

@@ -1,0 +1,121 @@
+import WireCoding
+
+/// RE-CONFIG result codes (RFC 6525 §4.4) recbot sends or reads.
+enum ReconfigResult {
+    static let performed: UInt32 = 1
+    static let denied: UInt32 = 2
+    static let inProgress: UInt32 = 6
+}
+
+/// Stream-reset bookkeeping (RFC 6525) for one association, both directions:
+/// the peer's requests to reset its outgoing streams (performed once every TSN before
+/// them has arrived; retransmitted requests get the same answer), and our own outgoing
+/// resets, which follow the peer's so a data channel closes in both directions (RFC 8831
+/// §6.7). At most one request of ours is in flight; it is retransmitted until answered.
+struct StreamResets {
+    struct Request: Equatable {
+        var sequence: UInt32
+        var streams: [UInt16]
+        var lastTSN: UInt32
+        var deadline: MonotonicTime
+        var attempts: Int
+    }
+
+    /// A peer request waiting for data before `lastTSN` to arrive.
+    struct Deferred: Equatable {
+        var request: UInt32
+        var lastTSN: UInt32
+        var streams: [UInt16]
+    }
+
+    static let maximumDeferred = 16
+    static let maximumStreamsPerRequest = 256
+    static let maximumAttempts = 8
+
+    private var nextRequestSequence: UInt32
+    /// The latest request sequence number seen from the peer (our requests carry it).
+    private(set) var lastPeerRequest: UInt32 = 0
+    /// Answers already given, so a retransmitted request is not performed twice.
+    private var answers: [UInt32: UInt32] = [:]
+    private var answerOrder: [UInt32] = []
+    private(set) var deferred: [Deferred] = []
+    /// Our outgoing streams still to reset, in the order they were asked for.
+    private var queued: [UInt16] = []
+    private(set) var inFlight: Request?
+
+    init(initialTSN: UInt32) {
+        nextRequestSequence = initialTSN
+    }
+
+    mutating func peerStarted(initialTSN: UInt32) { lastPeerRequest = initialTSN &- 1 }
+
+    func answer(to request: UInt32) -> UInt32? { answers[request] }
+
+    mutating func record(answer result: UInt32, to request: UInt32) {
+        lastPeerRequest = request
+        guard answers[request] == nil else { return }
+        answers[request] = result
+        answerOrder.append(request)
+        if answerOrder.count > 32 { answers[answerOrder.removeFirst()] = nil }
+    }
+
+    /// Defers a peer request; false when too many are already waiting.
+    mutating func deferReset(_ request: Deferred) -> Bool {
+        lastPeerRequest = request.request
+        if deferred.contains(where: { $0.request == request.request }) { return true }
+        guard deferred.count < Self.maximumDeferred else { return false }
+        deferred.append(request)
+        return true
+    }
+
+    /// Deferred requests whose data has all arrived (cumulative TSN reached), removed.
+    mutating func takeReady(cumulativeTSN: UInt32) -> [Deferred] {
+        let waiting = deferred
+        deferred = waiting.filter { isAfter($0.lastTSN, cumulativeTSN) }
+        return waiting.filter { !isAfter($0.lastTSN, cumulativeTSN) }
+    }
+
+    mutating func queueOutgoing(_ streams: [UInt16]) {
+        for stream in streams where !queued.contains(stream) && !(inFlight?.streams.contains(stream) ?? false) {
+            queued.append(stream)
+        }
+    }
+
+    /// The next request of ours, when none is in flight and streams are waiting.
+    mutating func nextRequest(lastAssignedTSN: UInt32, now: MonotonicTime, timeoutMilliseconds: Int64) -> Request? {
+        guard inFlight == nil, !queued.isEmpty else { return nil }
+        let streams = Array(queued.prefix(Self.maximumStreamsPerRequest))
+        queued.removeFirst(streams.count)
+        let request = Request(sequence: nextRequestSequence, streams: streams, lastTSN: lastAssignedTSN,
+                              deadline: now.adding(milliseconds: timeoutMilliseconds), attempts: 1)
+        nextRequestSequence &+= 1
+        inFlight = request
+        return request
+    }
+
+    /// The peer answered; true when our request is settled (anything but "in progress").
+    mutating func received(response sequence: UInt32, result: UInt32) -> Bool {
+        guard let request = inFlight, request.sequence == sequence, result != ReconfigResult.inProgress else { return false }
+        inFlight = nil
+        return true
+    }
+
+    /// The in-flight request is due again: returned with its new deadline, or nil when given up.
+    mutating func retransmit(now: MonotonicTime, timeoutMilliseconds: Int64) -> Request? {
+        guard var request = inFlight else { return nil }
+        guard request.attempts < Self.maximumAttempts else {
+            inFlight = nil
+            return nil
+        }
+        request.attempts += 1
+        request.deadline = now.adding(milliseconds: timeoutMilliseconds << min(request.attempts - 1, 5))
+        inFlight = request
+        return request
+    }
+
+    /// Serial-number comparison (RFC 1982) on TSNs.
+    func isAfter(_ tsn: UInt32, _ reference: UInt32) -> Bool {
+        let distance = tsn &- reference
+        return distance != 0 && distance < UInt32.max / 2
+    }
+}
