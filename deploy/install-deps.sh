@@ -7,6 +7,8 @@ set -euo pipefail
 # compressed data channels), the codecs used
 # for verification and tests (libvpx, libopus), libwebm's parser and SQLite.
 # Tests: ffmpeg provides ffprobe, the second independent reader of our WebM files.
+# GStreamer's webrtcbin (usrsctp, libnice) is the second independent WebRTC peer for the
+# data-channel interop test; its Python bindings come from Debian, for /usr/bin/python3.
 DEBIAN_PACKAGES=(
   pkg-config
   libssl-dev
@@ -17,6 +19,14 @@ DEBIAN_PACKAGES=(
   libsqlite3-dev
   zlib1g-dev
   ffmpeg
+  gstreamer1.0-plugins-base
+  gstreamer1.0-plugins-bad
+  gstreamer1.0-nice
+  gir1.2-gstreamer-1.0
+  gir1.2-gst-plugins-base-1.0
+  gir1.2-gst-plugins-bad-1.0
+  gir1.2-nice-0.1
+  python3-gi
 )
 
 missing=()

@@ -63,7 +63,7 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
                               capabilities: ReceiverCapabilities, editOffer: (inout SessionDescription) -> Void,
                               editAnswer: (inout String) -> Void) async throws -> InteropResult {
     let transport = try await UDPTransport.bind(addresses: [IPAddress("127.0.0.1")!], on: group.next())
-    let peer = try AiortcPeer(arguments: ["--profile", profile, "--seconds", String(seconds)] + peerArguments)
+    let peer = try PeerProcess.aiortc(arguments: ["--profile", profile, "--seconds", String(seconds)] + peerArguments)
     defer { peer.terminate() }
 
     let offerMessage = try await peer.next(type: "offer", within: 20)
@@ -117,27 +117,15 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
         #expect(Set(result.log.openedChannels.map(\.label)) == ["#chat", "#fast"], "\(result.log.events)")
         #expect(result.log.openedChannels.first { $0.label == "#fast" }?.ordered == false)
         #expect(Set(result.report["datachannels_opened"] as? [String] ?? []) == ["#chat", "#fast"], "aiortc saw our DCEP ACKs")
-        let sent = try #require(result.report["datachannel_messages"] as? [String: [[String: String]]])
+        let sent = try #require(PeerMessage.byLabel(result.report["datachannel_messages"]))
         #expect(Set(sent.keys) == ["#chat", "#fast"] && sent["#chat"]?.count == 5 && sent["#fast"]?.count == 3)
         #expect(result.log.dataChannelMessages.contains { $0.data.count == 5_000 }, "a message larger than one SCTP chunk")
-        for (label, messages) in sent {
-            let received = result.log.dataChannelMessages.filter { $0.label == label }
-            let expected = messages.map { entry -> (Bool, [UInt8]) in
-                if let text = entry["text"] { return (false, Array(text.utf8)) }
-                var bytes: [UInt8] = []
-                var index = entry["hex"]!.startIndex
-                while index < entry["hex"]!.endIndex {
-                    let next = entry["hex"]!.index(index, offsetBy: 2)
-                    bytes.append(UInt8(entry["hex"]![index..<next], radix: 16)!)
-                    index = next
-                }
-                return (true, bytes)
-            }
+        for (label, expected) in sent {
+            let received = result.log.dataChannelMessages.filter { $0.label == label }.map { PeerMessage(isBinary: $0.isBinary, data: $0.data) }
             if label == "#chat" {
-                #expect(received.map(\.data) == expected.map(\.1), "ordered, complete and identical on \(label)")
-                #expect(received.map(\.isBinary) == expected.map(\.0))
+                #expect(received == expected, "ordered, complete and identical on \(label)")
             } else {
-                #expect(Set(received.map(\.data)) == Set(expected.map(\.1)), "\(label) (unordered)")
+                #expect(Set(received.map(\.data)) == Set(expected.map(\.data)), "\(label) (unordered)")
             }
         }
     }

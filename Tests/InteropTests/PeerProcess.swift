@@ -1,7 +1,7 @@
 import Foundation
 
-/// Runs Tests/Peers/aiortc_peer.py and talks to it in JSON lines.
-final class AiortcPeer: @unchecked Sendable {
+/// Runs one of the Python peers in Tests/Peers and talks to it in JSON lines.
+final class PeerProcess: @unchecked Sendable {
     let process = Process()
     private let input = Pipe()
     private let output = Pipe()
@@ -9,14 +9,27 @@ final class AiortcPeer: @unchecked Sendable {
     private let stdoutLines = LockedBuffer()
     private let stderrBuffer = LockedBuffer()
 
-    static var script: String {
+    let name: String
+
+    static func script(_ file: String) -> String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Peers/aiortc_peer.py").path
+            .appendingPathComponent("Peers").appendingPathComponent(file).path
     }
 
-    init(arguments: [String]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", AiortcPeer.script] + arguments
+    /// aiortc: the PyPI packages live in whatever `python3` is first on PATH.
+    static func aiortc(arguments: [String]) throws -> PeerProcess {
+        try PeerProcess(name: "aiortc", command: ["/usr/bin/env", "python3", script("aiortc_peer.py")] + arguments)
+    }
+
+    /// GStreamer webrtcbin: its Python bindings are Debian packages, so Debian's own interpreter.
+    static func gstreamer(arguments: [String]) throws -> PeerProcess {
+        try PeerProcess(name: "GStreamer", command: ["/usr/bin/python3", script("gstreamer_peer.py")] + arguments)
+    }
+
+    init(name: String, command: [String]) throws {
+        self.name = name
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         process.standardInput = input
         process.standardOutput = output
         process.standardError = errors
@@ -46,7 +59,7 @@ final class AiortcPeer: @unchecked Sendable {
             }
             try await Task.sleep(nanoseconds: 20_000_000)
         }
-        throw PeerError(message: "no \(type) from aiortc within \(seconds) s; stderr: \(stderr.suffix(2_000))")
+        throw PeerError(message: "no \(type) from \(name) within \(seconds) s; stderr: \(stderr.suffix(2_000))")
     }
 
     func send(_ object: [String: Any]) throws {
@@ -76,5 +89,51 @@ private final class LockedBuffer: @unchecked Sendable {
         let line = String(decoding: data[data.startIndex..<newline], as: UTF8.self)
         data.removeSubrange(data.startIndex...newline)
         return line
+    }
+}
+
+/// A data-channel message as the Python peers write it in JSON: `{"text": ...}` or `{"hex": ...}`.
+struct PeerMessage: Equatable, CustomStringConvertible {
+    var isBinary: Bool
+    var data: [UInt8]
+
+    init(isBinary: Bool, data: [UInt8]) {
+        self.isBinary = isBinary
+        self.data = data
+    }
+
+    init?(json entry: Any) {
+        guard let entry = entry as? [String: String] else { return nil }
+        if let text = entry["text"] {
+            self.init(isBinary: false, data: Array(text.utf8))
+        } else if let hex = entry["hex"], hex.count % 2 == 0 {
+            var bytes: [UInt8] = []
+            var index = hex.startIndex
+            while index < hex.endIndex {
+                let next = hex.index(index, offsetBy: 2)
+                guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+                bytes.append(byte)
+                index = next
+            }
+            self.init(isBinary: true, data: bytes)
+        } else {
+            return nil
+        }
+    }
+
+    /// Messages per label from a report field such as `"sent"` or `"received"`.
+    static func byLabel(_ field: Any?) -> [String: [PeerMessage]]? {
+        guard let field = field as? [String: [Any]] else { return nil }
+        var result: [String: [PeerMessage]] = [:]
+        for (label, entries) in field {
+            let messages = entries.compactMap(PeerMessage.init(json:))
+            guard messages.count == entries.count else { return nil }
+            result[label] = messages
+        }
+        return result
+    }
+
+    var description: String {
+        isBinary ? "binary(\(data.count) bytes)" : "text(\(data.count) bytes: \(String(decoding: data.prefix(24), as: UTF8.self)))"
     }
 }
