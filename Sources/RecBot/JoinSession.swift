@@ -19,6 +19,8 @@ public final class JoinSession: @unchecked Sendable {
         case signaling(String)
         case dataChannelMessage(label: String, isBinary: Bool, data: [UInt8])
         case signalingClosed(Int?)
+        /// The `signaling` data channel closed, or the whole association ended.
+        case signalingChannelLost(String)
         case transportFailed(String)
         case localCandidate(ICECandidate)
         case stop(String)
@@ -217,8 +219,10 @@ public final class JoinSession: @unchecked Sendable {
                 logger.info("data channel open", metadata: ["label": "\(channel.label)", "ordered": "\(channel.ordered)"])
             case .dataChannel(.closed(let channel)):
                 logger.info("data channel closed", metadata: ["label": "\(channel.label)"])
+                if channel.label == "signaling" { emit.yield(.signalingChannelLost("closed")) }
             case .dataChannel(.failed(let reason)):
                 logger.warning("data channels failed", metadata: ["reason": "\(reason)"])
+                emit.yield(.signalingChannelLost(reason))
             default: break
             }
         }
@@ -251,6 +255,7 @@ public final class JoinSession: @unchecked Sendable {
         var currentLocal = negotiation
         var ignoreDisconnectWebsocket = offer.ignoreDisconnectWebsocket ?? false
         var switched = false
+        var serverClosed = false
         let channelSettings = Dictionary(offer.dataChannels.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
         var undecodableDataChannelMessages = 0
         /// Sends a signaling reply where the request came from: the WebSocket or a data channel.
@@ -290,10 +295,18 @@ public final class JoinSession: @unchecked Sendable {
                 }
                 if code == 1000 {
                     reason = "server-closed: 1000"  // Sora ended the session (API disconnect, lifetime)
+                    serverClosed = true
                 } else {
                     result = .network
                     reason = "signaling-closed: \(code.map(String.init) ?? "abruptly")"
                 }
+                break loop
+            case .signalingChannelLost(let why):
+                // Only fatal once the data channels carry signaling alone: Sora says `close`
+                // before it closes them, so losing them without one is an abnormal end.
+                guard switched && ignoreDisconnectWebsocket && connection.isClosed else { continue }
+                result = .network
+                reason = "signaling-closed: data channel \(why)"
                 break loop
             case .transportFailed(let detail):
                 result = .network
@@ -326,6 +339,7 @@ public final class JoinSession: @unchecked Sendable {
                     eventLog.record(message, label: label)
                     let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any]
                     reason = "server-closed: \(object?["code"] as? Int ?? 1000) \(object?["reason"] as? String ?? "")"
+                    serverClosed = true
                     break loop
                 case .other(let type, _) where type == "req-stats":
                     let counters = try? await transport.eventLoop.submit { pipeline.counters }.get()
@@ -382,7 +396,7 @@ public final class JoinSession: @unchecked Sendable {
         // 5. Leave politely, then finalize everything.
         setPhase("finalizing")
         let goodbye = OutgoingMessage.disconnect(reason: result == .success ? "NO-ERROR" : "INTERNAL-ERROR")
-        if switched { reply(goodbye, label: "signaling") }
+        if switched && !serverClosed { reply(goodbye, label: "signaling") }  // after Sora's own close, nobody listens
         if !connection.isClosed {
             connection.send(goodbye)
             await connection.close()

@@ -299,6 +299,33 @@ struct Scenario {
         }
     }
 
+    @Test func aCloseMessageOnTheSignalingChannelEndsTheSession() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--end-after", "3"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "30s", "--data-channel-signaling", "--ignore-disconnect-websocket"])
+        #expect(result.status == 0, "a server-side end is a success: \(result.stderr.suffix(3_000))")
+        #expect(try scenario.truth()["end"] as? String == "server-close-over-datachannel", "no disconnect sent after Sora's close")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        #expect(session.endReason == "server-closed: 1000 DISCONNECTED-API")
+        #expect(try catalog.events(EventFilter(sessionID: session.id, label: "signaling")).contains { $0.eventType == "close" })
+        let recording = try #require(try catalog.recordings().first)
+        #expect(recording.status == .complete)
+        let duration = try Scenario.probe(scenario.dataDirectory + "/" + recording.path).duration
+        #expect(duration > 1.5 && duration < 6, "ended with the close, not the 30 s duration: \(duration)")
+    }
+
+    @Test func losingTheSignalingChannelWithoutACloseExits69() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--end-after", "3", "--end-without-close-message"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "30s", "--data-channel-signaling", "--ignore-disconnect-websocket"])
+        #expect(result.status == 69, "\(result.stderr.suffix(3_000))")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        #expect(session.endReason?.hasPrefix("signaling-closed: data channel") == true, "\(session.endReason ?? "-")")
+        #expect(try catalog.recordings().first?.status == .complete, "files finalized all the same")
+    }
+
     @Test func rejectionExits77() throws {
         let scenario = try Scenario(serverArguments: ["--reject"])
         defer { scenario.stop() }

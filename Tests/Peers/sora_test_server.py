@@ -181,8 +181,11 @@ class Session:
                 ws.transport.abort()
                 break
             if args.end_after and elapsed >= args.end_after:
-                self.truth["end"] = "server-disconnect"
-                await ws.close(1000, "DISCONNECTED-API")
+                if self.truth.get("websocket_closed_after_switch"):
+                    await self.end_over_data_channels(with_close_message=not args.end_without_close_message)
+                else:
+                    self.truth["end"] = "server-disconnect"
+                    await ws.close(1000, "DISCONNECTED-API")
                 break
             if not push_sent and elapsed >= 1.0 and not self.truth.get("websocket_closed_after_switch"):
                 push_sent = True
@@ -270,6 +273,19 @@ class Session:
             await asyncio.sleep(0.5)
             self.truth["websocket_closed_after_switch"] = True
             await ws.close(1000, "")
+
+    async def end_over_data_channels(self, with_close_message):
+        """Data-channel-only sessions end as Sora ends them: `close` on signaling, then the channels close."""
+        if with_close_message:
+            self.channels["signaling"].send(json.dumps({"type": "close", "code": 1000, "reason": "DISCONNECTED-API"}))
+            self.truth["end"] = "server-close-over-datachannel"
+            await asyncio.sleep(0.3)
+        else:
+            self.truth["end"] = "server-closed-datachannels"
+        for channel in self.channels.values():
+            channel.close()
+        await asyncio.sleep(0.5)
+        self.done.set()
 
     async def renegotiate(self, ws, pc):
         await pc.setLocalDescription(await pc.createOffer())
@@ -396,7 +412,11 @@ async def main():
     parser.add_argument("--reject", action="store_true", help="close 4490 after connect, like an auth rejection")
     parser.add_argument("--redirect", action="store_true", help="answer the first connect with redirect to itself")
     parser.add_argument("--abrupt-close-after", type=float, default=0)
-    parser.add_argument("--end-after", type=float, default=0, help="end the session from the server side (close 1000)")
+    parser.add_argument("--end-after", type=float, default=0,
+                        help="end the session from the server side: WebSocket close 1000, or after a switch that dropped "
+                             "the WebSocket, a `close` message on the signaling channel and then the channels closed")
+    parser.add_argument("--end-without-close-message", action="store_true",
+                        help="with --end-after after the switch: close the data channels without the `close` message")
     parser.add_argument("--silent", action="store_true", help="accept connect, then never send an offer")
     parser.add_argument("--bad-offer", action="store_true", help="send an offer whose SDP cannot be answered")
     parser.add_argument("--first-publisher-id", help="use this connection id (even a hostile one) for the first publisher")
