@@ -33,6 +33,8 @@ public struct SCTPCounters: Equatable, Sendable {
     /// Messages over the size limit, or reassemblies given up.
     public var oversizedMessages = 0
     public var retransmissions = 0
+    /// Our own messages not sent because the peer's max-message-size is smaller.
+    public var oversizedSends = 0
     /// Peer stream-reset requests performed, and ours that were never answered.
     public var streamResetsReceived = 0
     public var streamResetsAbandoned = 0
@@ -48,7 +50,10 @@ public final class SCTPAssociation {
     public private(set) var state: State = .closed
     public private(set) var counters = SCTPCounters()
     public let port: UInt16
+    /// The largest message we accept (what our SDP advertised).
     public let maximumMessageSize: Int
+    /// The largest message the peer accepts (its `a=max-message-size`; 0 there means no limit).
+    public let peerMaximumMessageSize: Int
 
     private var localTag: UInt32
     private var peerTag: UInt32 = 0
@@ -78,9 +83,10 @@ public final class SCTPAssociation {
     private var initAttempts = 0
     private var resets: StreamResets
 
-    public init(port: UInt16 = 5000, maximumMessageSize: Int = 262_144, random: @escaping () -> UInt64) {
+    public init(port: UInt16 = 5000, maximumMessageSize: Int = 262_144, peerMaximumMessageSize: Int = 65_536, random: @escaping () -> UInt64) {
         self.port = port
         self.maximumMessageSize = maximumMessageSize
+        self.peerMaximumMessageSize = peerMaximumMessageSize == 0 ? Int.max : peerMaximumMessageSize
         self.random = random
         localTag = UInt32(truncatingIfNeeded: random()) | 1
         nextOutgoingTSN = UInt32(truncatingIfNeeded: random())
@@ -216,6 +222,10 @@ public final class SCTPAssociation {
     public func send(_ data: [UInt8], streamID: UInt16, payloadProtocol: UInt32, now: MonotonicTime) -> SCTPOutput {
         var output = SCTPOutput()
         guard state == .established else { return output }
+        guard data.count <= peerMaximumMessageSize else {
+            counters.oversizedSends += 1
+            return output
+        }
         let sequence = outgoingSequence[streamID, default: 0]
         outgoingSequence[streamID] = sequence &+ 1
         let fragmentSize = 1_100

@@ -65,9 +65,11 @@ public struct RecvOnlyNegotiation {
         self.capabilities = capabilities
         var dataChannels: DataChannelEndpoint?
         if let application = answer.media.first(where: { $0.kind == .application && $0.accepted }) {
-            let limit = min(capabilities.maxMessageSize, application.maxMessageSize ?? capabilities.maxMessageSize)
+            // Each side's max-message-size limits what the other sends it (RFC 8841 §6): ours
+            // bounds reassembly, the offer's bounds our own messages (64 KiB when absent).
             dataChannels = DataChannelEndpoint(association: SCTPAssociation(port: UInt16(clamping: application.sctpPort ?? 5000),
-                                                                             maximumMessageSize: limit, random: random))
+                                                                             maximumMessageSize: capabilities.maxMessageSize,
+                                                                             peerMaximumMessageSize: application.maxMessageSize ?? 65_536, random: random))
         }
         self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels)
         var reusable = local

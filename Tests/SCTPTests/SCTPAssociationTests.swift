@@ -9,12 +9,17 @@ func seeded(_ seed: UInt64) -> () -> UInt64 {
 
 /// Two associations on a simulated link; `drop` decides per packet (A→B and B→A).
 final class Link {
-    let a = SCTPAssociation(maximumMessageSize: 64 * 1024, random: seeded(1))
+    let a: SCTPAssociation
     let b = SCTPAssociation(maximumMessageSize: 64 * 1024, random: seeded(2))
     var eventsA: [SCTPEvent] = []
     var eventsB: [SCTPEvent] = []
     var drop: (_ toB: Bool, _ packet: [UInt8]) -> Bool = { _, _ in false }
     var now = MonotonicTime.milliseconds(0)
+
+    /// `aMaySend`: what B advertised as its max-message-size, as A knows it.
+    init(aMaySend: Int = 64 * 1024) {
+        a = SCTPAssociation(maximumMessageSize: 64 * 1024, peerMaximumMessageSize: aMaySend, random: seeded(1))
+    }
 
     func run(_ output: SCTPOutput, fromA: Bool) {
         var queue = output.packets.map { (fromA, $0) }
@@ -77,7 +82,7 @@ final class Link {
     }
 
     @Test func oversizedMessagesAreDroppedAndCounted() {
-        let link = Link()
+        let link = Link(aMaySend: 0)  // A ignores B's limit, as a hostile peer would
         link.run(link.a.connect(now: link.now), fromA: true)
         link.run(link.a.send([UInt8](repeating: 9, count: 70 * 1024), streamID: 0, payloadProtocol: 53, now: link.now), fromA: true)
         link.run(link.a.send([7], streamID: 0, payloadProtocol: 53, now: link.now), fromA: true)
@@ -88,6 +93,15 @@ final class Link {
 
 /// A peer written by hand, to reach what our own sender never does.
 @Suite struct SCTPPeerBehaviourTests {
+    @Test func ownMessagesLargerThanThePeerAcceptsAreNotSent() {
+        let link = Link(aMaySend: 1_000)
+        link.run(link.a.connect(now: link.now), fromA: true)
+        link.run(link.a.send([UInt8](repeating: 1, count: 1_001), streamID: 1, payloadProtocol: 53, now: link.now), fromA: true)
+        link.run(link.a.send([UInt8](repeating: 2, count: 1_000), streamID: 1, payloadProtocol: 53, now: link.now), fromA: true)
+        #expect(link.messagesB().map(\.data.count) == [1_000])
+        #expect(link.a.counters.oversizedSends == 1)
+    }
+
     func established() -> (SCTPAssociation, UInt32, UInt32) {
         let association = SCTPAssociation(random: seeded(5))
         // The peer starts: INIT, then our INIT-ACK's cookie comes back.
