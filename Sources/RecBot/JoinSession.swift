@@ -404,6 +404,7 @@ public final class JoinSession: @unchecked Sendable {
         reader.cancel()
         let stoppedAt = Self.nowMilliseconds()
         ticker.cancel()
+        await logDataChannelSummary(core, transport: transport, undecodable: undecodableDataChannelMessages, logger: logger)
         await transport.close()
         let recorders = (try? await transport.eventLoop.submit { pipeline.recorders }.get()) ?? [:]
         var endContext = context
@@ -430,6 +431,27 @@ public final class JoinSession: @unchecked Sendable {
             return (.storage, "storage: recording failed for \(failed.joined(separator: ", "))", finished)
         }
         return (result, reason, finished)
+    }
+
+    /// What the data channels received and what they refused (hostile or broken input is
+    /// dropped and counted as it arrives; this is the one place it is reported).
+    private func logDataChannelSummary(_ core: PeerConnectionCore, transport: UDPTransport, undecodable: Int, logger: Logger) async {
+        guard let (channels, sctp) = try? await transport.eventLoop.submit({ core.dataChannels.map { ($0.counters, $0.association.counters) } }).get()
+        else { return }
+        let metadata: Logger.Metadata = [
+            "messages": "\(channels.messagesReceived)", "undecodable": "\(undecodable)",
+            "unknown_stream": "\(channels.messagesOnUnknownStreams)", "reopened": "\(channels.reopenedChannels)",
+            "malformed_dcep": "\(channels.malformedControlMessages)", "unknown_ppid": "\(channels.unknownPayloadProtocols)",
+            "sctp_dropped": "\(sctp.droppedPackets)", "oversized": "\(sctp.oversizedMessages)",
+            "retransmissions": "\(sctp.retransmissions)", "stream_resets": "\(sctp.streamResetsReceived)",
+        ]
+        let refused = undecodable + channels.messagesOnUnknownStreams + channels.reopenedChannels + channels.malformedControlMessages
+            + channels.unknownPayloadProtocols + sctp.droppedPackets + sctp.oversizedMessages
+        if refused > 0 {
+            logger.warning("data channels: some input was refused", metadata: metadata)
+        } else {
+            logger.info("data channels", metadata: metadata)
+        }
     }
 
     private func renegotiate(sdp: String, current: inout RecvOnlyNegotiation, logger: Logger) -> RecvOnlyAnswer? {
