@@ -265,7 +265,13 @@ struct Scenario {
         let recording = try #require(try catalog.recordings().first)
         #expect(try Scenario.probe(scenario.dataDirectory + "/" + recording.path).duration > 3.5)
 
-        let events = try catalog.events(EventFilter(sessionID: session.id))
+        try expectStored(truth, in: try catalog.events(EventFilter(sessionID: session.id)))
+        #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .datachannel, label: "#chat")).count == 3)
+        #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .notify, label: "notify")).count == 1)
+    }
+
+    /// Every data-channel message the test server sent is in the catalog, payload identical, with its sender.
+    func expectStored(_ truth: [String: Any], in events: [EventRecord]) throws {
         let sent = try #require(truth["datachannel_sent"] as? [[String: Any]])
         for message in sent {
             let label = try #require(message["label"] as? String)
@@ -281,8 +287,25 @@ struct Scenario {
                 #expect(events.contains { $0.label == label && $0.senderConnectionID == sender })
             }
         }
-        #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .datachannel, label: "#chat")).count == 3)
-        #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .notify, label: "notify")).count == 1)
+    }
+
+    @Test func theOffersChannelListIsAuthoritative() throws {
+        // recbot asks for #chat only; the offer also opens a compressed #ops, an unordered
+        // partially reliable #lossy, and e2ee / rpc. All are recorded, each with its settings.
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--offer-channel", "#ops:compress", "--offer-channel", "#lossy:unordered",
+                                                      "--offer-channel", "e2ee", "--offer-channel", "rpc"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "4s", "--data-channel-signaling", "--ignore-disconnect-websocket", "--data-channel", "#chat"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        #expect(truth["datachannels_open"] as? [String] == ["#chat", "#lossy", "#ops", "e2ee", "notify", "push", "rpc", "signaling", "stats"])
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        let messages = try catalog.events(EventFilter(sessionID: session.id, kind: .datachannel))
+        for label in ["#chat", "#ops", "#lossy", "e2ee", "rpc"] {
+            #expect(messages.filter { $0.label == label }.count == 3, "\(label)")
+        }
+        try expectStored(truth, in: try catalog.events(EventFilter(sessionID: session.id)))
     }
 
     @Test func reOfferArrivesOnTheSignalingChannelAfterTheSwitch() throws {

@@ -136,8 +136,14 @@ class Session:
                                       "compress": False} for label in ("signaling", "notify", "push", "stats")]
             self.channel_settings += [{"label": c["label"], "direction": "recvonly", "compress": bool(c.get("compress")),
                                        **({"header": c["header"]} if c.get("header") else {})} for c in wanted]
+            # Channels nobody asked for: the offer's list is what counts (e2ee, rpc, other labels).
+            for spec in args.offer_channel:
+                label, *flags = spec.split(":")
+                self.channel_settings.append({"label": label, "direction": "recvonly", "compress": "compress" in flags,
+                                              **({"ordered": False, "max_retransmits": 0} if "unordered" in flags else {})})
             for setting in self.channel_settings:
-                data_channel = pc.createDataChannel(setting["label"])
+                data_channel = pc.createDataChannel(setting["label"], ordered=setting.get("ordered", True),
+                                                    maxRetransmits=setting.get("max_retransmits"))
                 self.channels[setting["label"]] = data_channel
                 data_channel.on("message", lambda message, label=setting["label"]: self.on_channel_message(label, message))
         session_id, bot_id = sora_id(), sora_id()
@@ -258,7 +264,7 @@ class Session:
         self.truth["datachannel_sent"] = [{"label": "notify", "payload": notify}, {"label": "push", "payload": push}]
         sender = self.publishers[0].connection_id if self.publishers else "0" * 26
         for setting in self.channel_settings:
-            if not setting["label"].startswith("#"):
+            if setting["label"] in ("signaling", "notify", "push", "stats"):
                 continue
             for index, payload in enumerate(['{"chat": "こんにちは"}', "plain text", "x" * 3000]):
                 body = payload.encode()
@@ -415,6 +421,9 @@ async def main():
     parser.add_argument("--end-after", type=float, default=0,
                         help="end the session from the server side: WebSocket close 1000, or after a switch that dropped "
                              "the WebSocket, a `close` message on the signaling channel and then the channels closed")
+    parser.add_argument("--offer-channel", action="append", default=[], metavar="LABEL[:compress][:unordered]",
+                        help="with data_channel_signaling: also offer this channel though nobody asked for it "
+                             "(unordered means ordered=false, max_retransmits=0)")
     parser.add_argument("--end-without-close-message", action="store_true",
                         help="with --end-after after the switch: close the data channels without the `close` message")
     parser.add_argument("--silent", action="store_true", help="accept connect, then never send an offer")
