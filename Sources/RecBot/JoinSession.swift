@@ -258,6 +258,8 @@ public final class JoinSession: @unchecked Sendable {
         var serverClosed = false
         let channelSettings = Dictionary(offer.dataChannels.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
         var undecodableDataChannelMessages = 0
+        var unknownLabelMessages = 0
+        var unknownLabels: Set<String> = []
         /// Sends a signaling reply where the request came from: the WebSocket or a data channel.
         func reply(_ text: String, label: String?) {
             if let label {
@@ -324,7 +326,14 @@ public final class JoinSession: @unchecked Sendable {
                                                                              "dropped": "\(undecodableDataChannelMessages)"])
                     continue
                 }
-                if label.hasPrefix("#") || label == "e2ee" || label == "rpc" {
+                let role = DataChannelRole(label: label)
+                if role.isLoggedVerbatim {
+                    if role == .unknown {
+                        unknownLabelMessages += 1
+                        if unknownLabels.insert(label).inserted {
+                            logger.warning("message on a data channel Sora does not define; stored, not interpreted", metadata: ["label": "\(label)"])
+                        }
+                    }
                     eventLog.recordDataChannelMessage(label: label, sender: decoded.senderConnectionID, isBinary: isBinary, data: decoded.data)
                     continue
                 }
@@ -332,24 +341,24 @@ public final class JoinSession: @unchecked Sendable {
                     eventLog.recordDataChannelMessage(label: label, sender: decoded.senderConnectionID, isBinary: isBinary, data: decoded.data)
                     continue
                 }
-                switch message {
-                case .reOffer(let sdp, _):
+                switch (role, message) {
+                case (.signaling, .reOffer(let sdp, _)):
                     await applyReOffer(sdp, legacyUpdate: false, label: label)
-                case .other(let type, let raw) where type == "close" && label == "signaling":
+                case (.signaling, .other("close", let raw)):
                     eventLog.record(message, label: label)
                     let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any]
                     reason = "server-closed: \(object?["code"] as? Int ?? 1000) \(object?["reason"] as? String ?? "")"
                     serverClosed = true
                     break loop
-                case .other(let type, _) where type == "req-stats":
+                case (.stats, .other("req-stats", _)):
                     let counters = try? await transport.eventLoop.submit { pipeline.counters }.get()
                     reply(OutgoingMessage.stats(reports: [[
                         "type": "transport", "id": "T01", "timestamp": Double(Self.nowMilliseconds()), "packetsReceived": counters?.rtpPackets ?? 0,
                     ]]), label: label)
-                case .ping(let wantsStats):
+                case (.signaling, .ping(let wantsStats)):
                     reply(OutgoingMessage.pong(stats: wantsStats ? [] : nil), label: label)
                 default:
-                    eventLog.record(message, label: label)
+                    eventLog.record(message, label: label)  // stored as what it is; acted on only where it belongs
                 }
             case .signaling(let text):
                 let message: IncomingMessage
@@ -404,7 +413,8 @@ public final class JoinSession: @unchecked Sendable {
         reader.cancel()
         let stoppedAt = Self.nowMilliseconds()
         ticker.cancel()
-        await logDataChannelSummary(core, transport: transport, undecodable: undecodableDataChannelMessages, logger: logger)
+        await logDataChannelSummary(core, transport: transport, undecodable: undecodableDataChannelMessages, unknownLabel: unknownLabelMessages,
+                                    logger: logger)
         await transport.close()
         let recorders = (try? await transport.eventLoop.submit { pipeline.recorders }.get()) ?? [:]
         var endContext = context
@@ -435,17 +445,18 @@ public final class JoinSession: @unchecked Sendable {
 
     /// What the data channels received and what they refused (hostile or broken input is
     /// dropped and counted as it arrives; this is the one place it is reported).
-    private func logDataChannelSummary(_ core: PeerConnectionCore, transport: UDPTransport, undecodable: Int, logger: Logger) async {
+    private func logDataChannelSummary(_ core: PeerConnectionCore, transport: UDPTransport, undecodable: Int, unknownLabel: Int,
+                                       logger: Logger) async {
         guard let (channels, sctp) = try? await transport.eventLoop.submit({ core.dataChannels.map { ($0.counters, $0.association.counters) } }).get()
         else { return }
         let metadata: Logger.Metadata = [
-            "messages": "\(channels.messagesReceived)", "undecodable": "\(undecodable)",
+            "messages": "\(channels.messagesReceived)", "undecodable": "\(undecodable)", "unknown_label": "\(unknownLabel)",
             "unknown_stream": "\(channels.messagesOnUnknownStreams)", "reopened": "\(channels.reopenedChannels)",
             "malformed_dcep": "\(channels.malformedControlMessages)", "unknown_ppid": "\(channels.unknownPayloadProtocols)",
             "sctp_dropped": "\(sctp.droppedPackets)", "oversized": "\(sctp.oversizedMessages)",
             "retransmissions": "\(sctp.retransmissions)", "stream_resets": "\(sctp.streamResetsReceived)",
         ]
-        let refused = undecodable + channels.messagesOnUnknownStreams + channels.reopenedChannels + channels.malformedControlMessages
+        let refused = undecodable + unknownLabel + channels.messagesOnUnknownStreams + channels.reopenedChannels + channels.malformedControlMessages
             + channels.unknownPayloadProtocols + sctp.droppedPackets + sctp.oversizedMessages
         if refused > 0 {
             logger.warning("data channels: some input was refused", metadata: metadata)

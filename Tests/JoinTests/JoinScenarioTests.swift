@@ -291,20 +291,26 @@ struct Scenario {
 
     @Test func theOffersChannelListIsAuthoritative() throws {
         // recbot asks for #chat only; the offer also opens a compressed #ops, an unordered
-        // partially reliable #lossy, and e2ee / rpc. All are recorded, each with its settings.
+        // partially reliable #lossy, e2ee / rpc, and "bogus", a label Sora never defines that
+        // carries a ping and a req-stats. All are recorded, each with its settings; nothing on
+        // "bogus" is answered.
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--offer-channel", "#ops:compress", "--offer-channel", "#lossy:unordered",
-                                                      "--offer-channel", "e2ee", "--offer-channel", "rpc"])
+                                                      "--offer-channel", "e2ee", "--offer-channel", "rpc", "--offer-channel", "bogus"])
         defer { scenario.stop() }
         let result = try scenario.join(["--duration", "4s", "--data-channel-signaling", "--ignore-disconnect-websocket", "--data-channel", "#chat"])
         #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
         let truth = try scenario.truth()
-        #expect(truth["datachannels_open"] as? [String] == ["#chat", "#lossy", "#ops", "e2ee", "notify", "push", "rpc", "signaling", "stats"])
+        #expect(truth["datachannels_open"] as? [String] == ["#chat", "#lossy", "#ops", "bogus", "e2ee", "notify", "push", "rpc", "signaling", "stats"])
+        let replies = truth["datachannel_received"] as? [[String: Any]] ?? []
+        #expect(!replies.contains { $0["label"] as? String == "bogus" }, "signaling-looking messages on an unknown label are not obeyed")
+        #expect(replies.contains { $0["label"] as? String == "stats" }, "req-stats on stats still is")
         let catalog = try scenario.catalog()
         let session = try #require(try catalog.sessions().first)
         let messages = try catalog.events(EventFilter(sessionID: session.id, kind: .datachannel))
         for label in ["#chat", "#ops", "#lossy", "e2ee", "rpc"] {
             #expect(messages.filter { $0.label == label }.count == 3, "\(label)")
         }
+        #expect(messages.filter { $0.label == "bogus" }.count == 5)
         try expectStored(truth, in: try catalog.events(EventFilter(sessionID: session.id)))
     }
 

@@ -266,7 +266,11 @@ class Session:
         for setting in self.channel_settings:
             if setting["label"] in ("signaling", "notify", "push", "stats"):
                 continue
-            for index, payload in enumerate(['{"chat": "こんにちは"}', "plain text", "x" * 3000]):
+            payloads = ['{"chat": "こんにちは"}', "plain text", "x" * 3000]
+            if not setting["label"].startswith("#") and setting["label"] not in ("e2ee", "rpc"):
+                # A label Sora never defines, carrying what looks like signaling: to be stored, never answered.
+                payloads += ['{"type": "ping"}', '{"type": "req-stats"}']
+            for index, payload in enumerate(payloads):
                 body = payload.encode()
                 if setting.get("header"):
                     body = sender.encode() + body
