@@ -453,6 +453,7 @@ public final class JoinSession: @unchecked Sendable {
             "messages": "\(channels.messagesReceived)", "undecodable": "\(undecodable)", "unknown_label": "\(unknownLabel)",
             "unknown_stream": "\(channels.messagesOnUnknownStreams)", "reopened": "\(channels.reopenedChannels)",
             "malformed_dcep": "\(channels.malformedControlMessages)", "unknown_ppid": "\(channels.unknownPayloadProtocols)",
+            "reset_unknown_stream": "\(channels.resetsOfUnknownStreams)",
             "sctp_dropped": "\(sctp.droppedPackets)", "oversized": "\(sctp.oversizedMessages)",
             "retransmissions": "\(sctp.retransmissions)", "stream_resets": "\(sctp.streamResetsReceived)",
         ]

@@ -27,6 +27,8 @@ public struct DataChannelCounters: Equatable, Sendable {
     public var reopenedChannels = 0
     public var malformedControlMessages = 0
     public var unknownPayloadProtocols = 0
+    /// Streams the peer reset that carried no channel.
+    public var resetsOfUnknownStreams = 0
 }
 
 public struct DataChannelOutput: Equatable, Sendable {
@@ -67,6 +69,12 @@ public final class DataChannelEndpoint {
 
     public func channel(label: String) -> DataChannel? { channels.values.first { $0.label == label } }
 
+    /// Closes a channel from our side; `.closed` follows once the peer has reset its stream too.
+    public func close(label: String, now: MonotonicTime) -> DataChannelOutput {
+        guard let channel = channel(label: label) else { return DataChannelOutput() }
+        return translate(association.resetOutgoingStreams([channel.streamID], now: now), now: now)
+    }
+
     private func translate(_ output: SCTPOutput, now: MonotonicTime) -> DataChannelOutput {
         var result = DataChannelOutput(packets: output.packets, events: [])
         for event in output.events {
@@ -77,7 +85,11 @@ public final class DataChannelEndpoint {
                 receive(message, now: now, &result)
             case .streamsReset(let streams):
                 for stream in streams {
-                    if let channel = channels.removeValue(forKey: stream) { result.events.append(.closed(channel)) }
+                    if let channel = channels.removeValue(forKey: stream) {
+                        result.events.append(.closed(channel))
+                    } else {
+                        counters.resetsOfUnknownStreams += 1
+                    }
                 }
             case .aborted(let reason):
                 result.events.append(.failed(reason))

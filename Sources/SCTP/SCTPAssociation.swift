@@ -247,6 +247,16 @@ public final class SCTPAssociation {
         return output
     }
 
+    /// Resets our outgoing streams: closes data channels from our side (RFC 8831 §6.7). The
+    /// peer answers by resetting its own, which arrives as `.streamsReset`.
+    public func resetOutgoingStreams(_ streams: [UInt16], now: MonotonicTime) -> SCTPOutput {
+        var output = SCTPOutput()
+        guard state == .established, !streams.isEmpty else { return output }
+        resets.initiate(streams)
+        sendQueuedReset(now: now, &output)
+        return output
+    }
+
     public var nextTimeout: MonotonicTime? { [initDeadline, retransmitDeadline, resets.inFlight?.deadline].compactMap { $0 }.min() }
 
     public func handleTimeout(now: MonotonicTime) -> SCTPOutput {
@@ -457,7 +467,7 @@ public final class SCTPAssociation {
         resets.record(answer: ReconfigResult.performed, to: request)
         counters.streamResetsReceived += 1
         output.events.append(.streamsReset(streams))
-        resets.queueOutgoing(streams)
+        resets.follow(streams)
     }
 
     /// Our own outgoing-stream reset, when one is waiting and none is in flight.

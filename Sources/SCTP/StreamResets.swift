@@ -42,6 +42,8 @@ struct StreamResets {
     /// Our outgoing streams still to reset, in the order they were asked for.
     private var queued: [UInt16] = []
     private(set) var inFlight: Request?
+    /// Streams we started closing; the peer's reset of them completes the close, not answered again.
+    private var initiated: Set<UInt16> = []
 
     init(initialTSN: UInt32) {
         nextRequestSequence = initialTSN
@@ -75,7 +77,18 @@ struct StreamResets {
         return waiting.filter { !isAfter($0.lastTSN, cumulativeTSN) }
     }
 
-    mutating func queueOutgoing(_ streams: [UInt16]) {
+    /// We close these streams (our side first).
+    mutating func initiate(_ streams: [UInt16]) {
+        initiated.formUnion(streams)
+        queueOutgoing(streams)
+    }
+
+    /// The peer reset these: ours follow, except those whose close we started (already reset).
+    mutating func follow(_ streams: [UInt16]) {
+        queueOutgoing(streams.filter { initiated.remove($0) == nil })
+    }
+
+    private mutating func queueOutgoing(_ streams: [UInt16]) {
         for stream in streams where !queued.contains(stream) && !(inFlight?.streams.contains(stream) ?? false) {
             queued.append(stream)
         }

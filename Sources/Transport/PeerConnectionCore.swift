@@ -173,6 +173,13 @@ public final class PeerConnectionCore {
         return output
     }
 
+    /// Closes a data channel from our side (stream reset); `.closed` follows when the peer resets its side.
+    public func closeDataChannel(label: String, now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        if let dataChannels { absorb(dataChannels.close(label: label, now: now), now: now, &output) }
+        return output
+    }
+
     /// Sends close_notify and stops ICE.
     public func close() -> TransportOutput {
         var output = TransportOutput()

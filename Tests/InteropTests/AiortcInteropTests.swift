@@ -34,6 +34,9 @@ final class EventLog: @unchecked Sendable {
     var dataChannelMessages: [(label: String, isBinary: Bool, data: [UInt8])] { lock.lock(); defer { lock.unlock() }; return _dataChannelMessages }
     var openedChannels: [DataChannel] { lock.lock(); defer { lock.unlock() }; return _openedChannels }
     var rtpBySSRC: [UInt32: Int] { lock.lock(); defer { lock.unlock() }; return _rtpBySSRC }
+    var closedChannels: [String] {
+        events.compactMap { if case .dataChannel(.closed(let channel)) = $0 { channel.label } else { nil } }
+    }
 }
 
 struct InteropResult {

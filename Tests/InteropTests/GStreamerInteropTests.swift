@@ -76,8 +76,18 @@ import WireCoding
             }
         }
 
+        // Once webrtcbin has closed "#fast", recbot closes "#chat" from its side.
+        let closeDeadline = Date().addingTimeInterval(20)
+        while !log.closedChannels.contains("#fast"), Date() < closeDeadline {
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        transport.withCore { $0.closeDataChannel(label: "#chat", now: MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds))) }
+
         let report = try await peer.next(type: "report", within: 30)
-        try await Task.sleep(nanoseconds: 300_000_000)  // the stream reset may still be crossing
+        let resetDeadline = Date().addingTimeInterval(3)  // webrtcbin's reset of "#chat" may still be crossing
+        while log.closedChannels.count < 2, Date() < resetDeadline {
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
         let (counters, sctp) = try await transport.eventLoop.submit {
             (negotiation.core.dataChannels?.counters, negotiation.core.dataChannels?.association.counters)
         }.get()
@@ -85,8 +95,9 @@ import WireCoding
 
         #expect(report["state"] as? String == "connected", "webrtcbin: \(report); \(peer.stderr.suffix(2_000))")
         #expect(Set(report["opened"] as? [String] ?? []) == ["#chat", "#fast"], "webrtcbin saw our DCEP ACKs")
-        // Closed on its side too: only when recbot reset its own outgoing stream in return.
-        #expect(report["closed"] as? [String] == ["#fast"], "webrtcbin: \(report["closed"] ?? "nil")")
+        // Both closes complete on webrtcbin's side: "#fast" (its own) only when recbot reset
+        // its outgoing stream in return, "#chat" when recbot started the close.
+        #expect(report["closed"] as? [String] == ["#fast", "#chat"], "webrtcbin: \(report["closed"] ?? "nil")")
 
         // webrtcbin → recbot: complete, identical, in order on the ordered channel.
         let sent = try #require(PeerMessage.byLabel(report["sent"]))
@@ -101,11 +112,9 @@ import WireCoding
                 "webrtcbin received: \(delivered)")
         #expect(delivered["#fast"] == Self.replies.filter { $0.label == "#fast" }.map(\.message))
 
-        // webrtcbin closes "#fast" with an SCTP stream reset; recbot releases the channel.
-        #expect(log.events.contains { if case .dataChannel(.closed(let channel)) = $0 { return channel.label == "#fast" }; return false },
-                "events: \(log.events)")
+        #expect(log.closedChannels == ["#fast", "#chat"], "events: \(log.events)")
         #expect(!log.events.contains { if case .failed = $0 { return true }; return false }, "events: \(log.events)")
         #expect(counters?.messagesOnUnknownStreams == 0 && counters?.malformedControlMessages == 0, "\(String(describing: counters))")
-        #expect(sctp?.streamResetsReceived == 1 && sctp?.droppedPackets == 0, "\(String(describing: sctp))")
+        #expect(sctp?.streamResetsReceived == 2 && sctp?.droppedPackets == 0, "\(String(describing: sctp))")
     }
 }

@@ -6,12 +6,13 @@ Run with Debian's /usr/bin/python3 (python3-gi and the GStreamer typelibs come
 from Debian packages, not PyPI). It offers only an application m-line with two
 data channels, exchanges SDP with the test as JSON lines, sends a fixed set of
 messages on each channel once it opens, collects what recbot sends back, then
-closes "#fast" (an SCTP stream reset) and reports:
+closes "#fast" (an SCTP stream reset), waits for recbot to close "#chat" from its
+side, and reports:
 
   {"type": "offer", "sdp": "..."}                                   (stdout)
   {"type": "answer", "sdp": "..."}                                  (stdin)
   {"type": "opened", "label": "#chat"}                              (stdout)
-  {"type": "report", "state": "connected", "opened": [...],
+  {"type": "report", "state": "connected", "opened": [...], "closed": [...],
    "sent": {"#chat": [{"text": ...} | {"hex": ...}]},
    "received": {"#chat": [{"text": ...} | {"hex": ...}]}}           (stdout)
 """
@@ -195,15 +196,19 @@ class Peer:
 
     def on_message(self, label, entry):
         self.received[label].append(entry)
-        if sum(len(v) for v in self.received.values()) >= self.args.expect:
-            # Everything recbot sends has arrived: release "#fast" (stream reset),
-            # give the reset a moment to cross, then report.
+        if sum(len(v) for v in self.received.values()) == self.args.expect:
+            # Everything recbot sends has arrived: close "#fast" (stream reset). recbot
+            # then closes "#chat" from its side; report once both are closed both ways.
             self.channels["#fast"].emit("close")
-            GLib.timeout_add(500, self.finish, self.state)
+            GLib.timeout_add(5000, self.finish, self.state)
         return False
 
     def on_close(self, label):
         self.closed.append(label)
+        if set(self.closed) >= set(PLANS):
+            # webrtcbin signals on-close when our side is reset, while its own reset of
+            # the stream may still be queued in usrsctp: let it go out before stopping.
+            GLib.timeout_add(500, self.finish, self.state)
         return False
 
     def on_deadline(self):
