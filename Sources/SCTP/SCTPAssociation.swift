@@ -29,6 +29,8 @@ public struct SCTPCounters: Equatable, Sendable {
     public var droppedPackets = 0
     public var dataChunks = 0
     public var duplicateChunks = 0
+    /// FORWARD-TSN chunks: the peer abandoned messages (partial reliability).
+    public var forwardTSNChunks = 0
     public var messagesDelivered = 0
     /// Messages over the size limit, or reassemblies given up.
     public var oversizedMessages = 0
@@ -180,6 +182,7 @@ public final class SCTPAssociation {
             case .selectiveAck(let sack):
                 acknowledge(sack)
             case .forwardTSN(let tsn, let streams):
+                counters.forwardTSNChunks += 1
                 forward(to: tsn, streams: streams, &output)
                 sawData = true
             case .reconfig(let parameters):

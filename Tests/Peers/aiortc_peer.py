@@ -26,6 +26,7 @@ from aiortc import (  # noqa: E402
     RTCRtpSender,
     RTCSessionDescription,
 )
+from aiortc import rtcsctptransport  # noqa: E402
 from aiortc.rtcconfiguration import RTCBundlePolicy  # noqa: E402
 from synthetic_media import PatternVideo, ToneAudio  # noqa: E402
 
@@ -34,6 +35,27 @@ PROFILES = {
     "cm80": [dtls.SRTP_AES128_CM_SHA1_80],
     "gcm128": [dtls.SRTP_AEAD_AES_128_GCM],
 }
+
+
+# Partial reliability needs loss to show: these messages' DATA chunks are "lost on
+# the wire" the first time they are sent. On "#pr" (max-retransmits 0) aiortc then
+# abandons them and tells the receiver with FORWARD-TSN (RFC 3758).
+DROP_ONCE = {b"pr-3", b"pr-6"}
+dropped = []
+
+
+def lose_some_data_chunks():
+    original = rtcsctptransport.RTCSctpTransport._send_chunk
+
+    async def send_chunk(self, chunk):
+        if isinstance(chunk, rtcsctptransport.DataChunk) and chunk.user_data in DROP_ONCE:
+            text = chunk.user_data.decode()
+            if text not in dropped:
+                dropped.append(text)
+                return
+        await original(self, chunk)
+
+    rtcsctptransport.RTCSctpTransport._send_chunk = send_chunk
 
 
 def emit(message):
@@ -46,7 +68,9 @@ async def main():
     parser.add_argument("--profile", choices=sorted(PROFILES), default="any")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--connect-timeout", type=float, default=10.0)
-    parser.add_argument("--data-channels", action="store_true", help="also open #chat (ordered) and #fast (unordered, no retransmits)")
+    parser.add_argument("--data-channels", action="store_true",
+                        help="also open #chat (ordered), #fast (unordered, no retransmits) and #pr (ordered, no retransmits, "
+                             "two of its messages lost once, so abandoned)")
     args = parser.parse_args()
 
     if PROFILES[args.profile] is not None:
@@ -77,11 +101,14 @@ async def main():
     sent_messages = {}
     opened = []
     if args.data_channels:
+        lose_some_data_chunks()
         plans = {
             "#chat": ["hello", "こんにちは、録画ボット", "x" * 5000, bytes(range(256)), ""],
             "#fast": ["u1", "u2", "u3"],
+            "#pr": [f"pr-{index}" for index in range(15)],
         }
-        for label, options in (("#chat", {}), ("#fast", {"ordered": False, "maxRetransmits": 0})):
+        for label, options in (("#chat", {}), ("#fast", {"ordered": False, "maxRetransmits": 0}),
+                               ("#pr", {"ordered": True, "maxRetransmits": 0})):
             channel = pc.createDataChannel(label, **options)
 
             def on_open(channel=channel, label=label):
@@ -124,7 +151,8 @@ async def main():
     for report in (await pc.getStats()).values():
         if report.type == "outbound-rtp":
             sent[report.kind] = {"ssrc": report.ssrc, "packetsSent": report.packetsSent}
-    emit({"type": "report", "state": state, "sent": sent, "datachannels_opened": opened, "datachannel_messages": sent_messages})
+    emit({"type": "report", "state": state, "sent": sent, "datachannels_opened": opened, "datachannel_messages": sent_messages,
+          "datachannel_dropped": dropped})
     await pc.close()
 
 
