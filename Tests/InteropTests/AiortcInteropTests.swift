@@ -1,6 +1,7 @@
 import DTLS
 import Foundation
 import ICE
+import NIOCore
 import NIOPosix
 import RTP
 import SCTP
@@ -8,6 +9,7 @@ import SDP
 import STUN
 import Testing
 import Transport
+import WireCoding
 
 /// Events collected from the transport's event loop.
 final class EventLog: @unchecked Sendable {
@@ -48,13 +50,15 @@ struct InteropResult {
 }
 
 /// Runs one session: aiortc offers and sends, recbot's transport answers and receives.
+/// `replies` are sent by recbot once their channels are open.
 func runAiortcSession(profile: String, seconds: Double = 3, peerArguments: [String] = [], capabilities: ReceiverCapabilities = ReceiverCapabilities(),
+                      replies: [(label: String, message: PeerMessage)] = [],
                       editOffer: (inout SessionDescription) -> Void = { _ in },
                       editAnswer: (inout String) -> Void = { _ in }) async throws -> InteropResult {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     do {
         let result = try await runAiortcSession(on: group, profile: profile, seconds: seconds, peerArguments: peerArguments,
-                                                capabilities: capabilities, editOffer: editOffer, editAnswer: editAnswer)
+                                                capabilities: capabilities, replies: replies, editOffer: editOffer, editAnswer: editAnswer)
         try await group.shutdownGracefully()
         return result
     } catch {
@@ -64,7 +68,8 @@ func runAiortcSession(profile: String, seconds: Double = 3, peerArguments: [Stri
 }
 
 private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: String, seconds: Double, peerArguments: [String],
-                              capabilities: ReceiverCapabilities, editOffer: (inout SessionDescription) -> Void,
+                              capabilities: ReceiverCapabilities, replies: [(label: String, message: PeerMessage)],
+                              editOffer: (inout SessionDescription) -> Void,
                               editAnswer: (inout String) -> Void) async throws -> InteropResult {
     let transport = try await UDPTransport.bind(addresses: [IPAddress("127.0.0.1")!], on: group.next())
     let peer = try PeerProcess.aiortc(arguments: ["--profile", profile, "--seconds", String(seconds)] + peerArguments)
@@ -81,6 +86,20 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
     var answerText = negotiation.answer.sdp.serialized
     editAnswer(&answerText)
     try peer.send(["type": "answer", "sdp": answerText])
+
+    if !replies.isEmpty {
+        let labels = Set(replies.map(\.label))
+        let deadline = Date().addingTimeInterval(seconds + 10)
+        while !labels.isSubset(of: Set(log.openedChannels.map(\.label))), Date() < deadline {
+            try await Task.sleep(nanoseconds: 20_000_000)
+        }
+        for reply in replies {
+            transport.withCore { core in
+                core.sendOnDataChannel(reply.message.data, label: reply.label, binary: reply.message.isBinary,
+                                       now: MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)))
+            }
+        }
+    }
 
     let report = try await peer.next(type: "report", within: seconds + 25)
     try await Task.sleep(nanoseconds: 300_000_000)  // packets still in flight
@@ -116,7 +135,15 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
     @Test func receivesDataChannelMessagesFromAiortc() async throws {
         var capabilities = ReceiverCapabilities()
         capabilities.acceptsDataChannels = true
-        let result = try await runAiortcSession(profile: "any", seconds: 2, peerArguments: ["--data-channels"], capabilities: capabilities)
+        let replies: [(label: String, message: PeerMessage)] = [
+            ("#chat", PeerMessage(isBinary: false, data: Array("reply-1".utf8))),
+            ("#chat", PeerMessage(isBinary: false, data: Array("lost-once".utf8))),  // aiortc drops its first arrival
+            ("#chat", PeerMessage(isBinary: false, data: Array(String(repeating: "y", count: 3_000).utf8))),
+            ("#chat", PeerMessage(isBinary: true, data: [0, 1, 2, 255])),
+            ("#fast", PeerMessage(isBinary: false, data: Array("unordered reply".utf8))),
+        ]
+        let result = try await runAiortcSession(profile: "any", seconds: 3, peerArguments: ["--data-channels"], capabilities: capabilities,
+                                                replies: replies)
         #expect(result.report["state"] as? String == "connected", "aiortc: \(result.report)")
         #expect(Set(result.log.openedChannels.map(\.label)) == ["#chat", "#fast", "#pr"], "\(result.log.events)")
         #expect(result.log.openedChannels.first { $0.label == "#fast" }?.ordered == false)
@@ -138,6 +165,13 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
             }
         }
         #expect((result.sctp?.forwardTSNChunks ?? 0) >= 1, "\(String(describing: result.sctp))")
+
+        // recbot → aiortc: all replies arrive in order, the lost one through our T3 retransmission.
+        let delivered = try #require(PeerMessage.byLabel(result.report["datachannel_received"]))
+        #expect(delivered["#chat"] == replies.filter { $0.label == "#chat" }.map(\.message), "aiortc received: \(delivered)")
+        #expect(delivered["#fast"] == replies.filter { $0.label == "#fast" }.map(\.message))
+        #expect(result.report["lost_incoming"] as? Int == 1)
+        #expect((result.sctp?.retransmissions ?? 0) >= 1, "\(String(describing: result.sctp))")
     }
 
     @Test func tamperedOfferFingerprintFailsOurHandshake() async throws {

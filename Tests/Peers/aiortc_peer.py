@@ -42,6 +42,10 @@ PROFILES = {
 # abandons them and tells the receiver with FORWARD-TSN (RFC 3758).
 DROP_ONCE = {b"pr-3", b"pr-6"}
 dropped = []
+# And one message from recbot is "lost" on its first arrival, so recbot has to
+# retransmit it (T3-rtx) for aiortc to deliver it.
+LOSE_INCOMING_ONCE = b"lost-once"
+lost_incoming = []
 
 
 def lose_some_data_chunks():
@@ -56,6 +60,16 @@ def lose_some_data_chunks():
         await original(self, chunk)
 
     rtcsctptransport.RTCSctpTransport._send_chunk = send_chunk
+
+    original_receive = rtcsctptransport.RTCSctpTransport._receive_data_chunk
+
+    async def receive_data_chunk(self, chunk):
+        if chunk.user_data == LOSE_INCOMING_ONCE and not lost_incoming:
+            lost_incoming.append(chunk.tsn)
+            return
+        await original_receive(self, chunk)
+
+    rtcsctptransport.RTCSctpTransport._receive_data_chunk = receive_data_chunk
 
 
 def emit(message):
@@ -100,6 +114,7 @@ async def main():
 
     sent_messages = {}
     opened = []
+    received_messages = {}
     if args.data_channels:
         lose_some_data_chunks()
         plans = {
@@ -119,6 +134,8 @@ async def main():
                         {"hex": message.hex()} if isinstance(message, bytes) else {"text": message})
 
             channel.on("open", on_open)
+            channel.on("message", lambda message, label=label: received_messages.setdefault(label, []).append(
+                {"hex": message.hex()} if isinstance(message, bytes) else {"text": message}))
 
     await pc.setLocalDescription(await pc.createOffer())
     emit({"type": "offer", "sdp": pc.localDescription.sdp})
@@ -152,7 +169,7 @@ async def main():
         if report.type == "outbound-rtp":
             sent[report.kind] = {"ssrc": report.ssrc, "packetsSent": report.packetsSent}
     emit({"type": "report", "state": state, "sent": sent, "datachannels_opened": opened, "datachannel_messages": sent_messages,
-          "datachannel_dropped": dropped})
+          "datachannel_dropped": dropped, "datachannel_received": received_messages, "lost_incoming": len(lost_incoming)})
     await pc.close()
 
 
