@@ -41,6 +41,7 @@ struct StreamResets {
     private(set) var deferred: [Deferred] = []
     /// Our outgoing streams still to reset, in the order they were asked for.
     private var queued: [UInt16] = []
+    private var queuedSet: Set<UInt16> = []  // membership for `queued`: a hostile peer can name thousands of streams
     private(set) var inFlight: Request?
     /// Streams we started closing; the peer's reset of them completes the close, not answered again.
     private var initiated: Set<UInt16> = []
@@ -89,8 +90,9 @@ struct StreamResets {
     }
 
     private mutating func queueOutgoing(_ streams: [UInt16]) {
-        for stream in streams where !queued.contains(stream) && !(inFlight?.streams.contains(stream) ?? false) {
+        for stream in streams where !queuedSet.contains(stream) && !(inFlight?.streams.contains(stream) ?? false) {
             queued.append(stream)
+            queuedSet.insert(stream)
         }
     }
 
@@ -99,6 +101,7 @@ struct StreamResets {
         guard inFlight == nil, !queued.isEmpty else { return nil }
         let streams = Array(queued.prefix(Self.maximumStreamsPerRequest))
         queued.removeFirst(streams.count)
+        queuedSet.subtract(streams)
         let request = Request(sequence: nextRequestSequence, streams: streams, lastTSN: lastAssignedTSN,
                               deadline: now.adding(milliseconds: timeoutMilliseconds), attempts: 1)
         nextRequestSequence &+= 1

@@ -264,3 +264,46 @@ final class Link {
         #expect(association.state == .aborted && result.events == [.aborted("peer sent ABORT")])
     }
 }
+
+@Suite struct StreamResetLoadTests {
+    @Test func resetsNamingEveryStreamStayCheapAndGoOutInBoundedRequests() throws {
+        let (association, tag, tsn) = SCTPPeerBehaviourTests().established()
+        // Requests naming 500 streams each, 131 of them: every stream id there is.
+        var requests = 0
+        for batch in 0..<131 {
+            let streams = (0..<500).compactMap { UInt16(exactly: batch * 500 + $0) }
+            let packet = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: tag,
+                                    chunks: [.reconfig([.outgoingReset(requestSequence: 100 + UInt32(batch), responseSequence: 0, lastTSN: tsn - 1, streams: streams)])])
+            let output = association.handle(packet: packet.serialized, now: .milliseconds(2))
+            requests += try output.packets.map { try SCTPPacket(parsing: $0) }.filter { packet in
+                packet.chunks.contains { if case .reconfig(let parameters) = $0 { return parameters.contains { if case .outgoingReset = $0 { true } else { false } } }; return false }
+            }.count
+        }
+        #expect(association.counters.streamResetsReceived == 131)
+        #expect(requests == 1, "one request of ours in flight at a time")
+        // Each answer releases the next request, at most 256 streams each: 65 536 streams in 256 requests.
+        var sequence: UInt32? = nil
+        var sent = 1
+        var now = MonotonicTime.milliseconds(3)
+        while sent < 300, let timeout = association.nextTimeout {
+            now = timeout
+            let retransmitted = association.handleTimeout(now: now)
+            guard let request = try retransmitted.packets.lazy.compactMap({ packet -> UInt32? in
+                for case .reconfig(let parameters) in try SCTPPacket(parsing: packet).chunks {
+                    for case .outgoingReset(let requestSequence, _, _, let streams) in parameters {
+                        #expect(streams.count <= 256)
+                        return requestSequence
+                    }
+                }
+                return nil
+            }).first else { break }
+            #expect(request != sequence)
+            sequence = request
+            let answer = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: tag,
+                                    chunks: [.reconfig([.response(responseSequence: request, result: 1)])])
+            let next = association.handle(packet: answer.serialized, now: now)
+            sent += next.packets.isEmpty ? 0 : 1
+        }
+        #expect(sent == 256 && association.nextTimeout == nil)
+    }
+}
