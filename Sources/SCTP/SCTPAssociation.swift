@@ -67,11 +67,10 @@ public final class SCTPAssociation {
     private var cumulativeTSN: UInt32 = 0  // highest TSN received in sequence
     private var receivedAbove: Set<UInt32> = []  // TSNs above cumulativeTSN already received
     private var duplicates: [UInt32] = []
-    private var fragments: [UInt16: [SCTPData]] = [:]  // per stream, ordered reassembly (by TSN)
-    private var unorderedFragments: [UInt16: [SCTPData]] = [:]
-    /// Complete ordered messages waiting for earlier ones; nil marks a dropped (oversized) message.
-    private var pendingOrdered: [UInt16: [UInt16: SCTPMessage?]] = [:]
+    private var reassembly: SCTPReassembly
     private static let maximumOutOfOrderTSNs = 4_096
+    /// Held fragments and waiting messages, at most (a peer that respects our window never gets near).
+    private static let maximumBufferedChunks = 4_096
     private static let receiveWindow: UInt32 = 1 << 20
 
     // Send side.
@@ -89,6 +88,9 @@ public final class SCTPAssociation {
         self.port = port
         self.maximumMessageSize = maximumMessageSize
         self.peerMaximumMessageSize = peerMaximumMessageSize == 0 ? Int.max : peerMaximumMessageSize
+        reassembly = SCTPReassembly(limits: .init(maximumMessageSize: maximumMessageSize,
+                                                  maximumBufferedBytes: max(Int(SCTPAssociation.receiveWindow), 2 * maximumMessageSize),
+                                                  maximumBufferedChunks: SCTPAssociation.maximumBufferedChunks))
         self.random = random
         localTag = UInt32(truncatingIfNeeded: random()) | 1
         nextOutgoingTSN = UInt32(truncatingIfNeeded: random())
@@ -327,79 +329,13 @@ public final class SCTPAssociation {
         receivedAbove.insert(data.tsn)
         while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
 
-        if data.unordered {
-            assemble(data, into: &unorderedFragments, output: &output, ordered: false)
-        } else {
-            assemble(data, into: &fragments, output: &output, ordered: true)
-        }
+        absorb(reassembly.add(data), &output)
     }
 
-    /// Collects fragments per stream; a message is complete when a B chunk is followed by
-    /// consecutive TSNs (same stream sequence, when ordered) up to an E chunk.
-    private func assemble(_ data: SCTPData, into store: inout [UInt16: [SCTPData]], output: inout SCTPOutput, ordered: Bool) {
-        // The rest of a message already dropped for its size is discarded as it arrives.
-        if let dropped = discarding[data.streamID], dropped.ordered == ordered, ordered ? dropped.sequence == data.streamSequence : !data.beginning {
-            if data.ending { discarding[data.streamID] = nil }
-            return
-        }
-        var pieces = store[data.streamID, default: []]
-        pieces.append(data)
-        let byTSN = Dictionary(pieces.map { ($0.tsn, $0) }, uniquingKeysWith: { first, _ in first })
-        var found: (sequence: UInt16, message: SCTPMessage?)?
-        for start in pieces where start.beginning {
-            var run = [start]
-            while let last = run.last, !last.ending, let next = byTSN[last.tsn &+ 1], !next.beginning,
-                  !ordered || next.streamSequence == start.streamSequence {
-                run.append(next)
-            }
-            guard run.last?.ending == true else { continue }
-            let consumed = Set(run.map(\.tsn))
-            pieces.removeAll { consumed.contains($0.tsn) }
-            let size = run.reduce(0) { $0 + $1.userData.count }
-            var message: SCTPMessage?
-            if size <= maximumMessageSize {
-                message = SCTPMessage(streamID: start.streamID, payloadProtocol: start.payloadProtocol, unordered: !ordered,
-                                      data: run.flatMap(\.userData))
-            } else {
-                counters.oversizedMessages += 1  // dropped, but its sequence number still counts
-            }
-            found = (start.streamSequence, message)
-            break
-        }
-        // Bound what one stream may hold while a message is incomplete: over the limit, the
-        // message is dropped (and its sequence number skipped, so the stream goes on).
-        if found == nil, pieces.reduce(0, { $0 + $1.userData.count }) > maximumMessageSize {
-            counters.oversizedMessages += 1
-            pieces.removeAll()
-            if !data.ending { discarding[data.streamID] = (ordered, data.streamSequence) }
-            found = (data.streamSequence, nil)
-            if !ordered { found = nil }
-        }
-        store[data.streamID] = pieces.isEmpty ? nil : pieces
-        guard let found else { return }
-        guard ordered else {
-            if let message = found.message { deliver(message, &output) }
-            return
-        }
-        // Ordered: deliver in stream-sequence order.
-        var waiting = pendingOrdered[data.streamID, default: [:]]
-        waiting[found.sequence] = .some(found.message)
-        var expected = expectedSequence[data.streamID, default: 0]
-        while let ready = waiting.removeValue(forKey: expected) {
-            if let message = ready { deliver(message, &output) }
-            expected &+= 1
-        }
-        expectedSequence[data.streamID] = expected
-        pendingOrdered[data.streamID] = waiting.isEmpty ? nil : waiting
-        if waiting.count > 1_024 {  // a sequence gap that never fills: give up on this stream's backlog
-            pendingOrdered[data.streamID] = nil
-            counters.oversizedMessages += 1
-        }
+    private func absorb(_ result: SCTPReassembly.Result, _ output: inout SCTPOutput) {
+        counters.oversizedMessages += result.dropped
+        for message in result.messages { deliver(message, &output) }
     }
-
-    private var expectedSequence: [UInt16: UInt16] = [:]
-    /// A message being thrown away fragment by fragment (too large), per stream.
-    private var discarding: [UInt16: (ordered: Bool, sequence: UInt16)] = [:]
 
     private func deliver(_ message: SCTPMessage, _ output: inout SCTPOutput) {
         counters.messagesDelivered += 1
@@ -413,18 +349,7 @@ public final class SCTPAssociation {
         receivedAbove = receivedAbove.filter { ($0 &- tsn) < UInt32.max / 2 && $0 != tsn }
         cumulativeTSN = tsn
         while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
-        for (stream, sequence) in streams {
-            fragments[stream] = fragments[stream]?.filter { ($0.streamSequence &- sequence) < UInt16.max / 2 && $0.streamSequence != sequence }
-            var expected = max(expectedSequence[stream, default: 0], sequence &+ 1)
-            var waiting = pendingOrdered[stream, default: [:]]
-            while let ready = waiting.removeValue(forKey: expected) {
-                if let message = ready { deliver(message, &output) }
-                expected &+= 1
-            }
-            expectedSequence[stream] = expected
-            pendingOrdered[stream] = waiting.isEmpty ? nil : waiting
-        }
-        unorderedFragments = unorderedFragments.mapValues { $0.filter { ($0.tsn &- tsn) < UInt32.max / 2 && $0.tsn != tsn } }
+        absorb(reassembly.forward(cumulativeTSN: tsn, streams: streams), &output)
     }
 
     /// RE-CONFIG (RFC 6525). The peer resets its outgoing streams (a data channel closing):
@@ -461,12 +386,7 @@ public final class SCTPAssociation {
     }
 
     private func performPeerReset(_ streams: [UInt16], request: UInt32, _ output: inout SCTPOutput) {
-        for stream in streams {
-            expectedSequence[stream] = nil
-            pendingOrdered[stream] = nil
-            fragments[stream] = nil
-            discarding[stream] = nil
-        }
+        reassembly.reset(streams: streams)
         resets.record(answer: ReconfigResult.performed, to: request)
         counters.streamResetsReceived += 1
         output.events.append(.streamsReset(streams))
@@ -489,7 +409,7 @@ public final class SCTPAssociation {
     }
 
     private func knownStreams() -> [UInt16] {
-        Array(Set(expectedSequence.keys).union(fragments.keys).union(pendingOrdered.keys).union(outgoingSequence.keys)).sorted()
+        Array(reassembly.knownStreams.union(outgoingSequence.keys)).sorted()
     }
 
     private func selectiveAck() -> SCTPSelectiveAck {
@@ -504,7 +424,9 @@ public final class SCTPAssociation {
             }
         }
         defer { duplicates.removeAll() }
-        return SCTPSelectiveAck(cumulativeTSN: cumulativeTSN, advertisedReceiverWindow: SCTPAssociation.receiveWindow,
+        // The window shrinks by what is held for reassembly, so a well-behaved peer slows down.
+        let window = UInt32(max(0, Int(SCTPAssociation.receiveWindow) - reassembly.bufferedBytes))
+        return SCTPSelectiveAck(cumulativeTSN: cumulativeTSN, advertisedReceiverWindow: window,
                                 gapBlocks: blocks, duplicateTSNs: duplicates)
     }
 
