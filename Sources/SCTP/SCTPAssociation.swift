@@ -83,6 +83,7 @@ public final class SCTPAssociation {
     private var initDeadline: MonotonicTime?
     private var initAttempts = 0
     private var resets: StreamResets
+    private var heldForReset: [SCTPData] = []
 
     public init(port: UInt16 = 5000, maximumMessageSize: Int = 262_144, peerMaximumMessageSize: Int = 65_536, random: @escaping () -> UInt64) {
         self.port = port
@@ -142,10 +143,9 @@ public final class SCTPAssociation {
         for chunk in packet.chunks {
             switch chunk {
             case .initiation(let initiation):
-                peerTag = initiation.initiateTag
-                cumulativeTSN = initiation.initialTSN &- 1
-                resets.peerStarted(initialTSN: initiation.initialTSN)
-                output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag,
+                // Nothing changes until our cookie comes back (RFC 9260 §5.2): a late or
+                // forged INIT must not rewind an established association.
+                output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: initiation.initiateTag,
                                                  chunks: [.initiationAck(initAck(for: initiation, now: now))]).serialized)
             case .initiationAck(let ack):
                 guard state == .cookieWait, let cookie = ack.stateCookie else { continue }
@@ -212,10 +212,8 @@ public final class SCTPAssociation {
                 break
             }
         }
-        if sawData {
-            for ready in resets.takeReady(cumulativeTSN: cumulativeTSN) { performPeerReset(ready.streams, request: ready.request, &output) }
-            replies.insert(.selectiveAck(selectiveAck()), at: 0)
-        }
+        performReadyResets(&output)
+        if sawData { replies.insert(.selectiveAck(selectiveAck()), at: 0) }
         if !replies.isEmpty {
             output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: replies).serialized)
         }
@@ -329,7 +327,31 @@ public final class SCTPAssociation {
         receivedAbove.insert(data.tsn)
         while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
 
-        absorb(reassembly.add(data), &output)
+        // Data sent after a stream reset the peer asked for but we could not perform yet
+        // waits for the reset (RFC 6525 §5.2.2): it belongs to the stream's new numbering.
+        if resets.isHeldBack(data) {
+            guard heldForReset.count < SCTPAssociation.maximumBufferedChunks else {
+                counters.oversizedMessages += 1
+                return
+            }
+            heldForReset.append(data)
+            return
+        }
+        absorb(reassembly.add(data, isReceived: isReceived), &output)
+    }
+
+    private func isReceived(_ tsn: UInt32) -> Bool {
+        let offset = tsn &- cumulativeTSN
+        return offset == 0 || offset > UInt32.max / 2 || receivedAbove.contains(tsn)
+    }
+
+    /// Deferred resets whose data has all arrived are performed, then what waited for them is replayed.
+    private func performReadyResets(_ output: inout SCTPOutput) {
+        for reset in resets.takeReady(cumulativeTSN: cumulativeTSN) { performPeerReset(reset.streams, request: reset.request, &output) }
+        guard !heldForReset.isEmpty else { return }
+        let waiting = heldForReset
+        heldForReset = waiting.filter { resets.isHeldBack($0) }
+        for data in waiting where !resets.isHeldBack(data) { absorb(reassembly.add(data, isReceived: isReceived), &output) }
     }
 
     private func absorb(_ result: SCTPReassembly.Result, _ output: inout SCTPOutput) {
@@ -433,9 +455,13 @@ public final class SCTPAssociation {
     // MARK: - Send side
 
     private func acknowledge(_ sack: SCTPSelectiveAck) {
-        for tsn in outstanding.keys where (sack.cumulativeTSN &- tsn) < UInt32.max / 2 { outstanding[tsn] = nil }
-        for block in sack.gapBlocks {
-            for offset in block.start...block.end { outstanding[sack.cumulativeTSN &+ UInt32(offset)] = nil }
+        // Walk what we have outstanding (a few chunks), not the peer's gap blocks: those can
+        // name millions of TSNs in one packet.
+        for tsn in Array(outstanding.keys) {
+            let offset = tsn &- sack.cumulativeTSN
+            let acknowledged = offset == 0 || offset > UInt32.max / 2
+                || sack.gapBlocks.contains { UInt32($0.start) <= offset && offset <= UInt32($0.end) }
+            if acknowledged { outstanding[tsn] = nil }
         }
         if outstanding.isEmpty {
             retransmitDeadline = nil

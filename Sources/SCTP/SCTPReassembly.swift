@@ -2,14 +2,16 @@
 /// ordered messages are delivered in stream-sequence order, abandoned and reset streams
 /// are released. Sans-IO and bounded for a hostile peer:
 /// - one message at most `maximumMessageSize` bytes (over it, the message is dropped and
-///   its later fragments discarded as they arrive, so the stream goes on);
+///   the stream goes on without it);
 /// - everything held (fragments, and complete ordered messages waiting for an earlier one)
 ///   at most `maximumBufferedBytes` and `maximumBufferedChunks`.
 ///
 /// Fragments of one message carry consecutive TSNs (RFC 9260 §6.9), so each arriving
 /// fragment is merged with the runs of consecutive TSNs ending just before it and starting
 /// just after it: constant work per fragment, however many are held. (Scanning a stream's
-/// fragments per arrival was quadratic: 16 000 one-byte fragments took 77 s.)
+/// fragments per arrival was quadratic: 16 000 one-byte fragments took 77 s.) A run whose
+/// neighbouring TSN has arrived without continuing it can never complete and is released
+/// at once, so nothing is held that cannot become a message.
 struct SCTPReassembly {
     struct Limits {
         var maximumMessageSize: Int
@@ -20,7 +22,7 @@ struct SCTPReassembly {
     /// What one input produced.
     struct Result {
         var messages: [SCTPMessage] = []
-        /// Messages dropped: over a limit, or waiting ordered messages given up on.
+        /// Messages dropped: over a limit, incomplete for good, stale, or given up on while waiting.
         var dropped = 0
     }
 
@@ -42,8 +44,6 @@ struct SCTPReassembly {
     private var waiting: [UInt16: [UInt16: SCTPMessage?]] = [:]
     private var waitingBytes = 0
     private var waitingCount = 0
-    /// A message being thrown away fragment by fragment, per stream.
-    private var discarding: [UInt16: (ordered: Bool, sequence: UInt16)] = [:]
 
     init(limits: Limits) {
         self.limits = limits
@@ -59,77 +59,66 @@ struct SCTPReassembly {
 
     // MARK: - Input
 
-    /// A new DATA chunk (never a duplicate: the association filters those by TSN).
-    mutating func add(_ data: SCTPData) -> Result {
+    /// A new DATA chunk. `isReceived` tells whether a TSN has arrived (or been skipped by
+    /// FORWARD-TSN) already; the association filters duplicates before calling this.
+    mutating func add(_ data: SCTPData, isReceived: (UInt32) -> Bool) -> Result {
         var result = Result()
-        assemble(data, &result)
+        guard fragments[data.tsn] == nil else { return result }  // a TSN reused after wrapping: ignored
+        if data.beginning && data.ending {
+            complete([data], bytes: data.userData.count, &result)
+        } else {
+            assemble(data, isReceived: isReceived, &result)
+        }
         releaseOrphans(around: data.tsn, &result)
         return result
     }
 
-    private mutating func assemble(_ data: SCTPData, _ result: inout Result) {
-        if let dropped = discarding[data.streamID], dropped.ordered == !data.unordered,
-           data.unordered ? !data.beginning : dropped.sequence == data.streamSequence {
-            if data.ending { discarding[data.streamID] = nil }
-            return
-        }
-        if data.beginning && data.ending {
-            complete([data], bytes: data.userData.count, &result)
-            return
-        }
+    private mutating func assemble(_ data: SCTPData, isReceived: (UInt32) -> Bool, _ result: inout Result) {
         var run = Run(start: data.tsn, end: data.tsn, bytes: data.userData.count)
         fragments[data.tsn] = data
         fragmentBytes += data.userData.count
         if !data.beginning, let leftStart = runStartByEnd[data.tsn &- 1], let left = runs[leftStart],
            let neighbour = fragments[left.end], continues(neighbour, with: data) {
-            runs[leftStart] = nil
-            runStartByEnd[left.end] = nil
+            unlink(left)
             run = Run(start: left.start, end: data.tsn, bytes: left.bytes + run.bytes)
         }
         if !data.ending, let right = runs[data.tsn &+ 1], let neighbour = fragments[right.start], continues(data, with: neighbour) {
-            runs[right.start] = nil
-            runStartByEnd[right.end] = nil
+            unlink(right)
             run = Run(start: run.start, end: right.end, bytes: run.bytes + right.bytes)
         }
+        link(run)
         guard let first = fragments[run.start], let last = fragments[run.end] else { return }
-        if run.bytes > limits.maximumMessageSize || bufferedBytes > limits.maximumBufferedBytes
+        let cannotStart = !first.beginning && isReceived(run.start &- 1)
+        let cannotEnd = !last.ending && isReceived(run.end &+ 1)
+        if cannotStart || cannotEnd || run.bytes > limits.maximumMessageSize || bufferedBytes > limits.maximumBufferedBytes
             || fragments.count > limits.maximumBufferedChunks {
-            // Too large, or the peer ignores our window: this message goes, and so do its
-            // fragments still to come.
+            // Part of it was lost to a limit (or never sent), it is too large, or the peer
+            // ignores our window: this message goes, and the stream goes on without it.
             drop(run, &result)
-            if !last.ending { discarding[first.streamID] = (!first.unordered, first.streamSequence) }
-            return
-        }
-        if first.beginning && last.ending {
+        } else if first.beginning && last.ending {
             let chunks = tsns(of: run).compactMap { fragments[$0] }
             remove(run)
             complete(chunks, bytes: run.bytes, &result)
-        } else {
-            runs[run.start] = run
-            runStartByEnd[run.end] = run.start
         }
     }
 
-    /// FORWARD-TSN (RFC 3758): messages up to `cumulativeTSN` were abandoned; ordered
+    /// FORWARD-TSN (RFC 3758): the peer abandoned everything up to `cumulativeTSN`; ordered
     /// streams skip to just past the sequence numbers given.
     mutating func forward(cumulativeTSN: UInt32, streams: [(stream: UInt16, sequence: UInt16)]) -> Result {
         var result = Result()
-        let skipped = Dictionary(streams.map { ($0.stream, $0.sequence) }, uniquingKeysWith: { first, second in isAfter(second, first) ? second : first })
-        for run in runs.values {
-            guard let first = fragments[run.start] else { continue }
-            let abandoned = first.unordered
-                ? !isAfter(run.start, cumulativeTSN)
-                : skipped[first.streamID].map { !isAfter(first.streamSequence, $0) } ?? false
-            if abandoned { remove(run) }
-        }
-        for (stream, sequence) in skipped {
-            if let dropped = discarding[stream], dropped.ordered, !isAfter(dropped.sequence, sequence) { discarding[stream] = nil }
-            let expected = expectedSequence[stream, default: 0]
-            if isAfter(sequence &+ 1, expected) {
-                expectedSequence[stream] = sequence &+ 1
-                dropWaiting(behind: sequence &+ 1, stream: stream)
-                drain(stream: stream, &result)
+        // A run missing a TSN at or below the new cumulative TSN will never be completed.
+        for run in Array(runs.values) {
+            guard let first = fragments[run.start], let last = fragments[run.end] else { continue }
+            if (!first.beginning && !isAfter(run.start &- 1, cumulativeTSN)) || (!last.ending && !isAfter(run.end &+ 1, cumulativeTSN)) {
+                remove(run)
             }
+        }
+        var skipped: [UInt16: UInt16] = [:]
+        for (stream, sequence) in streams where skipped[stream].map({ isAfter(sequence, $0) }) ?? true { skipped[stream] = sequence }
+        for (stream, sequence) in skipped where isAfter(sequence &+ 1, expectedSequence[stream, default: 0]) {
+            expectedSequence[stream] = sequence &+ 1
+            result.dropped += dropWaiting(behind: sequence &+ 1, stream: stream)
+            drain(stream: stream, &result)
         }
         return result
     }
@@ -137,15 +126,14 @@ struct SCTPReassembly {
     /// The peer reset these streams: their sequence numbers start again at 0.
     mutating func reset(streams: [UInt16]) {
         let named = Set(streams)
-        for run in runs.values where fragments[run.start].map({ named.contains($0.streamID) }) ?? false { remove(run) }
+        for run in Array(runs.values) where fragments[run.start].map({ named.contains($0.streamID) }) ?? false { remove(run) }
         for stream in named {
             expectedSequence[stream] = nil
-            discarding[stream] = nil
             if let held = waiting.removeValue(forKey: stream) { forget(held) }
         }
     }
 
-    // MARK: - Internals
+    // MARK: - Runs
 
     private func continues(_ earlier: SCTPData, with later: SCTPData) -> Bool {
         !earlier.ending && !later.beginning && earlier.streamID == later.streamID && earlier.unordered == later.unordered
@@ -162,8 +150,18 @@ struct SCTPReassembly {
         }
     }
 
+    private mutating func link(_ run: Run) {
+        runs[run.start] = run
+        runStartByEnd[run.end] = run.start
+    }
+
+    private mutating func unlink(_ run: Run) {
+        runs[run.start] = nil
+        runStartByEnd[run.end] = nil
+    }
+
     /// A run next to a TSN that has now arrived without continuing it can never become a
-    /// message (part of it was lost to a limit, or the peer is broken): released.
+    /// message: released.
     private mutating func releaseOrphans(around tsn: UInt32, _ result: inout Result) {
         if let right = runs[tsn &+ 1], let first = fragments[right.start], !first.beginning {
             drop(right, &result)
@@ -177,7 +175,7 @@ struct SCTPReassembly {
     private mutating func drop(_ run: Run, _ result: inout Result) {
         guard let first = fragments[run.start] else { return }
         remove(run)
-        result.dropped += 1
+        if first.beginning { result.dropped += 1 }  // a message; pieces of one already dropped are not counted again
         if !first.unordered { settle(stream: first.streamID, sequence: first.streamSequence, message: nil, &result) }
     }
 
@@ -185,9 +183,10 @@ struct SCTPReassembly {
         for tsn in tsns(of: run) {
             if let fragment = fragments.removeValue(forKey: tsn) { fragmentBytes -= fragment.userData.count }
         }
-        runs[run.start] = nil
-        runStartByEnd[run.end] = nil
+        unlink(run)
     }
+
+    // MARK: - Messages
 
     private mutating func complete(_ chunks: [SCTPData], bytes: Int, _ result: inout Result) {
         guard let first = chunks.first else { return }
@@ -210,8 +209,11 @@ struct SCTPReassembly {
     /// An ordered message (or a dropped one's place) is complete: deliver in sequence order.
     private mutating func settle(stream: UInt16, sequence: UInt16, message: SCTPMessage?, _ result: inout Result) {
         let expected = expectedSequence[stream, default: 0]
-        guard sequence == expected || isAfter(sequence, expected) else { return }  // stale: already delivered or skipped
-        var held = waiting[stream, default: [:]]
+        guard sequence == expected || isAfter(sequence, expected) else {
+            if message != nil { result.dropped += 1 }  // already delivered or skipped past
+            return
+        }
+        var held = waiting.removeValue(forKey: stream) ?? [:]  // taken out, so it is changed in place
         if held[sequence] == nil {
             held[sequence] = .some(message)
             waitingCount += 1
@@ -219,17 +221,19 @@ struct SCTPReassembly {
         }
         waiting[stream] = held
         drain(stream: stream, &result)
-        if waitingBytes + fragmentBytes > limits.maximumBufferedBytes || waitingCount > limits.maximumBufferedChunks {
-            // A gap that never fills while the peer keeps sending: give up on this stream's backlog.
-            if let given = waiting.removeValue(forKey: stream) {
-                result.dropped += given.count
-                forget(given)
-            }
+        if let backlog = waiting[stream], bufferedBytes > limits.maximumBufferedBytes || waitingCount > limits.maximumBufferedChunks {
+            // A gap that never fills while the peer keeps sending: give up on this stream's
+            // backlog and go on after it (what is still missing arrives stale and is dropped).
+            waiting[stream] = nil
+            forget(backlog)
+            result.dropped += backlog.values.filter { $0 != nil }.count
+            let last = backlog.keys.reduce(expected) { isAfter($1, $0) ? $1 : $0 }
+            expectedSequence[stream] = last &+ 1
         }
     }
 
     private mutating func drain(stream: UInt16, _ result: inout Result) {
-        guard var held = waiting[stream] else { return }
+        guard var held = waiting.removeValue(forKey: stream) else { return }
         var expected = expectedSequence[stream, default: 0]
         while let ready = held.removeValue(forKey: expected) {
             waitingCount -= 1
@@ -240,17 +244,17 @@ struct SCTPReassembly {
             expected &+= 1
         }
         expectedSequence[stream] = expected
-        waiting[stream] = held.isEmpty ? nil : held
+        if !held.isEmpty { waiting[stream] = held }
     }
 
     /// Messages waiting behind a sequence number FORWARD-TSN skipped to will never be due.
-    private mutating func dropWaiting(behind expected: UInt16, stream: UInt16) {
-        guard let held = waiting[stream] else { return }
+    private mutating func dropWaiting(behind expected: UInt16, stream: UInt16) -> Int {
+        guard let held = waiting.removeValue(forKey: stream) else { return 0 }
         let stale = held.filter { !($0.key == expected || isAfter($0.key, expected)) }
-        guard !stale.isEmpty else { return }
         forget(stale)
         let kept = held.filter { $0.key == expected || isAfter($0.key, expected) }
-        waiting[stream] = kept.isEmpty ? nil : kept
+        if !kept.isEmpty { waiting[stream] = kept }
+        return stale.values.filter { $0 != nil }.count
     }
 
     private mutating func forget(_ held: [UInt16: SCTPMessage?]) {
@@ -261,11 +265,11 @@ struct SCTPReassembly {
     /// Serial-number order (RFC 1982) for TSNs and stream sequence numbers.
     private func isAfter(_ value: UInt32, _ reference: UInt32) -> Bool {
         let distance = value &- reference
-        return distance != 0 && distance < UInt32.max / 2
+        return distance != 0 && distance <= UInt32.max / 2
     }
 
     private func isAfter(_ value: UInt16, _ reference: UInt16) -> Bool {
         let distance = value &- reference
-        return distance != 0 && distance < UInt16.max / 2
+        return distance != 0 && distance <= UInt16.max / 2
     }
 }

@@ -26,6 +26,14 @@ struct StreamResets {
         var request: UInt32
         var lastTSN: UInt32
         var streams: [UInt16]
+        var streamSet: Set<UInt16>
+
+        init(request: UInt32, lastTSN: UInt32, streams: [UInt16]) {
+            self.request = request
+            self.lastTSN = lastTSN
+            self.streams = streams
+            streamSet = Set(streams)
+        }
     }
 
     static let maximumDeferred = 16
@@ -56,6 +64,7 @@ struct StreamResets {
 
     mutating func record(answer result: UInt32, to request: UInt32) {
         lastPeerRequest = request
+        deferred.removeAll { $0.request == request }  // performed now: not again when its data is complete
         guard answers[request] == nil else { return }
         answers[request] = result
         answerOrder.append(request)
@@ -69,6 +78,11 @@ struct StreamResets {
         guard deferred.count < Self.maximumDeferred else { return false }
         deferred.append(request)
         return true
+    }
+
+    /// DATA that must wait for a deferred reset of its stream: sent after the reset's last TSN.
+    func isHeldBack(_ data: SCTPData) -> Bool {
+        deferred.contains { $0.streamSet.contains(data.streamID) && isAfter(data.tsn, $0.lastTSN) }
     }
 
     /// Deferred requests whose data has all arrived (cumulative TSN reached), removed.
@@ -90,7 +104,8 @@ struct StreamResets {
     }
 
     private mutating func queueOutgoing(_ streams: [UInt16]) {
-        for stream in streams where !queuedSet.contains(stream) && !(inFlight?.streams.contains(stream) ?? false) {
+        let inFlightStreams = Set(inFlight?.streams ?? [])
+        for stream in streams where !queuedSet.contains(stream) && !inFlightStreams.contains(stream) {
             queued.append(stream)
             queuedSet.insert(stream)
         }
@@ -132,6 +147,6 @@ struct StreamResets {
     /// Serial-number comparison (RFC 1982) on TSNs.
     func isAfter(_ tsn: UInt32, _ reference: UInt32) -> Bool {
         let distance = tsn &- reference
-        return distance != 0 && distance < UInt32.max / 2
+        return distance != 0 && distance <= UInt32.max / 2
     }
 }

@@ -93,6 +93,39 @@ final class Link {
 
 /// A peer written by hand, to reach what our own sender never does.
 @Suite struct SCTPPeerBehaviourTests {
+    @Test func gapBlocksNamingMillionsOfTSNsStillAcknowledgeExactly() throws {
+        let link = Link()
+        var toA: [[UInt8]] = []
+        var toB: [[UInt8]] = []
+        link.drop = { towardB, packet in
+            if towardB { toB.append(packet) } else { toA.append(packet) }
+            return false
+        }
+        link.run(link.a.connect(now: link.now), fromA: true)
+        let aTag = try SCTPPacket(parsing: try #require(toA.last)).verificationTag
+        // A's message is lost on the way; SACKs are forged instead of B's.
+        link.drop = { towardB, packet in
+            if towardB { toB.append(packet) }
+            return towardB
+        }
+        link.run(link.a.send(Array("x".utf8), streamID: 1, payloadProtocol: 51, now: link.now), fromA: true)
+        guard case .data(let sent) = try SCTPPacket(parsing: try #require(toB.last)).chunks.first else {
+            Issue.record("no DATA")
+            return
+        }
+        func sack(_ blocks: [(start: UInt16, end: UInt16)]) -> [UInt8] {
+            SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: aTag, chunks: [
+                .selectiveAck(SCTPSelectiveAck(cumulativeTSN: sent.tsn &- 2, advertisedReceiverWindow: 1 << 20, gapBlocks: blocks)),
+            ]).serialized
+        }
+        // 200 blocks of 65 534 TSNs each, none covering ours (offset 2 from the cumulative TSN).
+        let wide = (0..<200).map { _ in (start: UInt16(3), end: UInt16.max) }
+        _ = link.a.handle(packet: sack(wide), now: link.now)
+        #expect(link.a.nextTimeout != nil, "still outstanding")
+        _ = link.a.handle(packet: sack([(start: 2, end: 2)] + wide), now: link.now)
+        #expect(link.a.nextTimeout == nil, "acknowledged by the gap block")
+    }
+
     @Test func ownMessagesLargerThanThePeerAcceptsAreNotSent() {
         let link = Link(aMaySend: 1_000)
         link.run(link.a.connect(now: link.now), fromA: true)
@@ -207,6 +240,35 @@ final class Link {
         #expect(try chunks(asked).first == [.reconfig([.response(responseSequence: 100, result: 1)])] && asked.events.isEmpty)
         // The stream starts again at SSN 0.
         #expect(messages(association.handle(packet: packet(tag, [data(tsn + 2, ssn: 0, "reopened")]), now: .milliseconds(6))) == ["reopened"])
+    }
+
+    @Test func aDeferredResetIsPerformedOnceAndLaterDataWaitsForIt() throws {
+        let (association, tag, tsn) = established()
+        // The peer resets stream 1 after TSN tsn+1, which has not arrived yet.
+        let request: SCTPChunk = .reconfig([.outgoingReset(requestSequence: 100, responseSequence: 0, lastTSN: tsn + 1, streams: [1])])
+        _ = association.handle(packet: packet(tag, [data(tsn, ssn: 0, "old-0")]), now: .milliseconds(2))
+        _ = association.handle(packet: packet(tag, [request]), now: .milliseconds(3))
+        // Stream 1's new numbering starts at SSN 0, sent after the reset: it must wait for it.
+        let early = association.handle(packet: packet(tag, [data(tsn + 2, ssn: 0, "new-0")]), now: .milliseconds(4))
+        #expect(messages(early).isEmpty)
+        // FORWARD-TSN and the retransmitted request in one packet: performed exactly once.
+        let done = association.handle(packet: packet(tag, [.forwardTSN(newCumulativeTSN: tsn + 1, streams: [(1, 1)]), request]), now: .milliseconds(5))
+        #expect(done.events.filter { $0 == .streamsReset([1]) }.count == 1, "\(done.events)")
+        #expect(messages(done) == ["new-0"], "what waited for the reset is delivered after it")
+        let next = association.handle(packet: packet(tag, [data(tsn + 3, ssn: 1, "new-1")]), now: .milliseconds(6))
+        #expect(messages(next) == ["new-1"])
+    }
+
+    @Test func aLateINITDoesNotRewindAnEstablishedAssociation() throws {
+        let (association, tag, tsn) = established()
+        _ = association.handle(packet: packet(tag, [data(tsn, ssn: 0, "first")]), now: .milliseconds(2))
+        let initPacket = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: 0, chunks: [.initiation(SCTPInit(
+            initiateTag: 0x5555, advertisedReceiverWindow: 65_536, outboundStreams: 16, inboundStreams: 16, initialTSN: 9_000))]).serialized
+        let reply = association.handle(packet: initPacket, now: .milliseconds(3))
+        #expect(try SCTPPacket(parsing: try #require(reply.packets.first)).verificationTag == 0x5555, "answered with an INIT-ACK")
+        #expect(association.state == .established)
+        let next = association.handle(packet: packet(tag, [data(tsn + 1, ssn: 1, "second")]), now: .milliseconds(4))
+        #expect(messages(next) == ["second"], "the receive side was not rewound")
     }
 
     @Test func hostileResetRequestsAreBounded() throws {

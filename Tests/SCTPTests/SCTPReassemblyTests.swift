@@ -2,6 +2,30 @@ import Testing
 import WireCoding
 @testable import SCTP
 
+/// Feeds a reassembly the way the association does: it knows which TSNs have arrived.
+struct Feeder {
+    var reassembly: SCTPReassembly
+    private var received: Set<UInt32> = []
+    private var forwardedTo: UInt32?
+
+    init(_ limits: SCTPReassembly.Limits) { reassembly = SCTPReassembly(limits: limits) }
+
+    mutating func add(_ data: SCTPData) -> SCTPReassembly.Result {
+        received.insert(data.tsn)
+        let (received, forwardedTo) = (self.received, self.forwardedTo)
+        return reassembly.add(data) { tsn in
+            received.contains(tsn) || forwardedTo.map { let distance = $0 &- tsn; return distance <= UInt32.max / 2 } ?? false
+        }
+    }
+
+    mutating func forward(cumulativeTSN: UInt32, streams: [(stream: UInt16, sequence: UInt16)]) -> SCTPReassembly.Result {
+        forwardedTo = cumulativeTSN
+        return reassembly.forward(cumulativeTSN: cumulativeTSN, streams: streams)
+    }
+
+    var bufferedBytes: Int { reassembly.bufferedBytes }
+}
+
 @Suite struct SCTPReassemblyTests {
     static let roomy = SCTPReassembly.Limits(maximumMessageSize: 1 << 20, maximumBufferedBytes: 1 << 22, maximumBufferedChunks: 1 << 16)
 
@@ -26,7 +50,7 @@ import WireCoding
         var sent: [(stream: UInt16, unordered: Bool, data: [UInt8])] = []
         var sequences: [UInt16: UInt16] = [0: UInt16.max - 5, 1: 0, 2: 7]
         var tsn = UInt32.max - 30
-        var reassembly = SCTPReassembly(limits: Self.roomy)
+        var reassembly = Feeder(Self.roomy)
         for index in 0..<40 {
             let stream = UInt16(random() % 3)
             let unordered = stream == 2 && random() % 2 == 0
@@ -40,8 +64,9 @@ import WireCoding
         }
         // Expected sequence numbers start where the streams do (FORWARD-TSN moves them, in
         // serial-number steps of less than half the space).
-        for step: UInt16 in [20_000, 40_000, UInt16.max - 6] { _ = reassembly.forward(cumulativeTSN: 0, streams: [(0, step)]) }
-        _ = reassembly.forward(cumulativeTSN: 0, streams: [(2, 6)])
+        let before = UInt32.max - 31  // the TSN just before the first one sent
+        for step: UInt16 in [20_000, 40_000, UInt16.max - 6] { _ = reassembly.forward(cumulativeTSN: before, streams: [(0, step)]) }
+        _ = reassembly.forward(cumulativeTSN: before, streams: [(2, 6)])
         for index in chunks.indices.reversed() {  // Fisher–Yates with the seeded generator
             chunks.swapAt(index, Int(random() % UInt64(index + 1)))
         }
@@ -58,12 +83,14 @@ import WireCoding
     }
 
     @Test func aFragmentThatCannotContinueItsNeighbourReleasesIt() {
-        var reassembly = SCTPReassembly(limits: Self.roomy)
+        var reassembly = Feeder(Self.roomy)
         // TSN 11 is the middle of a message on stream 1 whose start (10) is then taken by
         // a complete message of stream 2: the orphan goes, and stream 1 moves past it.
         #expect(reassembly.add(SCTPData(tsn: 11, streamID: 1, streamSequence: 0, payloadProtocol: 51, beginning: false, ending: false, userData: [1])).messages.isEmpty)
         let result = reassembly.add(SCTPData(tsn: 10, streamID: 2, streamSequence: 0, payloadProtocol: 51, userData: [2]))
-        #expect(result.messages.map(\.data) == [[2]] && result.dropped == 1)
+        // Released, though not counted as a message: a piece without its beginning may belong
+        // to one already dropped and counted.
+        #expect(result.messages.map(\.data) == [[2]] && result.dropped == 0)
         #expect(reassembly.bufferedBytes == 0)
         let next = reassembly.add(SCTPData(tsn: 13, streamID: 1, streamSequence: 1, payloadProtocol: 51, userData: [3]))
         #expect(next.messages.map(\.data) == [[3]], "sequence 0 was given up, so 1 is due")
@@ -71,7 +98,7 @@ import WireCoding
 
     @Test func heldDataIsBoundedWhateverThePeerSends() {
         let limits = SCTPReassembly.Limits(maximumMessageSize: 1_000, maximumBufferedBytes: 5_000, maximumBufferedChunks: 64)
-        var reassembly = SCTPReassembly(limits: limits)
+        var reassembly = Feeder(limits)
         var dropped = 0
         var tsn: UInt32 = 0
         // Incomplete messages on many streams (never an ending), and ordered messages
@@ -94,7 +121,7 @@ import WireCoding
     }
 
     @Test func forwardTSNReleasesAbandonedFragmentsAndWaitingMessages() {
-        var reassembly = SCTPReassembly(limits: Self.roomy)
+        var reassembly = Feeder(Self.roomy)
         // Stream 1: sequence 0 half there, 1 and 2 complete and waiting; unordered half message on stream 3.
         _ = reassembly.add(SCTPData(tsn: 1, streamID: 1, streamSequence: 0, payloadProtocol: 51, beginning: true, ending: false, userData: [0]))
         _ = reassembly.add(SCTPData(tsn: 3, streamID: 1, streamSequence: 1, payloadProtocol: 51, userData: [1]))
@@ -122,5 +149,52 @@ import WireCoding
             return
         }
         #expect(sack.advertisedReceiverWindow == (1 << 20) - 1_000)
+    }
+}
+
+/// Cases found in review: each once led to held data that could never leave, or to a stuck stream.
+@Suite struct SCTPReassemblyReviewCases {
+    @Test func aMiddlePieceAfterACompleteMessageIsNotHeld() {
+        var feeder = Feeder(SCTPReassemblyTests.roomy)
+        #expect(feeder.add(SCTPData(tsn: 5, streamID: 1, streamSequence: 0, payloadProtocol: 51, userData: [1])).messages.count == 1)
+        _ = feeder.add(SCTPData(tsn: 6, streamID: 1, streamSequence: 1, payloadProtocol: 51, beginning: false, ending: false, userData: [2, 2]))
+        #expect(feeder.bufferedBytes == 0, "TSN 5 already arrived, so this piece can never get a beginning")
+    }
+
+    @Test func anOversizedMessageWhoseEndComesFirstLeavesNothingBehind() {
+        let limits = SCTPReassembly.Limits(maximumMessageSize: 10, maximumBufferedBytes: 1_000, maximumBufferedChunks: 100)
+        var feeder = Feeder(limits)
+        var dropped = 0
+        // SSN 0 in 4-byte pieces at TSNs 1…5 (20 bytes, over the limit); the end arrives first.
+        for tsn: UInt32 in [5, 1, 2, 3, 4] {
+            dropped += feeder.add(SCTPData(tsn: tsn, streamID: 1, streamSequence: 0, payloadProtocol: 53, beginning: tsn == 1, ending: tsn == 5,
+                                           userData: [UInt8](repeating: 9, count: 4))).dropped
+        }
+        #expect(dropped == 1 && feeder.bufferedBytes == 0)
+        #expect(feeder.add(SCTPData(tsn: 6, streamID: 1, streamSequence: 1, payloadProtocol: 53, userData: [1])).messages.count == 1,
+                "the stream goes on")
+        // The same SSN coming round again is a new message, not the discarded one.
+        var sequence: UInt16 = 2
+        var tsn: UInt32 = 7
+        var delivered = 0
+        while sequence != 1 {
+            delivered += feeder.add(SCTPData(tsn: tsn, streamID: 1, streamSequence: sequence, payloadProtocol: 53, userData: [2])).messages.count
+            sequence &+= 1
+            tsn += 1
+        }
+        #expect(delivered == 65_535 && feeder.bufferedBytes == 0)
+    }
+
+    @Test func givingUpABacklogMovesTheStreamOn() {
+        let limits = SCTPReassembly.Limits(maximumMessageSize: 100, maximumBufferedBytes: 1_000, maximumBufferedChunks: 10)
+        var feeder = Feeder(limits)
+        // SSN 0 never comes; 1…11 pile up until the backlog is given up.
+        var dropped = 0
+        for sequence in UInt16(1)...11 {
+            dropped += feeder.add(SCTPData(tsn: UInt32(sequence), streamID: 1, streamSequence: sequence, payloadProtocol: 53, userData: [1])).dropped
+        }
+        #expect(dropped == 11 && feeder.bufferedBytes == 0)
+        #expect(feeder.add(SCTPData(tsn: 20, streamID: 1, streamSequence: 12, payloadProtocol: 53, userData: [2])).messages.map(\.data) == [[2]])
+        #expect(feeder.add(SCTPData(tsn: 21, streamID: 1, streamSequence: 0, payloadProtocol: 53, userData: [3])).dropped == 1, "arrives stale")
     }
 }
