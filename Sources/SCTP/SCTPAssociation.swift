@@ -83,7 +83,11 @@ public final class SCTPAssociation {
     private var initDeadline: MonotonicTime?
     private var initAttempts = 0
     private var resets: StreamResets
+    /// Once ended (ABORT, shutdown), an association is not brought back by a replayed cookie.
+    private var hasEnded = false
+    private static let cookieLifetimeNanoseconds: Int64 = 60_000_000_000
     private var heldForReset: [SCTPData] = []
+    private var heldForResetBytes = 0
 
     public init(port: UInt16 = 5000, maximumMessageSize: Int = 262_144, peerMaximumMessageSize: Int = 65_536, random: @escaping () -> UInt64) {
         self.port = port
@@ -134,13 +138,19 @@ public final class SCTPAssociation {
             if case .shutdownComplete(true) = $0 { return true }
             return false
         }
-        guard isInit || packet.verificationTag == localTag || (reflected && packet.verificationTag == peerTag) else {
+        guard isInit || packet.verificationTag == localTag || (reflected && packet.verificationTag == peerTag),
+              !isInit || packet.chunks.count == 1  // INIT travels alone (RFC 9260 §6.10)
+        else {
             counters.droppedPackets += 1
             return output
         }
         var replies: [SCTPChunk] = []
         var sawData = false
-        for chunk in packet.chunks {
+        // Several FORWARD-TSNs in one packet act as the one that goes furthest: each costs a
+        // pass over what is held, so a packet full of them must not cost thousands of passes.
+        var forwardTSN = combinedForwardTSN(packet.chunks)
+        var resetRequests = 0
+        chunks: for chunk in packet.chunks {
             switch chunk {
             case .initiation(let initiation):
                 // Nothing changes until our cookie comes back (RFC 9260 §5.2): a late or
@@ -158,7 +168,8 @@ public final class SCTPAssociation {
                 state = .cookieEchoed
                 output.packets.append(echo)
             case .cookieEcho(let cookie):
-                guard let peer = verifyCookie(cookie) else {
+                // Only fresh cookies, and never to bring back an association that ended.
+                guard !hasEnded, let peer = verifyCookie(cookie, now: now) else {
                     counters.droppedPackets += 1
                     continue
                 }
@@ -183,16 +194,20 @@ public final class SCTPAssociation {
                 receive(data, &output)
             case .selectiveAck(let sack):
                 acknowledge(sack)
-            case .forwardTSN(let tsn, let streams):
+            case .forwardTSN:
                 counters.forwardTSNChunks += 1
-                forward(to: tsn, streams: streams, &output)
                 sawData = true
+                if let combined = forwardTSN, !combined.applied {
+                    forwardTSN?.applied = true
+                    forward(to: combined.tsn, streams: combined.streams, &output)
+                }
             case .reconfig(let parameters):
-                replies += reconfigure(parameters, now: now, &output)
+                replies += reconfigure(parameters, now: now, requestsSoFar: &resetRequests, &output)
             case .heartbeat(let info):
                 replies.append(.heartbeatAck(info: info))
             case .abort:
                 state = .aborted
+                hasEnded = true
                 output.events.append(.aborted("peer sent ABORT"))
                 return output
             case .shutdown:
@@ -200,14 +215,16 @@ public final class SCTPAssociation {
                 replies.append(.shutdownAck)
             case .shutdownComplete:
                 state = .closed
+                hasEnded = true
                 output.events.append(.closed)
             case .shutdownAck:
                 replies.append(.shutdownComplete(reflected: false))
                 state = .closed
+                hasEnded = true
                 output.events.append(.closed)
             case .unknown(let type, _, _):
                 // Top bits 00/01: stop processing this packet (01 would also report); 10/11: skip the chunk.
-                if type & 0x80 == 0 { break }
+                if type & 0x80 == 0 { break chunks }
             case .heartbeatAck, .error:
                 break
             }
@@ -306,6 +323,7 @@ public final class SCTPAssociation {
         output.packets.append(SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag,
                                          chunks: [.abort(reflected: false, causes: [])]).serialized)
         state = .aborted
+        hasEnded = true
         output.events.append(.aborted(reason))
         return output
     }
@@ -320,21 +338,24 @@ public final class SCTPAssociation {
             if duplicates.count < 16 { duplicates.append(data.tsn) }
             return
         }
-        guard receivedAbove.count < SCTPAssociation.maximumOutOfOrderTSNs else {
-            counters.droppedPackets += 1  // too far ahead; the peer will retransmit
+        // Bounded by distance, not by count: the TSN that fills the gap is always taken.
+        guard offset <= UInt32(SCTPAssociation.maximumOutOfOrderTSNs) else {
+            counters.droppedPackets += 1  // too far ahead; unacknowledged, so the peer sends it again
+            return
+        }
+        // Data sent after a stream reset the peer asked for but we could not perform yet
+        // waits for the reset (RFC 6525 §5.2.2): it belongs to the stream's new numbering.
+        let heldBack = resets.isHeldBack(data)
+        if heldBack && (heldForReset.count >= SCTPAssociation.maximumBufferedChunks
+            || heldForResetBytes + data.userData.count > Int(SCTPAssociation.receiveWindow)) {
+            counters.droppedPackets += 1  // no room: left unacknowledged, so it comes again
             return
         }
         receivedAbove.insert(data.tsn)
         while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
-
-        // Data sent after a stream reset the peer asked for but we could not perform yet
-        // waits for the reset (RFC 6525 §5.2.2): it belongs to the stream's new numbering.
-        if resets.isHeldBack(data) {
-            guard heldForReset.count < SCTPAssociation.maximumBufferedChunks else {
-                counters.oversizedMessages += 1
-                return
-            }
+        if heldBack {
             heldForReset.append(data)
+            heldForResetBytes += data.userData.count
             return
         }
         absorb(reassembly.add(data, isReceived: isReceived), &output)
@@ -351,7 +372,17 @@ public final class SCTPAssociation {
         guard !heldForReset.isEmpty else { return }
         let waiting = heldForReset
         heldForReset = waiting.filter { resets.isHeldBack($0) }
-        for data in waiting where !resets.isHeldBack(data) { absorb(reassembly.add(data, isReceived: isReceived), &output) }
+        heldForResetBytes = heldForReset.reduce(0) { $0 + $1.userData.count }
+        // Replayed in TSN order; a held TSN not replayed yet has not reached reassembly, so
+        // it must not count as arrived (its neighbours would look incomplete for good).
+        let base = cumulativeTSN
+        let replay = waiting.filter { !resets.isHeldBack($0) }.sorted { ($0.tsn &- base) < ($1.tsn &- base) }
+        var pending = Set(replay.map(\.tsn))
+        for data in replay {
+            pending.remove(data.tsn)
+            let notYet = pending
+            absorb(reassembly.add(data, isReceived: { [self] tsn in !notYet.contains(tsn) && isReceived(tsn) }), &output)
+        }
     }
 
     private func absorb(_ result: SCTPReassembly.Result, _ output: inout SCTPOutput) {
@@ -368,7 +399,7 @@ public final class SCTPAssociation {
     private func forward(to tsn: UInt32, streams: [(stream: UInt16, sequence: UInt16)], _ output: inout SCTPOutput) {
         let advance = tsn &- cumulativeTSN
         guard advance > 0 && advance < UInt32.max / 2 else { return }
-        receivedAbove = receivedAbove.filter { ($0 &- tsn) < UInt32.max / 2 && $0 != tsn }
+        receivedAbove = receivedAbove.filter { resets.isAfter($0, tsn) }
         cumulativeTSN = tsn
         while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
         absorb(reassembly.forward(cumulativeTSN: tsn, streams: streams), &output)
@@ -377,13 +408,21 @@ public final class SCTPAssociation {
     /// RE-CONFIG (RFC 6525). The peer resets its outgoing streams (a data channel closing):
     /// performed once every TSN it sent before the request has arrived, then our outgoing
     /// streams follow. Its answers to our own requests settle them.
-    private func reconfigure(_ parameters: [SCTPReconfigParameter], now: MonotonicTime, _ output: inout SCTPOutput) -> [SCTPChunk] {
+    private func reconfigure(_ parameters: [SCTPReconfigParameter], now: MonotonicTime, requestsSoFar: inout Int,
+                             _ output: inout SCTPOutput) -> [SCTPChunk] {
         var replies: [SCTPReconfigParameter] = []
         for parameter in parameters {
             switch parameter {
             case .outgoingReset(let request, _, let lastTSN, let requested):
                 if let earlier = resets.answer(to: request) {  // a retransmission: same answer, nothing redone
                     replies.append(.response(responseSequence: request, result: earlier))
+                    continue
+                }
+                // RFC 6525 §3.1 allows two requests per RE-CONFIG; each new one costs a pass
+                // over what is held, so more than two in a packet are denied unread.
+                requestsSoFar += 1
+                guard requestsSoFar <= 2 else {
+                    replies.append(.response(responseSequence: request, result: ReconfigResult.denied))
                     continue
                 }
                 let streams = requested.isEmpty ? knownStreams() : requested  // empty means all (§4.1)
@@ -447,7 +486,7 @@ public final class SCTPAssociation {
         }
         defer { duplicates.removeAll() }
         // The window shrinks by what is held for reassembly, so a well-behaved peer slows down.
-        let window = UInt32(max(0, Int(SCTPAssociation.receiveWindow) - reassembly.bufferedBytes))
+        let window = UInt32(max(0, Int(SCTPAssociation.receiveWindow) - reassembly.bufferedBytes - heldForResetBytes))
         return SCTPSelectiveAck(cumulativeTSN: cumulativeTSN, advertisedReceiverWindow: window,
                                 gapBlocks: blocks, duplicateTSNs: duplicates)
     }
@@ -486,12 +525,34 @@ public final class SCTPAssociation {
                         ])
     }
 
-    private func verifyCookie(_ cookie: [UInt8]) -> (tag: UInt32, initialTSN: UInt32)? {
+    private func verifyCookie(_ cookie: [UInt8], now: MonotonicTime) -> (tag: UInt32, initialTSN: UInt32)? {
         guard cookie.count == 16 + 32 else { return nil }
         let body = Array(cookie.prefix(16))
         guard MessageAuthentication.constantTimeEqual(MessageAuthentication.hmacSHA256(key: cookieSecret, message: body), Array(cookie.suffix(32))) else { return nil }
         var reader = ByteReader(body)
-        guard let tag = reader.readUInt32(), let tsn = reader.readUInt32() else { return nil }
+        guard let tag = reader.readUInt32(), let tsn = reader.readUInt32(), let issued = reader.readUInt64() else { return nil }
+        let age = now.nanoseconds &- Int64(bitPattern: issued)
+        guard age >= 0 && age <= SCTPAssociation.cookieLifetimeNanoseconds else { return nil }  // stale (RFC 9260 §5.1.5)
         return (tag, tsn)
+    }
+
+    private struct CombinedForwardTSN {
+        var tsn: UInt32
+        var streams: [(stream: UInt16, sequence: UInt16)]
+        var applied = false
+    }
+
+    private func combinedForwardTSN(_ chunks: [SCTPChunk]) -> CombinedForwardTSN? {
+        var furthest: UInt32?
+        var sequences: [UInt16: UInt16] = [:]
+        for case .forwardTSN(let tsn, let streams) in chunks {
+            if furthest.map({ resets.isAfter(tsn, $0) }) ?? true { furthest = tsn }
+            for (stream, sequence) in streams {
+                let ahead = sequences[stream].map { sequence &- $0 } ?? 1
+                if ahead != 0 && ahead <= UInt16.max / 2 { sequences[stream] = sequence }  // the furthest per stream (RFC 1982)
+            }
+        }
+        guard let furthest else { return nil }
+        return CombinedForwardTSN(tsn: furthest, streams: sequences.map { (stream: $0.key, sequence: $0.value) })
     }
 }

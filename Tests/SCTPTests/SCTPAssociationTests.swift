@@ -259,6 +259,71 @@ final class Link {
         #expect(messages(next) == ["new-1"])
     }
 
+    @Test func aFragmentedMessageThatWaitedForAResetIsDeliveredWhole() {
+        let (association, tag, tsn) = established()
+        _ = association.handle(packet: packet(tag, [.reconfig([.outgoingReset(requestSequence: 100, responseSequence: 0, lastTSN: tsn, streams: [1])])]),
+                               now: .milliseconds(2))
+        // After the reset's last TSN: a two-piece message in the stream's new numbering.
+        _ = association.handle(packet: packet(tag, [data(tsn + 1, ssn: 0, "new ", e: false), data(tsn + 2, ssn: 0, "message", b: false)]),
+                               now: .milliseconds(3))
+        let filled = association.handle(packet: packet(tag, [data(tsn, ssn: 0, "old")]), now: .milliseconds(4))
+        #expect(messages(filled) == ["old", "new message"])
+        #expect(association.counters.oversizedMessages == 0)
+    }
+
+    @Test func theTSNThatFillsTheGapIsAlwaysTaken() {
+        let (association, tag, tsn) = established()
+        // Everything up to the distance limit arrives before the first TSN; one beyond it is refused.
+        for offset in UInt32(1)..<4_096 {
+            _ = association.handle(packet: packet(tag, [data(tsn + offset, stream: 2, ssn: 0, "u", unordered: true)]), now: .milliseconds(2))
+        }
+        _ = association.handle(packet: packet(tag, [data(tsn + 4_096, stream: 2, ssn: 0, "too far", unordered: true)]), now: .milliseconds(2))
+        #expect(association.counters.droppedPackets == 1)
+        let filled = association.handle(packet: packet(tag, [data(tsn, ssn: 0, "first")]), now: .milliseconds(3))
+        #expect(messages(filled) == ["first"])
+        let next = association.handle(packet: packet(tag, [data(tsn + 4_096, stream: 2, ssn: 0, "now in reach", unordered: true)]), now: .milliseconds(4))
+        #expect(messages(next) == ["now in reach"])
+    }
+
+    @Test func packetRulesINITAloneUnknownChunksStopCookiesExpireAndEndedStaysEnded() throws {
+        let (association, tag, tsn) = established()
+        let bundled = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: 0, chunks: [
+            .initiation(SCTPInit(initiateTag: 1, advertisedReceiverWindow: 1, outboundStreams: 1, inboundStreams: 1, initialTSN: 1)),
+            data(tsn, ssn: 0, "smuggled"),
+        ]).serialized
+        #expect(association.handle(packet: bundled, now: .milliseconds(2)).packets.isEmpty, "INIT with company is dropped whole")
+        // An unknown chunk type with the top bits 00 ends processing of its packet.
+        let unknown = association.handle(packet: packet(tag, [.unknown(type: 0x3F, flags: 0, value: []), data(tsn, ssn: 0, "after")]), now: .milliseconds(3))
+        #expect(messages(unknown).isEmpty)
+
+        // A cookie older than its lifetime is refused; after an ABORT even a fresh one is.
+        let fresh = SCTPAssociation(random: seeded(9))
+        let initPacket = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: 0, chunks: [.initiation(SCTPInit(
+            initiateTag: 0xABCD, advertisedReceiverWindow: 65_536, outboundStreams: 16, inboundStreams: 16, initialTSN: 100))]).serialized
+        let ack = try SCTPPacket(parsing: fresh.handle(packet: initPacket, now: .milliseconds(0)).packets[0])
+        guard case .initiationAck(let initAck) = ack.chunks[0], let cookie = initAck.stateCookie else { Issue.record("no INIT-ACK"); return }
+        let echo = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: initAck.initiateTag, chunks: [.cookieEcho(cookie: cookie)]).serialized
+        #expect(fresh.handle(packet: echo, now: .milliseconds(61_000)).events.isEmpty && fresh.state == .closed, "stale")
+        #expect(fresh.handle(packet: echo, now: .milliseconds(2)).events == [.established])
+        _ = fresh.handle(packet: SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: initAck.initiateTag,
+                                            chunks: [.abort(reflected: false, causes: [])]).serialized, now: .milliseconds(3))
+        #expect(fresh.handle(packet: echo, now: .milliseconds(4)).events.isEmpty && fresh.state == .aborted, "no resurrection")
+    }
+
+    @Test func manyForwardTSNsOrResetRequestsInOnePacketCostOne() throws {
+        let (association, tag, tsn) = established()
+        _ = association.handle(packet: packet(tag, [data(tsn + 5, ssn: 5, "kept")]), now: .milliseconds(2))
+        let forwards: [SCTPChunk] = (0..<5).map { .forwardTSN(newCumulativeTSN: tsn + UInt32($0), streams: [(1, UInt16($0))]) }
+        let result = association.handle(packet: packet(tag, forwards), now: .milliseconds(3))
+        #expect(messages(result) == ["kept"], "acts as the furthest one")
+        #expect(association.counters.forwardTSNChunks == 5)
+
+        let requests: [SCTPReconfigParameter] = (0..<3).map { .outgoingReset(requestSequence: 200 + $0, responseSequence: 0, lastTSN: tsn - 1, streams: [7]) }
+        let answers = try SCTPPacket(parsing: try #require(association.handle(packet: packet(tag, [.reconfig(requests)]), now: .milliseconds(4)).packets.first))
+        #expect(answers.chunks == [.reconfig([.response(responseSequence: 200, result: 1), .response(responseSequence: 201, result: 1),
+                                              .response(responseSequence: 202, result: 2)])])
+    }
+
     @Test func aLateINITDoesNotRewindAnEstablishedAssociation() throws {
         let (association, tag, tsn) = established()
         _ = association.handle(packet: packet(tag, [data(tsn, ssn: 0, "first")]), now: .milliseconds(2))
