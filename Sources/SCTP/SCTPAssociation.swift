@@ -64,8 +64,8 @@ public final class SCTPAssociation {
     private let random: () -> UInt64
 
     // Receive side.
-    private var cumulativeTSN: UInt32 = 0  // highest TSN received in sequence
-    private var receivedAbove: Set<UInt32> = []  // TSNs above cumulativeTSN already received
+    private var received = ReceivedTSNs(cumulative: 0)
+    private var cumulativeTSN: UInt32 { received.cumulative }  // highest TSN received in sequence
     private var duplicates: [UInt32] = []
     private var reassembly: SCTPReassembly
     private static let maximumOutOfOrderTSNs = 4_096
@@ -160,7 +160,7 @@ public final class SCTPAssociation {
             case .initiationAck(let ack):
                 guard state == .cookieWait, let cookie = ack.stateCookie else { continue }
                 peerTag = ack.initiateTag
-                cumulativeTSN = ack.initialTSN &- 1
+                received = ReceivedTSNs(cumulative: ack.initialTSN &- 1)
                 resets.peerStarted(initialTSN: ack.initialTSN)
                 let echo = SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: peerTag, chunks: [.cookieEcho(cookie: cookie)]).serialized
                 initPacket = echo
@@ -175,7 +175,7 @@ public final class SCTPAssociation {
                 }
                 if state != .established {
                     peerTag = peer.tag
-                    cumulativeTSN = peer.initialTSN &- 1
+                    received = ReceivedTSNs(cumulative: peer.initialTSN &- 1)
                     resets.peerStarted(initialTSN: peer.initialTSN)
                     state = .established
                     initDeadline = nil
@@ -332,8 +332,8 @@ public final class SCTPAssociation {
 
     private func receive(_ data: SCTPData, _ output: inout SCTPOutput) {
         counters.dataChunks += 1
-        let offset = data.tsn &- cumulativeTSN  // 1 = next expected
-        if offset == 0 || offset > UInt32.max / 2 || receivedAbove.contains(data.tsn) {
+        let offset = received.offset(data.tsn)  // 1 = next expected
+        if received.contains(data.tsn) {
             counters.duplicateChunks += 1
             if duplicates.count < 16 { duplicates.append(data.tsn) }
             return
@@ -351,8 +351,7 @@ public final class SCTPAssociation {
             counters.droppedPackets += 1  // no room: left unacknowledged, so it comes again
             return
         }
-        receivedAbove.insert(data.tsn)
-        while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
+        received.insert(data.tsn)
         if heldBack {
             heldForReset.append(data)
             heldForResetBytes += data.userData.count
@@ -361,10 +360,7 @@ public final class SCTPAssociation {
         absorb(reassembly.add(data, isReceived: isReceived), &output)
     }
 
-    private func isReceived(_ tsn: UInt32) -> Bool {
-        let offset = tsn &- cumulativeTSN
-        return offset == 0 || offset > UInt32.max / 2 || receivedAbove.contains(tsn)
-    }
+    private func isReceived(_ tsn: UInt32) -> Bool { received.contains(tsn) }
 
     /// Deferred resets whose data has all arrived are performed, then what waited for them is replayed.
     private func performReadyResets(_ output: inout SCTPOutput) {
@@ -397,11 +393,8 @@ public final class SCTPAssociation {
 
     /// FORWARD-TSN (RFC 3758): abandoned messages; move the cumulative TSN and skip sequences.
     private func forward(to tsn: UInt32, streams: [(stream: UInt16, sequence: UInt16)], _ output: inout SCTPOutput) {
-        let advance = tsn &- cumulativeTSN
-        guard advance > 0 && advance < UInt32.max / 2 else { return }
-        receivedAbove = receivedAbove.filter { resets.isAfter($0, tsn) }
-        cumulativeTSN = tsn
-        while receivedAbove.remove(cumulativeTSN &+ 1) != nil { cumulativeTSN &+= 1 }
+        guard resets.isAfter(tsn, cumulativeTSN) else { return }
+        received.forward(to: tsn)
         absorb(reassembly.forward(cumulativeTSN: tsn, streams: streams), &output)
     }
 
@@ -474,16 +467,7 @@ public final class SCTPAssociation {
     }
 
     private func selectiveAck() -> SCTPSelectiveAck {
-        // Gap blocks: runs of received TSNs above the cumulative one, as offsets.
-        let offsets = receivedAbove.map { $0 &- cumulativeTSN }.filter { $0 < 65_536 }.sorted()
-        var blocks: [(start: UInt16, end: UInt16)] = []
-        for offset in offsets {
-            if let last = blocks.last, UInt32(last.end) + 1 == offset {
-                blocks[blocks.count - 1].end = UInt16(offset)
-            } else if blocks.count < 64 {
-                blocks.append((UInt16(offset), UInt16(offset)))
-            }
-        }
+        let blocks = received.gapBlocks(limit: 64)  // runs of received TSNs above the cumulative one, as offsets
         defer { duplicates.removeAll() }
         // The window shrinks by what is held for reassembly, so a well-behaved peer slows down.
         let window = UInt32(max(0, Int(SCTPAssociation.receiveWindow) - reassembly.bufferedBytes - heldForResetBytes))
