@@ -105,6 +105,9 @@ let package = Package(
         .executableTarget(name: "FuzzSCTPReassembly", dependencies: ["SCTP", "FuzzSupport", "WireCoding"], swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
 
+        // MARK: Benchmarks (`swift run -c release BenchSCTP`)
+        .executableTarget(name: "BenchSCTP", dependencies: ["SCTP", "WireCoding"]),
+
         // MARK: Command line
         .target(
             name: "RecBotCLI",
