@@ -32,6 +32,15 @@ import WireCoding
         message.data.isEmpty ? PeerMessage(isBinary: !message.isBinary, data: []) : message
     }
 
+    /// 16 kB messages webrtcbin sends on "#chat" after its plan: 2.4 MB, more than our 1 MiB window.
+    static let bulk = 150
+
+    static func bulkMessage(_ index: Int) -> PeerMessage {
+        let number = String(index)
+        let text = "bulk-" + String(repeating: "0", count: max(0, 5 - number.count)) + number + "-" + String(repeating: "b", count: 16_000)
+        return PeerMessage(isBinary: false, data: Array(text.utf8))
+    }
+
     @Test func exchangesDataChannelMessagesWithWebrtcbin() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
@@ -45,7 +54,7 @@ import WireCoding
 
     private func exchangeMessages(on group: MultiThreadedEventLoopGroup) async throws {
         let transport = try await UDPTransport.bind(addresses: [IPAddress("127.0.0.1")!], on: group.next())
-        let peer = try PeerProcess.gstreamer(arguments: ["--seconds", "25", "--expect", String(Self.replies.count)])
+        let peer = try PeerProcess.gstreamer(arguments: ["--seconds", "25", "--expect", String(Self.replies.count), "--bulk", String(Self.bulk)])
         defer { peer.terminate() }
 
         // webrtcbin offers (DTLS server, controlling ICE); recbot answers as usual.
@@ -76,9 +85,11 @@ import WireCoding
             }
         }
 
-        // Once webrtcbin has closed "#fast", recbot closes "#chat" from its side.
+        // Once webrtcbin has closed "#fast" and its burst on "#chat" is in, recbot closes
+        // "#chat" from its side.
+        let lastBulk = Self.bulkMessage(Self.bulk - 1).data
         let closeDeadline = Date().addingTimeInterval(20)
-        while !log.closedChannels.contains("#fast"), Date() < closeDeadline {
+        while !(log.closedChannels.contains("#fast") && log.dataChannelMessages.contains { $0.data == lastBulk }), Date() < closeDeadline {
             try await Task.sleep(nanoseconds: 50_000_000)
         }
         transport.withCore { $0.closeDataChannel(label: "#chat", now: MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds))) }
@@ -103,7 +114,10 @@ import WireCoding
         let sent = try #require(PeerMessage.byLabel(report["sent"]))
         let received = log.dataChannelMessages
         #expect(received.contains { $0.data.count == 5_000 }, "a message larger than one SCTP chunk")
-        #expect(received.filter { $0.label == "#chat" }.map { PeerMessage(isBinary: $0.isBinary, data: $0.data) } == sent["#chat"])
+        let chat = received.filter { $0.label == "#chat" }.map { PeerMessage(isBinary: $0.isBinary, data: $0.data) }
+        let expectedChat = (sent["#chat"] ?? []) + (0..<Self.bulk).map(Self.bulkMessage)
+        #expect(chat.count == expectedChat.count, "\(chat.count) of \(expectedChat.count) on #chat")
+        #expect(chat == expectedChat, "complete, identical and in order, 2.4 MB of it in one burst")
         #expect(Set(received.filter { $0.label == "#fast" }.map(\.data)) == Set((sent["#fast"] ?? []).map(\.data)))
 
         // recbot → webrtcbin: the same, the other way.

@@ -48,6 +48,11 @@ PLANS = {
 }
 
 
+def bulk_message(index):
+    """The test rebuilds these to compare: 16 kB each, numbered."""
+    return f"bulk-{index:05d}-" + "b" * 16_000
+
+
 def emit(message):
     sys.stdout.write(json.dumps(message, ensure_ascii=False) + "\n")
     sys.stdout.flush()
@@ -197,8 +202,14 @@ class Peer:
     def on_message(self, label, entry):
         self.received[label].append(entry)
         if sum(len(v) for v in self.received.values()) == self.args.expect:
-            # Everything recbot sends has arrived: close "#fast" (stream reset). recbot
-            # then closes "#chat" from its side; report once both are closed both ways.
+            # Everything recbot sends has arrived. Now volume: more than recbot's receive
+            # window in one burst on "#chat", so usrsctp's flow and congestion control run
+            # against its SACKs. (Only after the "#fast" messages: with max-retransmits 0
+            # they are abandoned, as they should be, if a burst drops them.) Then close
+            # "#fast" (stream reset); recbot closes "#chat" from its side; report once both
+            # are closed both ways.
+            for index in range(self.args.bulk):
+                self.channels["#chat"].emit("send-string", bulk_message(index))
             self.channels["#fast"].emit("close")
             GLib.timeout_add(5000, self.finish, self.state)
         return False
@@ -225,6 +236,7 @@ class Peer:
             "opened": self.opened,
             "closed": self.closed,
             "sent": {label: PLANS[label] for label in self.opened},
+            "bulk": self.args.bulk,
             "received": self.received,
         })
         self.loop.quit()
@@ -235,6 +247,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=20.0, help="give up (and report) after this long")
     parser.add_argument("--expect", type=int, default=0, help="report once this many messages arrived from recbot")
+    parser.add_argument("--bulk", type=int, default=0, help="then send this many 16 kB messages on #chat")
     args = parser.parse_args()
     Gst.init(None)
     Peer(args).start()
