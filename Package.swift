@@ -131,7 +131,9 @@ let package = Package(
         .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
-        .testTarget(name: "TransportTests", dependencies: ["Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding"]),
+        .testTarget(name: "TransportTests", dependencies: [
+            "Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling"]),
         .testTarget(name: "InteropTests", dependencies: [

@@ -25,6 +25,18 @@ public final class UDPTransport: @unchecked Sendable {
         self.logger = logger
     }
 
+    /// The UDP receive buffer asked for per socket.
+    public static let receiveBufferBytes: SocketOptionValue = 4 << 20
+
+    /// The receive buffer the kernel actually granted (Linux reports twice the usable size).
+    public func grantedReceiveBufferBytes() async throws -> [Int] {
+        var sizes: [Int] = []
+        for channel in channels.values {
+            sizes.append(Int(try await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get()))
+        }
+        return sizes
+    }
+
     /// Binds one UDP socket (ephemeral port) per address.
     public static func bind(addresses: [IPAddress], on eventLoop: EventLoop, logger: Logger = Logger(label: "recbot.transport")) async throws -> UDPTransport {
         var channels: [TransportAddress: Channel] = [:]
@@ -32,6 +44,10 @@ public final class UDPTransport: @unchecked Sendable {
         for ip in addresses {
             let channel = try await DatagramBootstrap(group: eventLoop)
                 .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+                // Bursts (keyframes from many senders, a burst of data-channel messages) must
+                // not overflow the socket while the loop is busy; the kernel's default is about
+                // 200 KiB. Linux caps this at net.core.rmem_max.
+                .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: UDPTransport.receiveBufferBytes)
                 // Larger than any RTP or DTLS datagram a sender should produce; a bigger one is
                 // truncated by the kernel and then fails SRTP authentication (counted), never parsed as whole.
                 .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 9_000))
