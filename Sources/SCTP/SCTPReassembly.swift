@@ -192,9 +192,14 @@ struct SCTPReassembly {
         guard let first = chunks.first else { return }
         var message: SCTPMessage?
         if bytes <= limits.maximumMessageSize {
-            var data: [UInt8] = []
-            data.reserveCapacity(bytes)
-            for chunk in chunks { data += chunk.userData }
+            var data: [UInt8]
+            if chunks.count == 1 {
+                data = first.userData  // the common single-chunk message: no copy
+            } else {
+                data = []
+                data.reserveCapacity(bytes)
+                for chunk in chunks { data += chunk.userData }
+            }
             message = SCTPMessage(streamID: first.streamID, payloadProtocol: first.payloadProtocol, unordered: first.unordered, data: data)
         } else {
             result.dropped += 1
