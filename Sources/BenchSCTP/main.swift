@@ -15,7 +15,10 @@ func established() -> (SCTPAssociation, UInt32) {
         initiateTag: 0xABCD, advertisedReceiverWindow: 1 << 20, outboundStreams: 16, inboundStreams: 16, initialTSN: 1))]).serialized
     guard let reply = association.handle(packet: initPacket, now: .milliseconds(0)).packets.first,
           let ack = try? SCTPPacket(parsing: reply), case .initiationAck(let initAck) = ack.chunks.first, let cookie = initAck.stateCookie
-    else { fatalError("association setup failed") }
+    else {
+        FileHandle.standardError.write(Data("BenchSCTP: the association could not be set up\n".utf8))
+        exit(1)
+    }
     _ = association.handle(packet: SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: initAck.initiateTag,
                                               chunks: [.cookieEcho(cookie: cookie)]).serialized, now: .milliseconds(1))
     return (association, initAck.initiateTag)

@@ -393,7 +393,7 @@ public final class SCTPAssociation {
 
     /// FORWARD-TSN (RFC 3758): abandoned messages; move the cumulative TSN and skip sequences.
     private func forward(to tsn: UInt32, streams: [(stream: UInt16, sequence: UInt16)], _ output: inout SCTPOutput) {
-        guard resets.isAfter(tsn, cumulativeTSN) else { return }
+        guard isAfter(tsn, cumulativeTSN) else { return }
         received.forward(to: tsn)
         absorb(reassembly.forward(cumulativeTSN: tsn, streams: streams), &output)
     }
@@ -419,7 +419,7 @@ public final class SCTPAssociation {
                     continue
                 }
                 let streams = requested.isEmpty ? knownStreams() : requested  // empty means all (§4.1)
-                if resets.isAfter(lastTSN, cumulativeTSN) {
+                if isAfter(lastTSN, cumulativeTSN) {
                     let waiting = resets.deferReset(.init(request: request, lastTSN: lastTSN, streams: streams))
                     replies.append(.response(responseSequence: request, result: waiting ? ReconfigResult.inProgress : ReconfigResult.denied))
                 } else {
@@ -530,10 +530,9 @@ public final class SCTPAssociation {
         var furthest: UInt32?
         var sequences: [UInt16: UInt16] = [:]
         for case .forwardTSN(let tsn, let streams) in chunks {
-            if furthest.map({ resets.isAfter(tsn, $0) }) ?? true { furthest = tsn }
+            if furthest.map({ isAfter(tsn, $0) }) ?? true { furthest = tsn }
             for (stream, sequence) in streams {
-                let ahead = sequences[stream].map { sequence &- $0 } ?? 1
-                if ahead != 0 && ahead <= UInt16.max / 2 { sequences[stream] = sequence }  // the furthest per stream (RFC 1982)
+                if sequences[stream].map({ isAfter(sequence, $0) }) ?? true { sequences[stream] = sequence }  // the furthest per stream
             }
         }
         guard let furthest else { return nil }

@@ -266,15 +266,4 @@ struct SCTPReassembly {
         waitingCount -= held.count
         waitingBytes -= held.values.reduce(0) { $0 + ($1?.data.count ?? 0) }
     }
-
-    /// Serial-number order (RFC 1982) for TSNs and stream sequence numbers.
-    private func isAfter(_ value: UInt32, _ reference: UInt32) -> Bool {
-        let distance = value &- reference
-        return distance != 0 && distance <= UInt32.max / 2
-    }
-
-    private func isAfter(_ value: UInt16, _ reference: UInt16) -> Bool {
-        let distance = value &- reference
-        return distance != 0 && distance <= UInt16.max / 2
-    }
 }

@@ -143,10 +143,4 @@ struct StreamResets {
         inFlight = request
         return request
     }
-
-    /// Serial-number comparison (RFC 1982) on TSNs.
-    func isAfter(_ tsn: UInt32, _ reference: UInt32) -> Bool {
-        let distance = tsn &- reference
-        return distance != 0 && distance <= UInt32.max / 2
-    }
 }
