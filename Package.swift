@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "SRTP", dependencies: ["CSRTP", "DTLS"]),
         .target(name: "ICE", dependencies: ["STUN", "SDP", "WireCoding"]),
         .target(name: "Transport", dependencies: [
-            "ICE", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "WireCoding",
+            "ICE", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),

@@ -22,163 +22,191 @@ public struct SequenceUnwrapper: Sendable {
         if unwrapped > highest { self.highest = unwrapped }
         return unwrapped
     }
+
+    /// Forgets the history: the next value is taken as it is.
+    public mutating func reset() { highest = nil }
 }
 
-public struct AssemblerCounters: Equatable, Sendable {
-    public var packets = 0
-    public var duplicates = 0
-    /// Packets that never arrived (sequence numbers skipped).
-    public var lost = 0
-    public var framesEmitted = 0
-    /// Frames not written because a packet was missing, or while waiting for a keyframe.
-    public var framesDropped = 0
-    public var malformedFrames = 0
-    public var keyframeRequests = 0
+/// Why a frame did not reach the recorder.
+public enum FrameDropReason: String, Sendable, CaseIterable {
+    /// A packet of the frame was given up as lost.
+    case incomplete
+    /// Video only: a frame before the (next) keyframe, which it cannot be decoded without.
+    case waitingForKeyframe
+    /// The depacketizer rejected the payloads.
+    case malformed
+    /// Over the per-frame packet or byte bound.
+    case oversized
+}
+
+public struct FrameDropCounters: Sendable, Equatable {
+    public var incomplete = 0
+    public var waitingForKeyframe = 0
+    public var malformed = 0
+    public var oversized = 0
 
     public init() {}
+
+    public var total: Int { incomplete + waitingForKeyframe + malformed + oversized }
+
+    mutating func count(_ reason: FrameDropReason) {
+        switch reason {
+        case .incomplete: incomplete += 1
+        case .waitingForKeyframe: waitingForKeyframe += 1
+        case .malformed: malformed += 1
+        case .oversized: oversized += 1
+        }
+    }
+
+    public static func + (lhs: FrameDropCounters, rhs: FrameDropCounters) -> FrameDropCounters {
+        var sum = lhs
+        sum.incomplete += rhs.incomplete
+        sum.waitingForKeyframe += rhs.waitingForKeyframe
+        sum.malformed += rhs.malformed
+        sum.oversized += rhs.oversized
+        return sum
+    }
 }
 
 public struct AssemblerOutput: Sendable {
     public var frames: [EncodedFrame] = []
-    /// The receiver should ask the sender for a keyframe (RTCP PLI).
-    public var requestKeyframe = false
+    /// A video frame was lost for good: the decoder needs a keyframe (PLI/FIR).
+    public var keyframeNeeded = false
 }
 
-/// Turns one RTP stream into complete frames: a bounded reorder buffer, loss detection,
-/// and the rule that a frame with a missing packet is never emitted. Video then waits for
-/// the next keyframe and asks for one; video also starts at its first keyframe.
-public final class FrameAssembler {
+/// Turns one stream's packets, given in sequence order with a mark where packets were lost,
+/// into whole frames. A frame that misses a packet is never emitted; video then waits for the
+/// next keyframe (and says so), and starts at its first keyframe.
+public struct FrameAssembler {
     public let isVideo: Bool
-    public private(set) var counters = AssemblerCounters()
+    public private(set) var dropped = FrameDropCounters()
+    public private(set) var framesEmitted = 0
     public private(set) var waitingForKeyframe: Bool
 
-    private let depacketizer: any Depacketizer
-    private let reorderWindow: Int
-    private let maximumReorderDelayNanoseconds: Int64
-    private var unwrapper = SequenceUnwrapper(bits: 16)
-    private var buffered: [Int64: (packet: RTPPacket, arrival: MonotonicTime)] = [:]
-    private var nextExpected: Int64?
-    private var lossBeforeNext = false
-
+    private var depacketizer: any Depacketizer
     // The frame being collected.
     private var frameTimestamp: UInt32?
     private var framePayloads: [ArraySlice<UInt8>] = []
+    private var frameBytes = 0
     private var frameCorrupt = false
-    private static let maximumPacketsPerFrame = 4_096
+    private var frameOversized = false
+    static let maximumPacketsPerFrame = 4_096
+    static let maximumBytesPerFrame = 8 << 20
 
-    public init(depacketizer: any Depacketizer, isVideo: Bool, reorderWindow: Int = 512, maximumReorderDelayMilliseconds: Int64 = 150) {
+    public init(depacketizer: any Depacketizer, isVideo: Bool) {
         self.depacketizer = depacketizer
         self.isVideo = isVideo
-        self.reorderWindow = reorderWindow
-        self.maximumReorderDelayNanoseconds = maximumReorderDelayMilliseconds * 1_000_000
         waitingForKeyframe = isVideo
     }
 
-    public func push(_ packet: RTPPacket, arrival: MonotonicTime) -> AssemblerOutput {
-        var output = AssemblerOutput()
-        counters.packets += 1
-        let sequence = unwrapper.unwrap(UInt32(packet.sequenceNumber))
-        if nextExpected == nil { nextExpected = sequence }
-        guard let expected = nextExpected, sequence >= expected, buffered[sequence] == nil else {
-            counters.duplicates += 1  // or too late: its slot was given up as lost
-            return output
-        }
-        buffered[sequence] = (packet, arrival)
-        drain(now: arrival, &output)
-        return output
+    /// Another codec on the same stream (a payload-type change): what was collected is dropped.
+    public mutating func switchCodec(to depacketizer: any Depacketizer, _ output: inout AssemblerOutput) {
+        if frameTimestamp != nil { drop(.incomplete, &output) }
+        self.depacketizer = depacketizer
+        if isVideo { waitingForKeyframe = true }
     }
 
-    /// Gives up on packets that did not arrive in time; call on a timer.
-    public func flush(now: MonotonicTime) -> AssemblerOutput {
-        var output = AssemblerOutput()
-        drain(now: now, &output)
-        return output
-    }
-
-    /// When `flush` could next release something.
-    public var nextDeadline: MonotonicTime? {
-        guard let oldest = buffered.values.map(\.arrival).min() else { return nil }
-        return oldest.adding(nanoseconds: maximumReorderDelayNanoseconds)
-    }
-
-    private func drain(now: MonotonicTime, _ output: inout AssemblerOutput) {
-        while var expected = nextExpected, !buffered.isEmpty {
-            if let entry = buffered.removeValue(forKey: expected) {
-                process(entry.packet, afterLoss: lossBeforeNext, &output)
-                lossBeforeNext = false
-                nextExpected = expected + 1
-                continue
-            }
-            // The expected packet is missing: wait, unless it is overdue or the window is full.
-            let oldest = buffered.values.map(\.arrival).min() ?? now
-            guard buffered.count >= reorderWindow || now.nanoseconds - oldest.nanoseconds >= maximumReorderDelayNanoseconds else { return }
-            let next = buffered.keys.min() ?? expected
-            counters.lost += Int(next - expected)
-            expected = next
-            nextExpected = next
-            lossBeforeNext = true
-        }
-    }
-
-    private func process(_ packet: RTPPacket, afterLoss: Bool, _ output: inout AssemblerOutput) {
+    /// The next packet in sequence order; `afterLoss` when packets before it were given up.
+    public mutating func push(_ packet: RTPPacket, afterLoss: Bool, _ output: inout AssemblerOutput) {
         let payload = packet.payload
         guard isVideo else {
-            // Audio: each packet is a frame; a loss only means that frame is missing.
+            // Audio: each packet is a frame; a loss only means those frames are missing.
             emit([payload], timestamp: packet.timestamp, &output)
             return
         }
-        if afterLoss { frameCorrupt = true }
         if packet.timestamp != frameTimestamp {
-            if frameTimestamp != nil { dropFrame(&output) }  // the previous frame never saw its marker
-            frameTimestamp = packet.timestamp
-            framePayloads = []
-            frameCorrupt = afterLoss || !depacketizer.isFrameStart(payload)
+            // A new frame. The one being collected never saw its marker: its end was lost.
+            if frameTimestamp != nil { drop(.incomplete, &output) }
+            beginFrame(packet.timestamp)
+            // Whatever was lost belonged to earlier frames if this packet starts its own frame
+            // intact; then a keyframe right after a loss is kept. Whole frames may have been
+            // lost in the gap, so delta frames still wait for a keyframe.
+            if afterLoss && !waitingForKeyframe { loseSync(&output) }
+            frameCorrupt = !depacketizer.isFrameStart(payload)
+        } else if afterLoss {
+            frameCorrupt = true  // a piece from the middle of this frame is missing
         }
-        framePayloads.append(payload)
-        if framePayloads.count > FrameAssembler.maximumPacketsPerFrame { frameCorrupt = true }
+        append(payload)
         guard packet.marker else { return }
-        if frameCorrupt {
-            dropFrame(&output)
+        if frameOversized {
+            drop(.oversized, &output)
+        } else if frameCorrupt {
+            drop(.incomplete, &output)
         } else {
-            emit(framePayloads, timestamp: packet.timestamp, &output)
+            let payloads = framePayloads
+            endFrame()
+            emit(payloads, timestamp: packet.timestamp, &output)
         }
-        frameTimestamp = nil
-        framePayloads = []
-        frameCorrupt = false
     }
 
-    private func emit(_ payloads: [ArraySlice<UInt8>], timestamp: UInt32, _ output: inout AssemblerOutput) {
+    /// The stream stopped (SSRC gone, codec change): a half-collected frame is dropped.
+    public mutating func abandon(_ output: inout AssemblerOutput) {
+        if frameTimestamp != nil { drop(.incomplete, &output) }
+    }
+
+    /// A frame was dropped downstream (recorder order or backpressure): later frames may
+    /// reference it, so video goes back to waiting for a keyframe.
+    public mutating func frameLostDownstream(_ output: inout AssemblerOutput) {
+        if isVideo { loseSync(&output) }
+    }
+
+    private mutating func beginFrame(_ timestamp: UInt32) {
+        frameTimestamp = timestamp
+        framePayloads.removeAll(keepingCapacity: true)
+        frameBytes = 0
+        frameCorrupt = false
+        frameOversized = false
+    }
+
+    private mutating func endFrame() {
+        frameTimestamp = nil
+        framePayloads.removeAll(keepingCapacity: true)
+        frameBytes = 0
+        frameCorrupt = false
+        frameOversized = false
+    }
+
+    private mutating func append(_ payload: ArraySlice<UInt8>) {
+        guard !frameOversized else { return }  // the rest of this timestamp is ignored, not held
+        if framePayloads.count >= FrameAssembler.maximumPacketsPerFrame || frameBytes + payload.count > FrameAssembler.maximumBytesPerFrame {
+            frameOversized = true
+            framePayloads.removeAll(keepingCapacity: false)
+            return
+        }
+        framePayloads.append(payload)
+        frameBytes += payload.count
+    }
+
+    private mutating func emit(_ payloads: [ArraySlice<UInt8>], timestamp: UInt32, _ output: inout AssemblerOutput) {
         let frame: EncodedFrame
         do {
             frame = try depacketizer.assemble(payloads, timestamp: timestamp)
         } catch {
-            counters.malformedFrames += 1
+            dropped.count(.malformed)
             if isVideo { loseSync(&output) }
             return
         }
         if isVideo && waitingForKeyframe {
             guard frame.isKeyframe else {
-                counters.framesDropped += 1
+                dropped.count(.waitingForKeyframe)
+                output.keyframeNeeded = true
                 return
             }
             waitingForKeyframe = false
         }
-        counters.framesEmitted += 1
+        framesEmitted += 1
         output.frames.append(frame)
     }
 
-    private func dropFrame(_ output: inout AssemblerOutput) {
-        counters.framesDropped += 1
-        frameTimestamp = nil
-        framePayloads = []
-        frameCorrupt = false
-        loseSync(&output)
+    private mutating func drop(_ reason: FrameDropReason, _ output: inout AssemblerOutput) {
+        dropped.count(reason)
+        endFrame()
+        if isVideo { loseSync(&output) }
     }
 
     /// Later frames may reference the lost one: skip to the next keyframe and ask for it.
-    private func loseSync(_ output: inout AssemblerOutput) {
-        if !waitingForKeyframe { waitingForKeyframe = true }
-        output.requestKeyframe = true
-        counters.keyframeRequests += 1
+    private mutating func loseSync(_ output: inout AssemblerOutput) {
+        waitingForKeyframe = true
+        output.keyframeNeeded = true
     }
 }

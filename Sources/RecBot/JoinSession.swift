@@ -29,7 +29,7 @@ public final class JoinSession: @unchecked Sendable {
     public let options: JoinOptions
     private let logger: Logger
     private let stateLock = NSLock()
-    private var livePipeline: (MediaPipeline, EventLoop)?
+    private var live: (recordings: RecordingSet, core: PeerConnectionCore, loop: EventLoop)?
     private var phase = "starting"
     private let started = Date()
     private let events: AsyncStream<Event>
@@ -45,15 +45,17 @@ public final class JoinSession: @unchecked Sendable {
 
     /// Current senders and counters (safe from any thread).
     public func snapshot() async -> JoinStatus {
-        let (live, phase) = stateLock.withLock { (livePipeline, self.phase) }
+        let (live, phase) = stateLock.withLock { (self.live, self.phase) }
         var senders: [JoinStatus.Sender] = []
-        if let (pipeline, loop) = live {
+        if let (recordings, core, loop) = live {
             senders = (try? await loop.submit {
-                pipeline.recorders.sorted { $0.key < $1.key }.map { sender, recorder in
-                    let counts = pipeline.assemblerCounters(sender: sender)
+                recordings.recorders.sorted { $0.key < $1.key }.map { sender, recorder in
+                    let counts = core.media?.counters(sender: sender) ?? ReceiveCounters()
                     return JoinStatus.Sender(connectionID: sender, codecs: recorder.codecSummary, bytes: recorder.bytesProduced,
-                                             mediaBytes: recorder.mediaBytesReceived,
-                                             packets: counts.packets, lost: counts.lost, framesDropped: counts.framesDropped)
+                                             mediaBytes: recorder.mediaBytesReceived, packets: counts.packets, lost: counts.lost,
+                                             recovered: counts.recovered, keyframeRequests: counts.keyframeRequests,
+                                             jitterMilliseconds: counts.jitterMilliseconds,
+                                             framesDropped: counts.framesDropped.total + recorder.statistics.framesDropped)
                 }
             }.get()) ?? []
         }
@@ -167,12 +169,14 @@ public final class JoinSession: @unchecked Sendable {
             transport = try await UDPTransport.bind(addresses: hosts, on: group.next(), logger: logger)
             let sdp = try SessionDescription(parsing: offer.sdp)
             var generator = SystemRandomNumberGenerator()
-            // The media path sends PLI (when video starts, after loss); NACK is not implemented yet.
+            // The media core NACKs gaps (RTX or plain retransmission) and asks for keyframes
+            // with PLI, or FIR where only that is offered.
             var capabilities = ReceiverCapabilities()
-            capabilities.rtcpFeedback = ["nack pli"]
+            capabilities.rtcpFeedback = ["nack", "nack pli", "ccm fir"]
             capabilities.acceptsDataChannels = true  // whatever data channels Sora offers are received and logged
             negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
-                                                  capabilities: capabilities, random: { UInt64.random(in: .min ... .max, using: &generator) })
+                                                  capabilities: capabilities, recovery: options.recovery,
+                                                  random: { UInt64.random(in: .min ... .max, using: &generator) })
         } catch {
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
             connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
@@ -187,24 +191,30 @@ public final class JoinSession: @unchecked Sendable {
             connection.send(OutgoingMessage.candidate("candidate:" + (candidate.value ?? "")))
         }
 
-        // 3. Media path on the transport's event loop.
+        // 3. Media path on the transport's event loop: the core (under the peer connection)
+        // turns packets into frames; the recording set turns frames into files.
         let layout = ArchiveLayout(recordingsRoot: options.recordingsRoot, recordingID: sessionID)
-        let pipeline = MediaPipeline(layout: layout, recordingStartMilliseconds: startedAt, recordingStartTime: startTime,
-                                     localSSRC: UInt32.random(in: 1...UInt32.max), logger: logger) { recorder in
+        let core = negotiation.core
+        let recordings = RecordingSet(archive: layout, recordingStartMilliseconds: startedAt, recordingStartTime: startTime,
+                                      interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
+                                      logger: logger) { recorder in
             writer.submit("connection") { catalog throws(CatalogError) in
                 try catalog.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
                                                               firstSeenAt: Self.nowMilliseconds(), role: "sendonly"))
             }
         }
-        _ = pipeline.update(media: negotiation.answer.media)
-        pipeline.sendRTCP = { packets in transport.withCore { $0.sendRTCP(packets) } }
-        stateLock.withLock { livePipeline = (pipeline, transport.eventLoop) }
+        _ = recordings.update(senders: core.media?.senders ?? [:])
+        stateLock.withLock { live = (recordings, core, transport.eventLoop) }
         setPhase("ICE checking")
-        let core = negotiation.core
         let emit = self.emit
         transport.run(core) { event in
             switch event {
-            case .rtp(let box): pipeline.handle(box.packet, now: Self.monotonicNow())
+            case .frames(let frames):
+                let now = Self.monotonicNow()
+                for frame in frames {
+                    // A video frame the recorder had to drop: its stream must restart at a keyframe.
+                    if let ssrc = recordings.add(frame, now: now) { transport.withCore { $0.frameLostDownstream(ssrc: ssrc, now: now) } }
+                }
             case .failed(let failure): emit.yield(.transportFailed("\(failure)"))
             case .localCandidate(let candidate): emit.yield(.localCandidate(candidate))
             case .iceStateChanged(let state):
@@ -225,9 +235,6 @@ public final class JoinSession: @unchecked Sendable {
                 emit.yield(.signalingChannelLost(reason))
             default: break
             }
-        }
-        let ticker = transport.eventLoop.scheduleRepeatedTask(initialDelay: .milliseconds(100), delay: .milliseconds(100)) { _ in
-            pipeline.tick(now: Self.monotonicNow())
         }
         let servers = Self.stunServers(offer.iceServers)
         if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: Self.monotonicNow()) } }
@@ -273,8 +280,9 @@ public final class JoinSession: @unchecked Sendable {
         func applyReOffer(_ sdp: String, legacyUpdate: Bool, label: String?) async {
             guard let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) else { return }
             let media = answer.media
+            transport.withCore { $0.updateMedia(media) }  // runs on the loop before the submit below
             let gone = (try? await transport.eventLoop.submit {
-                pipeline.update(media: media).map { ($0, pipeline.finishedCounters[$0.connectionID] ?? .init()) }
+                recordings.update(senders: core.media?.senders ?? [:]).map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
             }.get()) ?? []
             for (recorder, counts) in gone {
                 logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
@@ -351,7 +359,7 @@ public final class JoinSession: @unchecked Sendable {
                     serverClosed = true
                     break loop
                 case (.stats, .other("req-stats", _)):
-                    let counters = try? await transport.eventLoop.submit { pipeline.counters }.get()
+                    let counters = try? await transport.eventLoop.submit { core.counters }.get()
                     reply(OutgoingMessage.stats(reports: [[
                         "type": "transport", "id": "T01", "timestamp": Double(Self.nowMilliseconds()), "packetsReceived": counters?.rtpPackets ?? 0,
                     ]]), label: label)
@@ -372,7 +380,7 @@ public final class JoinSession: @unchecked Sendable {
                 }
                 switch message {
                 case .ping(let wantsStats):
-                    let counters = try? await transport.eventLoop.submit { pipeline.counters }.get()
+                    let counters = try? await transport.eventLoop.submit { core.counters }.get()
                     connection.send(OutgoingMessage.pong(stats: wantsStats ? [[
                         "type": "transport", "id": "T01", "timestamp": Double(Self.nowMilliseconds()),
                         "packetsReceived": counters?.rtpPackets ?? 0,
@@ -412,15 +420,15 @@ public final class JoinSession: @unchecked Sendable {
         }
         reader.cancel()
         let stoppedAt = Self.nowMilliseconds()
-        ticker.cancel()
         await logDataChannelSummary(core, transport: transport, undecodable: undecodableDataChannelMessages, unknownLabel: unknownLabelMessages,
                                     logger: logger)
         await transport.close()
-        let recorders = (try? await transport.eventLoop.submit { pipeline.recorders }.get()) ?? [:]
+        let remaining = (try? await transport.eventLoop.submit {
+            recordings.recorders.map { ($0.value, core.media?.counters(sender: $0.key) ?? ReceiveCounters()) }
+        }.get()) ?? []
         var endContext = context
         endContext.endReason = reason
-        for (sender, recorder) in recorders.sorted(by: { $0.key < $1.key }) {
-            let counts = (try? await transport.eventLoop.submit { pipeline.assemblerCounters(sender: sender) }.get()) ?? .init()
+        for (recorder, counts) in remaining.sorted(by: { $0.0.connectionID < $1.0.connectionID }) {
             finisher.finish(recorder, counts: counts, context: endContext)
         }
         await finisher.waitForAll()

@@ -1,4 +1,5 @@
 import Foundation
+import Media
 import SoraSignaling
 import Transport
 
@@ -22,7 +23,12 @@ public struct JoinStatus: Sendable {
         /// Encoded media bytes received, for the bitrate.
         public var mediaBytes: UInt64
         public var packets: Int
+        /// Packets lost after recovery.
         public var lost: Int
+        /// Packets repaired by retransmission.
+        public var recovered: Int
+        public var keyframeRequests: Int
+        public var jitterMilliseconds: Double
         public var framesDropped: Int
     }
 
@@ -46,6 +52,8 @@ public struct JoinOptions: Sendable {
     public var recordingsRoot: String
     public var connectTimeoutSeconds: Double = 30
     public var hostPolicy = HostAddressPolicy()
+    /// How lost packets are recovered (NACK/RTX) and how long a gap is waited for.
+    public var recovery = RecoveryPolicy()
     public var recbotVersion: String
 
     public init(urls: [String], connect: ConnectOptions, catalogPath: String, recordingsRoot: String, recbotVersion: String) {

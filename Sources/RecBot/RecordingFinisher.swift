@@ -19,12 +19,12 @@ final class RecordingFinisher: @unchecked Sendable {
 
     var all: [FinishedRecording] { lock.withLock { items } }
 
-    func finish(_ recorder: SenderRecorder, counts: AssemblerCounters, context: SidecarContext) {
+    func finish(_ recorder: SenderRecorder, counts: ReceiveCounters, context: SidecarContext) {
         group.enter()
         DispatchQueue.global().async { [self] in
             defer { group.leave() }
             guard let done = recorder.finish(stoppedAtMilliseconds: JoinSession.nowMilliseconds(), now: JoinSession.monotonicNow(),
-                                             context: context) else { return }
+                                             context: context, reception: counts) else { return }
             lock.withLock { items.append(done) }
             catalog(done, sender: recorder.connectionID, counts: counts)
         }
@@ -37,7 +37,7 @@ final class RecordingFinisher: @unchecked Sendable {
         }
     }
 
-    private func catalog(_ done: FinishedRecording, sender: String, counts: AssemblerCounters) {
+    private func catalog(_ done: FinishedRecording, sender: String, counts: ReceiveCounters) {
         let sessionID = self.sessionID
         let path = "recordings/\(sessionID)/\(done.filename)"
         writer.submit("recording") { catalog throws(CatalogError) in
@@ -51,7 +51,9 @@ final class RecordingFinisher: @unchecked Sendable {
             row.audioFrames = Int64(done.statistics.audioFrames)
             row.packetsReceived = Int64(counts.packets)
             row.packetsLost = Int64(counts.lost)
-            row.framesDropped = Int64(counts.framesDropped + done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
+            row.nacksSent = Int64(counts.nackedSequenceNumbers)
+            row.packetsRecovered = Int64(counts.recovered)
+            row.framesDropped = Int64(counts.framesDropped.total + done.statistics.framesDropped)
             row.keyframeRequests = Int64(counts.keyframeRequests)
             try catalog.insertRecording(row)
         }

@@ -16,6 +16,10 @@ public struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
             milliseconds = seconds * 1000
             return
         }
+        if text.hasSuffix("ms"), let value = Int64(text.dropLast(2)), value >= 0 {
+            milliseconds = value
+            return
+        }
         let unitMilliseconds: [Character: Int64] = ["s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000]
         var total: Int64 = 0
         var digits = ""

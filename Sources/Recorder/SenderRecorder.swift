@@ -22,6 +22,12 @@ public struct RecordingStatistics: Sendable, Equatable {
     public var framesDroppedForOrder = 0
     public var framesDroppedForBackpressure = 0
     public var framesDroppedBeforeStart = 0
+    /// Video frames skipped after a dropped one, until the next keyframe (they reference it).
+    public var framesDroppedAwaitingKeyframe = 0
+    /// Picture sizes seen on keyframes, in order of first appearance ("640x360").
+    public var videoSizes: [String] = []
+
+    public var framesDropped: Int { framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe }
 }
 
 public enum RecorderError: Error, Sendable, CustomStringConvertible {
@@ -55,12 +61,17 @@ public struct FinishedRecording: Sendable {
     public var durationMilliseconds: Int64
     public var size: UInt64
     public var statistics: RecordingStatistics
+    /// What the media core counted for this sender's streams (loss, recovery, requests).
+    public var reception: ReceiveCounters
     public var error: String?
 }
 
 /// Records one sender (one connection id) into `archive-<id>.webm`. Frames come in on the
-/// network event loop with their media time; the muxer runs there, while file writes run on
-/// a serial queue bounded by `maximumPendingBytes` (beyond it, frames are dropped and counted).
+/// network event loop with their media time; the muxer runs there, while creating the file and
+/// writing it run on a serial queue bounded by `maximumPendingBytes` (beyond it, frames are
+/// dropped and counted). The file's tracks are the ones the offer gave the sender: when its
+/// video starts late, the file begins with a provisional picture size that the first keyframe's
+/// replaces in place.
 public final class SenderRecorder: @unchecked Sendable {
     // @unchecked: mutable state is confined to the caller's event loop; the writer queue
     // only touches `writer` and `pendingBytes` (guarded by `lock`).
@@ -68,10 +79,14 @@ public final class SenderRecorder: @unchecked Sendable {
     public let tracks: SenderTracks
     public private(set) var statistics = RecordingStatistics()
     public static let maximumPendingBytes = 32 << 20
-    /// How long audio waits for the first video keyframe before the file starts without video.
+    /// How long audio waits for the first video keyframe before the file starts with a
+    /// provisional picture size (the video track is there all the same).
     public static let videoWaitNanoseconds: Int64 = 5_000_000_000
-    /// How long the interleaver holds one track's frames for the other.
-    public static let interleaveNanoseconds: Int64 = 400_000_000
+    /// The picture size written until the first keyframe says the real one.
+    public static let provisionalVideoSize = (width: 640, height: 480)
+    /// How long the interleaver holds one track's frames for the other (at least as long as
+    /// the media core may hold a frame to recover its packets).
+    public let interleaveNanoseconds: Int64
 
     private let layout: ArchiveLayout
     private let recordingStartMilliseconds: Int64
@@ -86,6 +101,7 @@ public final class SenderRecorder: @unchecked Sendable {
     private var pending: [(frame: WebMFrame, arrival: MonotonicTime)] = []
     private var lastWrittenNanoseconds: Int64 = -1
     private var hasVideoStarted = false
+    private var videoNeedsKeyframe = false
     private var lastMediaNanoseconds: Int64 = 0
     private var failure: String?
 
@@ -96,7 +112,7 @@ public final class SenderRecorder: @unchecked Sendable {
     private var writeError: String?
 
     public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
-                recordingStartTime: MonotonicTime, segmentUID: [UInt8]) throws(RecorderError) {
+                recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000) throws(RecorderError) {
         guard ArchiveLayout.isSafeConnectionID(connectionID) else { throw .unsafeConnectionID(connectionID) }
         self.connectionID = connectionID
         self.tracks = tracks
@@ -104,6 +120,7 @@ public final class SenderRecorder: @unchecked Sendable {
         self.recordingStartMilliseconds = recordingStartMilliseconds
         self.recordingStartTime = recordingStartTime
         self.segmentUID = segmentUID
+        self.interleaveNanoseconds = interleaveNanoseconds
         queue = DispatchQueue(label: "recbot.recorder.\(connectionID)")
     }
 
@@ -113,40 +130,52 @@ public final class SenderRecorder: @unchecked Sendable {
     /// Bytes the muxer has produced so far (written or queued for writing).
     public var bytesProduced: UInt64 { muxer?.statistics.bytes ?? 0 }
     public var codecSummary: String {
-        [videoSize == nil ? nil : tracks.videoCodec?.rawValue, tracks.audioChannels == nil ? nil : "OPUS"].compactMap { $0 }.joined(separator: "+")
+        [hasVideoStarted ? tracks.videoCodec?.rawValue : nil, tracks.audioChannels == nil ? nil : "OPUS"].compactMap { $0 }.joined(separator: "+")
     }
     public var filename: String { layout.mediaFilename(connectionID: connectionID) }
 
-    /// Adds a frame. `mediaTime` is on the recording's monotonic clock.
-    public func add(_ frame: EncodedFrame, video: Bool, mediaTime: MonotonicTime, arrival: MonotonicTime) {
-        guard failure == nil else { return }
+    /// Adds a frame. `mediaTime` is on the recording's monotonic clock. Returns false when a
+    /// video frame had to be dropped here: the stream then needs a keyframe (later delta frames
+    /// are skipped until one comes, since they reference what was dropped).
+    @discardableResult
+    public func add(_ frame: EncodedFrame, video: Bool, mediaTime: MonotonicTime, arrival: MonotonicTime) -> Bool {
+        guard failure == nil else { return true }
         mediaBytesReceived += UInt64(frame.data.count)
         if firstFrameTime == nil { firstFrameTime = mediaTime }
         if video {
-            guard tracks.videoCodec != nil else { return }
+            guard tracks.videoCodec != nil else { return true }
+            if frame.isKeyframe, let width = frame.width, let height = frame.height, width > 0, height > 0 { noteVideoSize(width, height) }
             if !hasVideoStarted {
-                guard frame.isKeyframe, let width = frame.width, let height = frame.height, width > 0, height > 0 else {
+                guard frame.isKeyframe, videoSize != nil else {
                     statistics.framesDroppedBeforeStart += 1
-                    return
+                    return true
                 }
-                if muxer == nil { videoSize = (width, height) }
                 hasVideoStarted = true
             }
         } else if tracks.audioChannels == nil {
-            return
-        }
-        if muxer != nil, video && videoSize == nil {
-            statistics.framesDroppedBeforeStart += 1  // the file started without video (see videoWaitNanoseconds)
-            return
+            return true
         }
         pending.append((WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds,
                                   isKeyframe: frame.isKeyframe, data: frame.data), arrival))
-        drain(now: arrival, force: false)
+        return drain(now: arrival, force: false)
     }
 
-    /// Called on a timer: starts a file that waited too long for video, and releases frames.
-    public func tick(now: MonotonicTime) {
+    /// Releases frames that waited long enough (and starts a file that waited too long for video).
+    @discardableResult
+    public func tick(now: MonotonicTime) -> Bool {
         drain(now: now, force: false)
+    }
+
+    private func noteVideoSize(_ width: Int, _ height: Int) {
+        let text = "\(width)x\(height)"
+        if !statistics.videoSizes.contains(text), statistics.videoSizes.count < 32 { statistics.videoSizes.append(text) }
+        guard videoSize == nil else { return }
+        videoSize = (width, height)
+        // A file that started on the provisional size gets the real one in place.
+        if var muxer, let writes = try? muxer.updateVideoSize(width: width, height: height) {
+            self.muxer = muxer
+            submit(writes, releasing: 0)
+        }
     }
 
     private var readyToStart: Bool {
@@ -155,22 +184,26 @@ public final class SenderRecorder: @unchecked Sendable {
         return pending.last.map { $0.arrival.nanoseconds - first.nanoseconds >= SenderRecorder.videoWaitNanoseconds } ?? false
     }
 
-    private func drain(now: MonotonicTime, force: Bool) {
+    /// Writes what is due; false when a video frame was dropped on the way.
+    private func drain(now: MonotonicTime, force: Bool) -> Bool {
         if muxer == nil {
-            guard !pending.isEmpty, force || readyToStart else { return }
+            guard !pending.isEmpty, force || readyToStart else { return true }
             start()
-            guard muxer != nil else { return }
+            guard muxer != nil else { return true }
         }
-        // Release frames in media-time order once the other track had time to catch up.
+        // Release frames in media-time order once the other track had time to catch up. New
+        // frames arrive roughly in order, so an insertion sort of the tail is cheap.
         pending.sort { $0.frame.timestampNanoseconds < $1.frame.timestampNanoseconds }
+        var intact = true
+        let bothTracks = tracks.videoCodec != nil && tracks.audioChannels != nil
         while let first = pending.first {
-            let bothTracks = videoSize != nil && tracks.audioChannels != nil
             let otherTrackAhead = pending.contains { $0.frame.track != first.frame.track }
-            let waitedEnough = now.nanoseconds - first.arrival.nanoseconds >= SenderRecorder.interleaveNanoseconds
+            let waitedEnough = now.nanoseconds - first.arrival.nanoseconds >= interleaveNanoseconds
             guard force || !bothTracks || otherTrackAhead || waitedEnough else { break }
             pending.removeFirst()
-            write(first.frame)
+            if !write(first.frame) { intact = false }
         }
+        return intact
     }
 
     private func start() {
@@ -181,27 +214,50 @@ public final class SenderRecorder: @unchecked Sendable {
         startOffsetMilliseconds = sinceStart / 1_000_000
         fileOriginNanoseconds = recordingStartTime.nanoseconds + startOffsetSeconds * 1_000_000_000
         var video: WebMVideoTrack?
-        if let codec = tracks.videoCodec, let size = videoSize { video = WebMVideoTrack(codec: codec, width: size.width, height: size.height) }
+        if let codec = tracks.videoCodec {
+            let size = videoSize ?? SenderRecorder.provisionalVideoSize
+            video = WebMVideoTrack(codec: codec, width: size.width, height: size.height)
+        }
         let audio = tracks.audioChannels.map { WebMAudioTrack(opusHead: OpusHead(channelCount: UInt8(min(2, max(1, $0))))) }
         do {
             muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: segmentUID))
-            try layout.createDirectory()
-            let writer = try WebMFileWriter(creatingAt: layout.directory + "/" + filename)
-            lock.withLock { self.writer = writer }
         } catch {
             failure = "\(error)"
             muxer = nil
+            return
+        }
+        // mkdir and open are blocking file-system calls: they run on the writer queue, first.
+        let layout = self.layout
+        let path = layout.directory + "/" + filename
+        queue.async { [self] in
+            lock.withLock {
+                do {
+                    try layout.createDirectory()
+                    writer = try WebMFileWriter(creatingAt: path)
+                } catch {
+                    writeError = "\(error)"
+                }
+            }
         }
     }
 
-    private func write(_ frame: WebMFrame) {
-        guard var muxer else { return }
+    /// Muxes one frame; false when it was a video frame that had to be dropped.
+    private func write(_ frame: WebMFrame) -> Bool {
+        guard var muxer else { return true }
+        let isVideo = frame.track == .video
+        if isVideo && videoNeedsKeyframe {
+            guard frame.isKeyframe else {
+                statistics.framesDroppedAwaitingKeyframe += 1
+                return true  // already reported when the first one was dropped
+            }
+            videoNeedsKeyframe = false
+        }
         var adjusted = frame
         adjusted.timestampNanoseconds = max(0, frame.timestampNanoseconds - fileOriginNanoseconds)
         if adjusted.timestampNanoseconds < lastWrittenNanoseconds {
             // Arrived too late to keep the file in order (e.g. a long stall): never write backwards.
             statistics.framesDroppedForOrder += 1
-            return
+            return dropped(isVideo)
         }
         let size = frame.data.count
         let accepted = lock.withLock { () -> Bool in
@@ -211,19 +267,27 @@ public final class SenderRecorder: @unchecked Sendable {
         }
         guard accepted else {
             statistics.framesDroppedForBackpressure += 1
-            return
+            return dropped(isVideo)
         }
         do {
             let writes = try muxer.write(adjusted)
             self.muxer = muxer
             lastWrittenNanoseconds = adjusted.timestampNanoseconds
             lastMediaNanoseconds = adjusted.timestampNanoseconds
-            if frame.track == .video { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
+            if isVideo { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
             submit(writes, releasing: size)
+            return true
         } catch {
             lock.withLock { pendingBytes -= size }
             statistics.framesDroppedForOrder += 1
+            return dropped(isVideo)
         }
+    }
+
+    private func dropped(_ isVideo: Bool) -> Bool {
+        guard isVideo else { return true }
+        videoNeedsKeyframe = true
+        return false
     }
 
     private func submit(_ writes: [WebMWrite], releasing size: Int) {
@@ -238,8 +302,9 @@ public final class SenderRecorder: @unchecked Sendable {
     /// Ends the file: flushes frames, finalizes the WebM (Cues, Duration, sizes), fsyncs,
     /// then writes the sidecar. Blocks until the writer queue is done; call off the event loop
     /// or at shutdown.
-    public func finish(stoppedAtMilliseconds: Int64, now: MonotonicTime, context: SidecarContext) -> FinishedRecording? {
-        drain(now: now, force: true)
+    public func finish(stoppedAtMilliseconds: Int64, now: MonotonicTime, context: SidecarContext,
+                       reception: ReceiveCounters = ReceiveCounters()) -> FinishedRecording? {
+        _ = drain(now: now, force: true)
         guard var muxer else { return nil }
         let durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
         let writes = (try? muxer.finalize(durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0))) ?? []
@@ -262,11 +327,11 @@ public final class SenderRecorder: @unchecked Sendable {
         let stopOffset = max(startOffsetSeconds, (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
         var finished = FinishedRecording(
             connectionID: connectionID, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID),
-            tracks: SenderTracks(videoCodec: videoSize == nil ? nil : tracks.videoCodec, audioChannels: tracks.audioChannels),
+            tracks: SenderTracks(videoCodec: statistics.videoFrames == 0 ? nil : tracks.videoCodec, audioChannels: tracks.audioChannels),
             videoWidth: videoSize?.width, videoHeight: videoSize?.height, startedAtMilliseconds: startedAt,
             stoppedAtMilliseconds: stoppedAtMilliseconds, startOffsetSeconds: startOffsetSeconds,
             startOffsetMilliseconds: startOffsetMilliseconds, stopOffsetSeconds: stopOffset,
-            durationMilliseconds: durationMilliseconds, size: statistics.bytes, statistics: statistics, error: error)
+            durationMilliseconds: durationMilliseconds, size: statistics.bytes, statistics: statistics, reception: reception, error: error)
         if error == nil {
             // Media first, sidecar second (the uploader queues a sidecar only once its media exists).
             do {

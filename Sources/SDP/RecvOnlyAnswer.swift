@@ -13,6 +13,8 @@ public struct ReceiverCapabilities: Sendable {
     /// Header extension URIs the RTP demultiplexer reads.
     public var headerExtensions: Set<String> = [midExtension, ridExtension, repairedRidExtension]
     public var acceptsDataChannels = false
+    /// Answer `a=rtcp-rsize` where offered (RFC 5506): feedback may then go out alone.
+    public var acceptsReducedSizeRTCP = true
     public var maxMessageSize = 262_144
 
     public init() {}
@@ -86,6 +88,8 @@ public struct NegotiatedMedia: Equatable, Sendable {
     public var rids: [String]
     public var sctpPort: Int?
     public var maxMessageSize: Int?
+    /// Both sides agreed to reduced-size RTCP for this section.
+    public var reducedSizeRTCP = false
 }
 
 public struct RecvOnlyAnswer: Sendable {
@@ -188,6 +192,7 @@ public enum RecvOnlyAnswerBuilder {
             }
             media.codecs = codecs
             media.headerExtensions = section.headerExtensions.filter { capabilities.headerExtensions.contains($0.uri) }
+            media.reducedSizeRTCP = capabilities.acceptsReducedSizeRTCP && section.has("rtcp-rsize")
             media.accepted = true
             // Inactive (e.g. its sender left): answered with codecs so the section stays valid, but nothing flows.
             media.receiving = section.direction == .sendonly || section.direction == .sendrecv
@@ -329,6 +334,7 @@ public enum RecvOnlyAnswerBuilder {
         } else {
             attributes.append(SDPAttribute(negotiated.receiving ? "recvonly" : "inactive"))
             attributes.append(SDPAttribute("rtcp-mux"))
+            if negotiated.reducedSizeRTCP { attributes.append(SDPAttribute("rtcp-rsize")) }
             for extensionMap in negotiated.headerExtensions {
                 attributes.append(SDPAttribute("extmap", "\(extensionMap.id) \(extensionMap.uri)"))
             }

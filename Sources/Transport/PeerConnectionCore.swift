@@ -1,5 +1,6 @@
 import DTLS
 import ICE
+import Media
 import RTP
 import SCTP
 import SDP
@@ -43,6 +44,9 @@ public enum TransportEvent: Equatable, Sendable {
     case selectedPair(local: TransportAddress, remote: TransportAddress)
     case localCandidate(ICECandidate)
     case dtlsConnected(SRTPProtectionProfile)
+    /// Whole frames from the media core, with their media time.
+    case frames([ReceivedFrame])
+    /// Decrypted RTP and RTCP, when no media core is attached (transport-level tests).
     case rtp(RTPPacketBox)
     case rtcp([RTCPPacket])
     /// Decrypted DTLS application data, when no data-channel endpoint is attached.
@@ -67,22 +71,26 @@ public struct TransportOutput: Equatable, Sendable {
 }
 
 /// One recvonly WebRTC transport (BUNDLE, rtcp-mux) as a sans-IO core: ICE, then DTLS
-/// (client) on the selected pair, then SRTP. A socket driver feeds it datagrams and
+/// (client) on the selected pair, then SRTP, with the media receive core (frames, NACK,
+/// reports) and the data channels composed under it. A socket driver feeds it datagrams and
 /// timeouts and sends what it returns.
 public final class PeerConnectionCore {
     public let ice: ICEAgent
     public private(set) var dtls: DTLSClient
     /// Present when the answer accepted the data-channel section.
     public let dataChannels: DataChannelEndpoint?
+    /// Present when the answer accepted audio or video sections.
+    public let media: MediaReceiver?
     public private(set) var srtp: SRTPSession?
     public private(set) var counters = TransportCounters()
     public private(set) var failure: TransportFailure?
     private var dtlsStarted = false
 
-    public init(ice: ICEAgent, dtls: DTLSClient, dataChannels: DataChannelEndpoint? = nil) {
+    public init(ice: ICEAgent, dtls: DTLSClient, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil) {
         self.ice = ice
         self.dtls = dtls
         self.dataChannels = dataChannels
+        self.media = media
     }
 
     public func start(now: MonotonicTime) -> TransportOutput {
@@ -123,7 +131,7 @@ public final class PeerConnectionCore {
                 counters.droppedUnvalidatedSource += 1
                 return output
             }
-            receiveSRTP(datagram, &output)
+            receiveSRTP(datagram, now: now, &output)
         default:
             counters.droppedUnknownProtocol += 1
         }
@@ -132,7 +140,7 @@ public final class PeerConnectionCore {
 
     public var nextTimeout: MonotonicTime? {
         guard failure == nil else { return nil }
-        return [ice.nextTimeout, dtls.nextTimeout, dataChannels?.nextTimeout].compactMap { $0 }.min()
+        return [ice.nextTimeout, dtls.nextTimeout, dataChannels?.nextTimeout, media?.nextTimeout].compactMap { $0 }.min()
     }
 
     public func handleTimeout(now: MonotonicTime) -> TransportOutput {
@@ -143,19 +151,23 @@ public final class PeerConnectionCore {
         if failure == nil, let dataChannels, let deadline = dataChannels.nextTimeout, now >= deadline {
             absorb(dataChannels.handleTimeout(now: now), now: now, &output)
         }
+        if failure == nil, let media, let deadline = media.nextTimeout, now >= deadline {
+            absorb(media.handleTimeout(now: now), &output)
+        }
         return output
     }
 
-    /// Protects and sends RTCP (receiver reports, NACK, PLI) on the selected pair.
-    public func sendRTCP(_ packets: [RTCPPacket]) -> TransportOutput {
+    /// Applies a re-negotiation to the media core (sections that went away end their streams).
+    public func updateMedia(_ negotiated: [NegotiatedMedia]) -> TransportOutput {
         var output = TransportOutput()
-        guard let srtp, let pair = ice.selected, !packets.isEmpty else { return output }
-        do {
-            let protected = try srtp.protectRTCP(packets.flatMap(\.serialized))
-            output.datagrams.append(.init(bytes: protected, from: pair.local, to: pair.remote))
-        } catch {
-            // Counted by the SRTP session; nothing to send.
-        }
+        if let media { absorb(media.update(tracks: ReceiveTrack.tracks(from: negotiated)), &output) }
+        return output
+    }
+
+    /// The recorder dropped a frame of `ssrc`: its stream waits for (and asks for) a keyframe.
+    public func frameLostDownstream(ssrc: UInt32, now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        if let media { absorb(media.frameLostDownstream(ssrc: ssrc, now: now), &output) }
         return output
     }
 
@@ -190,7 +202,7 @@ public final class PeerConnectionCore {
 
     // MARK: - Internals
 
-    private func receiveSRTP(_ datagram: [UInt8], _ output: inout TransportOutput) {
+    private func receiveSRTP(_ datagram: [UInt8], now: MonotonicTime, _ output: inout TransportOutput) {
         guard let srtp else {
             counters.droppedBeforeKeys += 1
             return
@@ -203,7 +215,11 @@ public final class PeerConnectionCore {
                 return
             }
             counters.rtcpPackets += 1
-            output.events.append(.rtcp(packets))
+            if let media {
+                absorb(media.handle(rtcp: packets, arrival: now), &output)
+            } else {
+                output.events.append(.rtcp(packets))
+            }
         } else {
             guard (try? srtp.unprotectRTP(&bytes)) != nil else { return }
             guard let packet = try? RTPPacket(parsing: bytes) else {
@@ -211,7 +227,22 @@ public final class PeerConnectionCore {
                 return
             }
             counters.rtpPackets += 1
-            output.events.append(.rtp(RTPPacketBox(packet: packet)))
+            if let media {
+                absorb(media.handle(rtp: packet, arrival: now), &output)
+            } else {
+                output.events.append(.rtp(RTPPacketBox(packet: packet)))
+            }
+        }
+    }
+
+    /// Frames go up as one event; RTCP goes out protected on the selected pair.
+    private func absorb(_ mediaOutput: MediaOutput, _ output: inout TransportOutput) {
+        if !mediaOutput.frames.isEmpty { output.events.append(.frames(mediaOutput.frames)) }
+        guard !mediaOutput.rtcp.isEmpty, let srtp, let pair = ice.selected else { return }
+        for datagram in mediaOutput.rtcp {
+            // A protect failure is counted by the SRTP session; there is nothing to send then.
+            guard let protected = try? srtp.protectRTCP(datagram) else { continue }
+            output.datagrams.append(.init(bytes: protected, from: pair.local, to: pair.remote))
         }
     }
 

@@ -1,5 +1,6 @@
 import DTLS
 import ICE
+import Media
 import SCTP
 import SDP
 import STUN
@@ -31,7 +32,7 @@ public struct RecvOnlyNegotiation {
     static let iceCharacters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
 
     public init(offer: SessionDescription, hosts: [TransportAddress], certificate: DTLSCertificate,
-                capabilities: ReceiverCapabilities = ReceiverCapabilities(), trickle: Bool = false,
+                capabilities: ReceiverCapabilities = ReceiverCapabilities(), recovery: RecoveryPolicy = RecoveryPolicy(), trickle: Bool = false,
                 random: @escaping () -> UInt64) throws(NegotiationError) {
         func randomString(_ count: Int) -> String {
             String((0..<count).map { _ in RecvOnlyNegotiation.iceCharacters[Int(random() % UInt64(RecvOnlyNegotiation.iceCharacters.count))] })
@@ -71,7 +72,16 @@ public struct RecvOnlyNegotiation {
                                                                              maximumMessageSize: capabilities.maxMessageSize,
                                                                              peerMaximumMessageSize: application.maxMessageSize ?? 65_536, random: random))
         }
-        self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels)
+        var media: MediaReceiver?
+        let tracks = ReceiveTrack.tracks(from: answer.media)
+        if answer.media.contains(where: { $0.accepted && ($0.kind == .audio || $0.kind == .video) }) {
+            let configuration = MediaReceiverConfiguration(
+                localSSRC: UInt32(truncatingIfNeeded: random() | 1), cname: randomString(16), recovery: recovery,
+                reducedSizeRTCP: answer.media.contains { $0.accepted && $0.reducedSizeRTCP })
+            media = MediaReceiver(configuration: configuration, random: random)
+            _ = media?.update(tracks: tracks)
+        }
+        self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels, media: media)
         var reusable = local
         reusable.candidates = []
         reusable.endOfCandidates = false

@@ -96,7 +96,7 @@ public struct WebMMuxerStatistics: Sendable, Equatable {
 /// known size, so a crash loses at most the cluster being buffered. `finalize` appends Cues
 /// and patches Duration, the Segment size and the SeekHead in place.
 public struct WebMMuxer: Sendable {
-    public let configuration: WebMMuxerConfiguration
+    public private(set) var configuration: WebMMuxerConfiguration
     public private(set) var statistics = WebMMuxerStatistics()
     public private(set) var isFinalized = false
 
@@ -116,6 +116,8 @@ public struct WebMMuxer: Sendable {
         var durationValueOffset: UInt64 = 0
         var infoPosition: UInt64 = 0
         var tracksPosition: UInt64 = 0
+        /// Absolute offset of PixelWidth's 2-byte value (PixelHeight's follows 4 bytes later).
+        var pixelWidthValueOffset: UInt64?
     }
 
     private struct CuePoint: Sendable {
@@ -182,6 +184,30 @@ public struct WebMMuxer: Sendable {
         return writes
     }
 
+    /// Sets the video track's PixelWidth/PixelHeight: before the header is written it is just
+    /// the configuration; afterwards the two values are overwritten in place. This lets a file
+    /// whose video starts late begin with a provisional size and carry the first keyframe's.
+    public mutating func updateVideoSize(width: Int, height: Int) throws(WebMMuxerError) -> [WebMWrite] {
+        guard var video = configuration.video else { throw .trackNotConfigured(.video) }
+        guard (1...16_384).contains(width), (1...16_384).contains(height) else { throw .invalidVideoSize(width: width, height: height) }
+        video.width = width
+        video.height = height
+        configuration.video = video
+        guard headerWritten, let offset = layout.pixelWidthValueOffset else { return [] }
+        var bytes = EBMLWriter(capacity: 8)
+        bytes.writeUInt(WebMElementID.pixelWidth, UInt64(width), width: 2)
+        bytes.writeUInt(WebMElementID.pixelHeight, UInt64(height), width: 2)
+        return [.overwrite(offset: offset - 2, bytes: bytes.bytes)]
+    }
+
+    /// Where PixelWidth (ID B0, size 82, 2-byte value) and PixelHeight (BA 82 …) stand in Tracks.
+    static func pixelSizeIndex(in tracks: [UInt8], width: Int, height: Int) -> Int? {
+        let pattern: [UInt8] = [0xB0, 0x82, UInt8(width >> 8), UInt8(width & 0xFF), 0xBA, 0x82, UInt8(height >> 8), UInt8(height & 0xFF)]
+        guard tracks.count >= pattern.count else { return nil }
+        for index in 0...(tracks.count - pattern.count) where tracks[index..<(index + pattern.count)].elementsEqual(pattern) { return index }
+        return nil
+    }
+
     /// Emits the buffered cluster now (e.g. on a periodic flush timer).
     public mutating func flush() -> [WebMWrite] {
         guard !isFinalized, clusterTimestamp != nil else { return [] }
@@ -244,7 +270,11 @@ public struct WebMMuxer: Sendable {
 
         out.append(makeSeekArea(cuesPosition: nil))
         out.append(info)
-        out.append(makeTracks())
+        let tracks = makeTracks()
+        if let video = configuration.video, let index = Self.pixelSizeIndex(in: tracks, width: video.width, height: video.height) {
+            layout.pixelWidthValueOffset = layout.segmentDataOffset + layout.tracksPosition + UInt64(index + 2)
+        }
+        out.append(tracks)
         headerWritten = true
         statistics.bytes = UInt64(out.count)
         return out.bytes
@@ -282,9 +312,10 @@ public struct WebMMuxer: Sendable {
                     if let codecPrivate = video.codecPrivate, !codecPrivate.isEmpty {
                         entry.writeBinary(WebMElementID.codecPrivate, codecPrivate)
                     }
+                    // Fixed 2-byte values, so `updateVideoSize` can patch them in place.
                     entry.writeMaster(WebMElementID.video) { v in
-                        v.writeUInt(WebMElementID.pixelWidth, UInt64(video.width))
-                        v.writeUInt(WebMElementID.pixelHeight, UInt64(video.height))
+                        v.writeUInt(WebMElementID.pixelWidth, UInt64(video.width), width: 2)
+                        v.writeUInt(WebMElementID.pixelHeight, UInt64(video.height), width: 2)
                     }
                 }
             }

@@ -28,21 +28,27 @@ func vp8Frames(count: Int, keyframeInterval: Int = 10) throws -> [EncodedVideoFr
     return frames
 }
 
+/// Runs packets through a one-track receiver, in the order given, all at one instant unless timed.
+func assemble(_ packets: [RTPPacket], track: ReceiveTrack = Fixtures.videoTrack(), at times: [MonotonicTime]? = nil) -> (frames: [EncodedFrame], harness: Harness) {
+    let harness = Harness(Fixtures.receiver([track]))
+    for (index, packet) in packets.enumerated() { harness.receive(packet, at: times?[index]) }
+    return (harness.frames.map(\.frame), harness)
+}
+
 @Suite struct VP8AssemblyTests {
     @Test func framesRoundTripThroughPacketsAcrossSequenceWrap() throws {
         let frames = try vp8Frames(count: 30)
         var sequence: UInt16 = 65_500
-        let assembler = FrameAssembler(depacketizer: VP8Depacketizer(), isVideo: true)
-        var out: [EncodedFrame] = []
+        var packets: [RTPPacket] = []
         for (index, frame) in frames.enumerated() {
-            for packet in packetizeVP8(frame.data, pictureID: UInt16(index), sequence: &sequence, timestamp: UInt32(index * 3000), maximumPayload: 300) {
-                out += assembler.push(packet, arrival: .milliseconds(Int64(index * 33))).frames
-            }
+            packets += packetizeVP8(frame.data, pictureID: UInt16(index), sequence: &sequence, timestamp: UInt32(index * 3000), maximumPayload: 300)
         }
+        let (out, harness) = assemble(packets)
         #expect(out.map(\.data) == frames.map(\.data))
         #expect(out.map(\.isKeyframe) == frames.map(\.isKeyframe))
         #expect(out.first?.width == 96 && out.first?.height == 64)
-        #expect(assembler.counters.lost == 0 && assembler.counters.framesDropped == 0)
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.lost == 0 && counters.framesDropped.total == 0)
     }
 
     @Test func reorderedPacketsStillAssemble() throws {
@@ -55,11 +61,10 @@ func vp8Frames(count: Int, keyframeInterval: Int = 10) throws -> [EncodedVideoFr
         // Swap neighbours throughout (after the first packet, which anchors the stream), and deliver one twice.
         for index in stride(from: 1, to: packets.count - 1, by: 2) { packets.swapAt(index, index + 1) }
         packets.insert(packets[5], at: 9)
-        let assembler = FrameAssembler(depacketizer: VP8Depacketizer(), isVideo: true)
-        var out: [EncodedFrame] = []
-        for packet in packets { out += assembler.push(packet, arrival: .milliseconds(1)).frames }
+        let (out, harness) = assemble(packets)
         #expect(out.map(\.data) == frames.map(\.data))
-        #expect(assembler.counters.duplicates == 1 && assembler.counters.lost == 0)
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.duplicates == 1 && counters.lost == 0 && counters.reordered > 0)
     }
 
     @Test func aMissingPacketDropsFramesUntilTheNextKeyframe() throws {
@@ -67,47 +72,39 @@ func vp8Frames(count: Int, keyframeInterval: Int = 10) throws -> [EncodedVideoFr
         let keyIndices = frames.indices.filter { frames[$0].isKeyframe }
         #expect(keyIndices.count >= 2 && keyIndices[0] == 0)
         var sequence: UInt16 = 0
-        let assembler = FrameAssembler(depacketizer: VP8Depacketizer(), isVideo: true, maximumReorderDelayMilliseconds: 50)
-        var out: [EncodedFrame] = []
-        var asked = false
+        var packets: [RTPPacket] = []
+        var times: [MonotonicTime] = []
         for (index, frame) in frames.enumerated() {
             // Small packets, so every frame spans several and the loss is inside frame 3.
-            var packets = packetizeVP8(frame.data, pictureID: UInt16(index), sequence: &sequence, timestamp: UInt32(index * 3000), maximumPayload: 20)
+            var framePackets = packetizeVP8(frame.data, pictureID: UInt16(index), sequence: &sequence, timestamp: UInt32(index * 3000), maximumPayload: 20)
             if index == 3 {
-                #expect(packets.count >= 3)
-                packets.remove(at: packets.count / 2)  // lost on the way
+                #expect(framePackets.count >= 3)
+                framePackets.remove(at: framePackets.count / 2)  // lost on the way, and never retransmitted
             }
-            let now = MonotonicTime.milliseconds(Int64(index) * 100)
-            let flushed = assembler.flush(now: now)
-            out += flushed.frames
-            asked = asked || flushed.requestKeyframe
-            for packet in packets {
-                let result = assembler.push(packet, arrival: now)
-                out += result.frames
-                asked = asked || result.requestKeyframe
-            }
+            packets += framePackets
+            times += Array(repeating: .milliseconds(1_000 + Int64(index) * 100), count: framePackets.count)
         }
+        let (out, harness) = assemble(packets, track: Fixtures.videoTrack(feedback: FeedbackSupport(pictureLossIndication: true)), at: times)
         let secondKey = keyIndices[1]
         // Frames 0-2 and everything from the next keyframe on; nothing that depends on the lost packet.
         #expect(out.map(\.data) == frames[0..<3].map(\.data) + frames[secondKey...].map(\.data))
-        #expect(asked && assembler.counters.lost == 1)
-        #expect(assembler.counters.framesDropped == secondKey - 3, "\(assembler.counters) second keyframe \(secondKey)")
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(harness.pictureLossIndications >= 1 && counters.lost == 1)
+        #expect(counters.framesDropped.total == secondKey - 3, "\(counters) second keyframe \(secondKey)")
     }
 
     @Test func videoStartsAtTheFirstKeyframe() throws {
         let frames = try vp8Frames(count: 15, keyframeInterval: 10)
         var sequence: UInt16 = 0
-        let assembler = FrameAssembler(depacketizer: VP8Depacketizer(), isVideo: true)
-        var out: [EncodedFrame] = []
+        var packets: [RTPPacket] = []
         for (index, frame) in frames.enumerated() where index >= 2 {  // joined late
-            for packet in packetizeVP8(frame.data, pictureID: UInt16(index), sequence: &sequence, timestamp: UInt32(index * 3000)) {
-                out += assembler.push(packet, arrival: .milliseconds(1)).frames
-            }
+            packets += packetizeVP8(frame.data, pictureID: UInt16(index), sequence: &sequence, timestamp: UInt32(index * 3000))
         }
+        let (out, harness) = assemble(packets)
         let firstKeyframe = try #require(frames.indices.first { $0 >= 2 && frames[$0].isKeyframe })
         #expect(out.first?.isKeyframe == true)
         #expect(out.map(\.data) == frames[firstKeyframe...].map(\.data))
-        #expect(assembler.counters.framesDropped == firstKeyframe - 2)
+        #expect(harness.receiver.counters(sender: Fixtures.sender).framesDropped.waitingForKeyframe == firstKeyframe - 2)
     }
 }
 
@@ -146,8 +143,7 @@ func vp8Frames(count: Int, keyframeInterval: Int = 10) throws -> [EncodedVideoFr
         #expect(accessUnits.count == 15)
 
         var sequence: UInt16 = 1_000
-        let assembler = FrameAssembler(depacketizer: H264Depacketizer(), isVideo: true)
-        var out: [EncodedFrame] = []
+        var packets: [RTPPacket] = []
         for (index, accessUnit) in accessUnits.enumerated() {
             var payloads: [[UInt8]] = []
             let small = accessUnit.filter { $0.count < 200 }
@@ -170,9 +166,12 @@ func vp8Frames(count: Int, keyframeInterval: Int = 10) throws -> [EncodedVideoFr
                 var builder = RTPPacketBuilder(payloadType: 102, sequenceNumber: sequence, timestamp: UInt32(index * 6000), ssrc: 9)
                 builder.marker = i == payloads.count - 1
                 sequence &+= 1
-                out += assembler.push(try RTPPacket(parsing: builder.build(payload: payload)), arrival: .milliseconds(1)).frames
+                packets.append(try RTPPacket(parsing: builder.build(payload: payload)))
             }
         }
+        let track = ReceiveTrack(mid: "0", kind: .video, sender: Fixtures.sender,
+                                 codecs: [ReceiveCodec(payloadType: 102, name: "H264", clockRate: 90_000)], ssrcs: [9])
+        let out = assemble(packets, track: track).frames
         #expect(out.count == 15)
         for (frame, accessUnit) in zip(out, accessUnits) {
             #expect(frame.data.prefix(4) == [0, 0, 0, 1])

@@ -76,7 +76,38 @@ import WireCoding
         #expect(ArchiveLayout.isSafeConnectionID("8C2R4W6Y0TQ1H3J5K7M9N0PBSD"))
     }
 
-    @Test func audioOnlyFileStartsWhenVideoNeverComes() throws {
+    /// The offer gave the sender video, but its first keyframe comes 6 s after its audio: the
+    /// file still holds both, starting on a provisional size that the keyframe's replaces.
+    @Test func videoThatStartsLateLandsInTheSameFileAsItsAudio() throws {
+        let layout = try layout()
+        let recorder = try SenderRecorder(connectionID: "S3", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+        let audio = try OpusEncoder(channels: 1)
+        let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
+        var videoFrames = 0
+        for index in 0..<500 {  // 10 s of audio; video from 6 s on
+            let t = MonotonicTime.milliseconds(Int64(index) * 20)
+            recorder.add(EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true),
+                         video: false, mediaTime: t, arrival: t)
+            if index >= 300 && index % 2 == 0 {
+                for frame in try video.encode(.testPattern(width: 128, height: 96, frame: index), pts: Int64(index)) {
+                    recorder.add(EncodedFrame(data: frame.data, rtpTimestamp: 0, isKeyframe: frame.isKeyframe, width: frame.isKeyframe ? 128 : nil,
+                                              height: frame.isKeyframe ? 96 : nil), video: true, mediaTime: t, arrival: t)
+                    videoFrames += 1
+                }
+            }
+        }
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 10_000, now: .milliseconds(10_000),
+                                                    context: SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")))
+        #expect(finished.tracks.videoCodec == .vp8 && finished.statistics.audioFrames == 500)
+        #expect(finished.statistics.videoFrames == videoFrames && finished.statistics.videoSizes == ["128x96"])
+        let parsed = WebMReader.parse(path: layout.directory + "/archive-S3.webm")
+        #expect(parsed.isComplete && parsed.tracks.map(\.number) == [1, 2])
+        #expect(parsed.tracks.first { $0.number == 1 }.map { ($0.pixelWidth, $0.pixelHeight) } ?? (0, 0) == (128, 96))
+        #expect(parsed.frames.filter { $0.track == 1 }.count == videoFrames && parsed.frames.filter { $0.track == 2 }.count == 500)
+    }
+
+    @Test func videoThatNeverComesLeavesAnEmptyVideoTrackAndAllTheAudio() throws {
         let layout = try layout()
         let recorder = try SenderRecorder(connectionID: "S2", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
                                           recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
@@ -88,8 +119,11 @@ import WireCoding
         }
         let finished = try #require(recorder.finish(stoppedAtMilliseconds: 8_000, now: .milliseconds(8_000),
                                                     context: SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")))
+        // The sidecar says there is no video (hisui then ignores the empty track).
         #expect(finished.tracks.videoCodec == nil && finished.statistics.audioFrames == 400)
         let parsed = WebMReader.parse(path: layout.directory + "/archive-S2.webm")
-        #expect(parsed.isComplete && parsed.tracks.map(\.number) == [2] && parsed.frames.count == 400)
+        #expect(parsed.isComplete && parsed.tracks.map(\.number) == [1, 2] && parsed.frames.count == 400)
+        let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: layout.directory + "/archive-S2.json"))) as? [String: Any])
+        #expect(sidecar["video"] as? Bool == false && sidecar["audio"] as? Bool == true)
     }
 }

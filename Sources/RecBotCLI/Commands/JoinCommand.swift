@@ -86,6 +86,9 @@ struct JoinCommand: AsyncParsableCommand {
     var allowAddresses: [String] = []
     @Option(name: .customLong("deny-address"), help: ArgumentHelp("Never gather ICE candidates on these prefixes (repeatable).", valueName: "cidr"))
     var denyAddresses: [String] = []
+    @Option(name: .customLong("max-recovery-delay"), help: ArgumentHelp(
+        "How long a lost packet is asked for again (NACK) before it counts as lost (default 1s; 200ms…10s).", valueName: "duration"))
+    var maxRecoveryDelay: DurationArgument?
     @Option(help: ArgumentHelp("Config file of RECBOT_NAME=value lines.", valueName: "file")) var config: String?
 
     func run() async throws {
@@ -174,6 +177,10 @@ struct JoinCommand: AsyncParsableCommand {
             options.connectTimeoutSeconds = Double(timeout.milliseconds) / 1000
         }
         options.insecure = insecure || settings["RECBOT_INSECURE"] == "1" || settings["RECBOT_INSECURE"] == "true"
+        if let delay = maxRecoveryDelay ?? settings["RECBOT_MAX_RECOVERY_DELAY"].flatMap({ DurationArgument(argument: $0) }) {
+            guard (200...10_000).contains(delay.milliseconds) else { throw ValidationError("--max-recovery-delay must be between 200ms and 10s") }
+            options.recovery.maximumRecoveryDelayNanoseconds = delay.milliseconds * 1_000_000
+        }
         func prefixes(_ flags: [String], _ key: String) throws -> [IPPrefix] {
             let texts = !flags.isEmpty ? flags : (settings[key] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
             return try texts.map { text in

@@ -1,0 +1,403 @@
+import RTP
+import WireCoding
+
+public struct MediaReceiverConfiguration: Sendable {
+    /// Our SSRC in RTCP (a recvonly endpoint sends no RTP, only reports and feedback).
+    public var localSSRC: UInt32
+    public var cname: String
+    public var recovery: RecoveryPolicy
+    /// RFC 3550 report interval (randomised to 0.5–1.5 times this).
+    public var reportIntervalNanoseconds: Int64
+    /// `a=rtcp-rsize` was negotiated (RFC 5506): feedback may go out without a report.
+    public var reducedSizeRTCP: Bool
+    /// A stream silent this long is forgotten (no more reports or keyframe requests for it).
+    public var streamTimeoutNanoseconds: Int64
+    public var maximumStreams: Int
+    /// Largest RTCP datagram we build (before SRTCP's trailer).
+    public var maximumRTCPBytes: Int
+
+    public init(localSSRC: UInt32, cname: String, recovery: RecoveryPolicy = RecoveryPolicy(), reportIntervalNanoseconds: Int64 = 1_000_000_000,
+                reducedSizeRTCP: Bool = false, streamTimeoutNanoseconds: Int64 = 5_000_000_000, maximumStreams: Int = 512,
+                maximumRTCPBytes: Int = 1_200) {
+        self.localSSRC = localSSRC
+        self.cname = cname
+        self.recovery = recovery
+        self.reportIntervalNanoseconds = reportIntervalNanoseconds
+        self.reducedSizeRTCP = reducedSizeRTCP
+        self.streamTimeoutNanoseconds = streamTimeoutNanoseconds
+        self.maximumStreams = maximumStreams
+        self.maximumRTCPBytes = maximumRTCPBytes
+    }
+}
+
+/// A whole frame for the recorder, with its time on the local monotonic clock.
+public struct ReceivedFrame: Sendable, Equatable {
+    public var ssrc: UInt32
+    public var sender: String
+    public var kind: MediaKind
+    /// Codec name of the payload type the frame came in (VP8, H264, OPUS…).
+    public var codec: String
+    public var frame: EncodedFrame
+    /// When it was captured, on the local clock: the sender's NTP clock (from SRs) mapped to
+    /// ours once known, arrival before that.
+    public var mediaTime: MonotonicTime
+    /// When it became complete here.
+    public var completedAt: MonotonicTime
+}
+
+public struct MediaOutput: Sendable {
+    public var frames: [ReceivedFrame] = []
+    /// Serialised RTCP datagrams (compound, or reduced-size feedback), to protect and send.
+    public var rtcp: [[UInt8]] = []
+
+    public init() {}
+}
+
+public struct MediaReceiverCounters: Sendable, Equatable {
+    public var rtpPackets = 0
+    public var rtcpPackets = 0
+    public var unknownStream = 0
+    public var unknownPayloadType = 0
+    public var unknownRetransmission = 0
+    public var tooManyStreams = 0
+    public var unsupportedCodec = 0
+    /// RTX packets with no payload (bandwidth probes): ignored.
+    public var paddingOnlyRetransmissions = 0
+    public var streamsExpired = 0
+    public var goodbyes = 0
+    public var rtcpDatagramsSent = 0
+    public var sync = SyncCounters()
+
+    public init() {}
+
+    public var unrouted: Int { unknownStream + unknownPayloadType + unknownRetransmission + tooManyStreams }
+}
+
+/// The media receive path as a sans-IO core: decrypted RTP and RTCP in, with their arrival time;
+/// whole frames with their media time out, plus the RTCP to send (receiver reports, NACK,
+/// PLI/FIR). Timers are deadlines (`nextTimeout` / `handleTimeout`), never threads.
+public final class MediaReceiver {
+    public let configuration: MediaReceiverConfiguration
+    public private(set) var counters = MediaReceiverCounters()
+    public private(set) var tracks: [ReceiveTrack] = []
+
+    private var router = StreamRouter()
+    private var streams: [UInt32: ReceiveStream] = [:]
+    private var clocks: [String: SenderClock] = [:]
+    /// Counters of streams that ended (expired, BYE, section gone), by sender.
+    private var retired: [String: ReceiveCounters] = [:]
+    /// Packets taken in on streams that ended, by SSRC (bounded, for diagnostics and tests).
+    private var retiredPackets: [UInt32: Int] = [:]
+    private var smoothedRoundTrip: Int64?
+    private var nextReport: MonotonicTime?
+    private var deadline: MonotonicTime?
+    private let random: () -> UInt64
+
+    public init(configuration: MediaReceiverConfiguration, random: @escaping () -> UInt64) {
+        self.configuration = configuration
+        self.random = random
+    }
+
+    // MARK: - Negotiation
+
+    /// Applies a (re-)negotiation: streams of sections that went away end here.
+    public func update(tracks: [ReceiveTrack]) -> MediaOutput {
+        let output = MediaOutput()
+        self.tracks = tracks
+        router.update(tracks)
+        let mids = Set(tracks.map(\.mid))
+        for (ssrc, stream) in streams where !mids.contains(stream.mid) { end(ssrc) }
+        return output
+    }
+
+    /// The senders the negotiation names, with what their recordings hold.
+    public var senders: [String: SenderLayout] {
+        var result: [String: SenderLayout] = [:]
+        for sender in Set(tracks.map(\.senderKey)) { result[sender] = SenderLayout.of(sender, in: tracks) }
+        return result
+    }
+
+    // MARK: - Input
+
+    public func handle(rtp packet: RTPPacket, arrival: MonotonicTime) -> MediaOutput {
+        var output = MediaOutput()
+        counters.rtpPackets += 1
+        if nextReport == nil { scheduleReport(after: arrival) }
+        switch router.route(packet) {
+        case .media(let track, let codec):
+            guard let stream = stream(for: packet.ssrc, track: track, codec: codec, now: arrival, &output) else { return output }
+            receive(packet, on: stream, isRetransmission: false, arrival: arrival, &output)
+        case .retransmission(let primary, _, let codec):
+            guard let stream = streams[primary] else {
+                counters.unknownRetransmission += 1
+                return output
+            }
+            guard let restored = RetransmissionPacket.restore(packet, payloadType: codec.payloadType, ssrc: primary) else {
+                counters.paddingOnlyRetransmissions += 1
+                return output
+            }
+            receive(restored, on: stream, isRetransmission: true, arrival: arrival, &output)
+        case .unrouted(let reason):
+            switch reason {
+            case .unknownStream: counters.unknownStream += 1
+            case .unknownPayloadType: counters.unknownPayloadType += 1
+            case .unknownRetransmission: counters.unknownRetransmission += 1
+            case .tooManyStreams: counters.tooManyStreams += 1
+            }
+        }
+        return output
+    }
+
+    public func handle(rtcp packets: [RTCPPacket], arrival: MonotonicTime) -> MediaOutput {
+        let output = MediaOutput()
+        counters.rtcpPackets += 1
+        for packet in packets {
+            switch packet {
+            case .senderReport(let ssrc, let ntp, let rtp, _, _, _):
+                counters.sync.senderReports += 1
+                guard let stream = streams[ssrc] else { continue }
+                if clocks[stream.sender, default: SenderClock()].senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival) {
+                    stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
+                } else {
+                    counters.sync.implausibleSenderReports += 1
+                }
+            case .goodbye(let ssrcs):
+                counters.goodbyes += 1
+                for ssrc in ssrcs { end(ssrc) }
+            default:
+                break  // reports about our (non-existent) RTP, feedback for senders: nothing to do
+            }
+        }
+        return output
+    }
+
+    /// A frame of `ssrc` was dropped downstream (the recorder's order or backpressure): the
+    /// stream waits for a keyframe and asks for one.
+    public func frameLostDownstream(ssrc: UInt32, now: MonotonicTime) -> MediaOutput {
+        var output = MediaOutput()
+        guard let stream = streams[ssrc] else { return output }
+        let assembled = stream.frameLostDownstream()
+        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now) {
+            output.rtcp += compounds(feedback: [request], reports: [])
+        }
+        return output
+    }
+
+    // MARK: - Timers
+
+    public var nextTimeout: MonotonicTime? {
+        [deadline, nextReport].compactMap { $0 }.min()
+    }
+
+    public func handleTimeout(now: MonotonicTime) -> MediaOutput {
+        var output = MediaOutput()
+        var feedback: [RTCPPacket] = []
+        let retry = retryInterval
+        deadline = nil
+        for (ssrc, stream) in streams {
+            if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
+                counters.streamsExpired += 1
+                end(ssrc)
+                continue
+            }
+            let result = stream.handleTimeout(now: now, retryInterval: retry)
+            collect(result.assembled, from: stream, now: now, &output, feedback: &feedback)
+            let lost = stream.dueNacks(now: now, retryInterval: retry)
+            if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
+            consider(stream.nextDeadline(retryInterval: retry))
+        }
+        var reports: [RTCPReportBlock] = []
+        if let due = nextReport, now >= due {
+            reports = streams.keys.sorted().compactMap { streams[$0]?.reportBlock(now: now) }
+            scheduleReport(after: now)
+        }
+        if !feedback.isEmpty || !reports.isEmpty { output.rtcp += compounds(feedback: feedback, reports: reports) }
+        return output
+    }
+
+    // MARK: - Counters
+
+    /// Everything received for `sender`, including streams that already ended.
+    public func counters(sender: String) -> ReceiveCounters {
+        streams.values.filter { $0.sender == sender }.reduce(retired[sender] ?? ReceiveCounters()) { $0 + $1.currentCounters }
+    }
+
+    public var activeStreamCount: Int { streams.count }
+
+    /// Distinct media packets taken in per active SSRC (recovered ones included).
+    public var packetsBySSRC: [UInt32: Int] {
+        retiredPackets.merging(streams.mapValues { $0.counters.packets }) { $0 + $1 }
+    }
+
+    // MARK: - Internals
+
+    private func stream(for ssrc: UInt32, track: ReceiveTrack, codec: ReceiveCodec, now: MonotonicTime,
+                        _ output: inout MediaOutput) -> ReceiveStream? {
+        if let existing = streams[ssrc] {
+            if existing.codec.payloadType != codec.payloadType, !switchCodec(existing, to: codec, now: now, &output) { return nil }
+            return existing
+        }
+        guard streams.count < configuration.maximumStreams else {
+            counters.tooManyStreams += 1
+            return nil
+        }
+        guard let depacketizer = Depacketizers.depacketizer(for: codec.name) else {
+            counters.unsupportedCodec += 1
+            return nil
+        }
+        let stream = ReceiveStream(ssrc: ssrc, track: track, codec: codec, depacketizer: depacketizer, policy: configuration.recovery, now: now)
+        streams[ssrc] = stream
+        clocks[stream.sender, default: SenderClock()].addStream(ssrc: ssrc, clockRate: codec.clockRate)
+        return stream
+    }
+
+    /// A payload-type change on an SSRC: the same codec under another number goes on as it
+    /// is; another codec restarts frame assembly (video waits for a keyframe).
+    private func switchCodec(_ stream: ReceiveStream, to codec: ReceiveCodec, now: MonotonicTime, _ output: inout MediaOutput) -> Bool {
+        guard codec.name != stream.codec.name else {
+            stream.renumber(codec)
+            return true
+        }
+        guard let depacketizer = Depacketizers.depacketizer(for: codec.name) else {
+            counters.unsupportedCodec += 1
+            return false
+        }
+        var feedback: [RTCPPacket] = []
+        collect(stream.switchCodec(to: codec, depacketizer: depacketizer), from: stream, now: now, &output, feedback: &feedback)
+        if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: []) }
+        return true
+    }
+
+    private func receive(_ packet: RTPPacket, on stream: ReceiveStream, isRetransmission: Bool, arrival: MonotonicTime, _ output: inout MediaOutput) {
+        let result = stream.receive(packet, isRetransmission: isRetransmission, arrival: arrival)
+        if let sample = result.roundTripSample { updateRoundTrip(sample) }
+        var feedback: [RTCPPacket] = []
+        collect(result.assembled, from: stream, now: arrival, &output, feedback: &feedback)
+        if result.newlyMissing {
+            // NACK a gap as soon as it is seen (RFC 4585 early feedback).
+            let lost = stream.dueNacks(now: arrival, retryInterval: retryInterval)
+            if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
+        }
+        if !stream.register.isEmpty { consider(stream.nextDeadline(retryInterval: retryInterval)) }
+        if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: []) }
+    }
+
+    /// Frames get their media time; a keyframe need becomes a (rate-limited) request.
+    private func collect(_ assembled: AssemblerOutput, from stream: ReceiveStream, now: MonotonicTime, _ output: inout MediaOutput,
+                         feedback: inout [RTCPPacket]) {
+        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now) {
+            feedback.append(request)
+        }
+        guard !assembled.frames.isEmpty else { return }
+        var clock = clocks[stream.sender] ?? SenderClock()
+        let wasInconsistent = clock.inconsistent
+        for frame in assembled.frames {
+            let mediaTime = clock.mediaTime(ssrc: stream.ssrc, rtpTimestamp: frame.rtpTimestamp, arrival: now)
+            output.frames.append(ReceivedFrame(ssrc: stream.ssrc, sender: stream.sender, kind: stream.kind, codec: stream.codec.name, frame: frame,
+                                               mediaTime: mediaTime, completedAt: now))
+        }
+        if clock.inconsistent && !wasInconsistent { counters.sync.inconsistentSenders += 1 }
+        clocks[stream.sender] = clock
+    }
+
+    private func end(_ ssrc: UInt32) {
+        guard let stream = streams.removeValue(forKey: ssrc) else { return }
+        retired[stream.sender] = (retired[stream.sender] ?? ReceiveCounters()) + stream.currentCounters
+        if retiredPackets.count < configuration.maximumStreams * 2 { retiredPackets[ssrc, default: 0] += stream.counters.packets }
+        router.forget(ssrc: ssrc)
+        clocks[stream.sender]?.removeStream(ssrc: ssrc)
+    }
+
+    private func nackPackets(media: UInt32, lost: [UInt16]) -> [RTCPPacket] {
+        // One NACK packet per 200 sequence numbers keeps each well inside the MTU.
+        stride(from: 0, to: lost.count, by: 200).map { start in
+            .nack(sender: configuration.localSSRC, media: media, lost: Array(lost[start..<min(lost.count, start + 200)]))
+        }
+    }
+
+    /// Packs feedback (and report blocks) into as few datagrams as fit the MTU. Without
+    /// rtcp-rsize every datagram is a compound that starts with an RR and carries SDES CNAME.
+    private func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock]) -> [[UInt8]] {
+        let limit = configuration.maximumRTCPBytes
+        let sdes = RTCPPacket.sourceDescription(cnames: [configuration.localSSRC: configuration.cname]).serialized
+        var datagrams: [[UInt8]] = []
+        var current: [UInt8] = []
+        func startCompound(blocks: ArraySlice<RTCPReportBlock>) {
+            if !current.isEmpty { datagrams.append(current) }
+            current = RTCPPacket.receiverReport(ssrc: configuration.localSSRC, reports: Array(blocks)).serialized + sdes
+        }
+        var blocks = reports[...]
+        if !reports.isEmpty || !configuration.reducedSizeRTCP {
+            startCompound(blocks: blocks.prefix(31))
+            blocks = blocks.dropFirst(31)
+            while !blocks.isEmpty {
+                startCompound(blocks: blocks.prefix(31))
+                blocks = blocks.dropFirst(31)
+            }
+        }
+        for packet in feedback {
+            let bytes = packet.serialized
+            if !current.isEmpty && current.count + bytes.count > limit {
+                if configuration.reducedSizeRTCP {
+                    datagrams.append(current)
+                    current = []
+                } else {
+                    startCompound(blocks: [])
+                }
+            }
+            current += bytes
+        }
+        if !current.isEmpty { datagrams.append(current) }
+        counters.rtcpDatagramsSent += datagrams.count
+        return datagrams
+    }
+
+    private var retryInterval: Int64 {
+        guard let rtt = smoothedRoundTrip else { return configuration.recovery.defaultRetryIntervalNanoseconds }
+        return min(max(rtt * 3 / 2 + 10_000_000, 20_000_000), 250_000_000)
+    }
+
+    private func updateRoundTrip(_ sample: Int64) {
+        guard sample > 0, sample < 5_000_000_000 else { return }
+        smoothedRoundTrip = smoothedRoundTrip.map { ($0 * 7 + sample) / 8 } ?? sample
+    }
+
+    private func scheduleReport(after now: MonotonicTime) {
+        // RFC 3550 §6.3.5: randomise to 0.5–1.5 times the interval, so receivers do not synchronise.
+        let interval = configuration.reportIntervalNanoseconds
+        let jitter = Int64(random() % UInt64(max(1, interval)))
+        nextReport = now.adding(nanoseconds: interval / 2 + jitter)
+    }
+
+    private func consider(_ candidate: MonotonicTime?) {
+        guard let candidate else { return }
+        if deadline.map({ candidate < $0 }) ?? true { deadline = candidate }
+    }
+}
+
+/// RFC 4588 §4: an RTX payload is the original sequence number (OSN) then the original payload.
+enum RetransmissionPacket {
+    /// The original packet, or nil for a padding-only (probe) packet.
+    static func restore(_ packet: RTPPacket, payloadType: UInt8, ssrc: UInt32) -> RTPPacket? {
+        let range = packet.payloadRange
+        guard range.count > 2 else { return nil }
+        var restored = packet
+        restored.sequenceNumber = UInt16(packet.bytes[range.lowerBound]) << 8 | UInt16(packet.bytes[range.lowerBound + 1])
+        restored.payloadRange = (range.lowerBound + 2)..<range.upperBound
+        restored.payloadType = payloadType
+        restored.ssrc = ssrc
+        return restored
+    }
+}
+
+/// Which depacketizer handles a codec.
+public enum Depacketizers {
+    public static func depacketizer(for codecName: String) -> (any Depacketizer)? {
+        switch codecName.uppercased() {
+        case "VP8": VP8Depacketizer()
+        case "H264": H264Depacketizer()
+        case "OPUS": OpusDepacketizer()
+        default: nil  // VP9 and AV1 depacketizers come with the codecs issue
+        }
+    }
+}

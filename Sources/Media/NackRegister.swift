@@ -1,0 +1,141 @@
+import WireCoding
+
+/// How hard a receive stream tries to recover lost packets before it declares them lost.
+public struct RecoveryPolicy: Sendable, Equatable {
+    /// Send NACKs at all (only where the offer allows `nack` for the codec).
+    public var nackEnabled: Bool
+    /// A missing packet is given up this long after its gap was first seen (the issue's ~1 s).
+    public var maximumRecoveryDelayNanoseconds: Int64
+    /// Without NACK, how long a gap may be plain reordering before it counts as loss.
+    public var reorderDelayNanoseconds: Int64
+    /// NACKs per missing packet before it is given up.
+    public var maximumNacksPerPacket: Int
+    /// Interval between NACKs for the same packet while no round-trip time has been measured.
+    public var defaultRetryIntervalNanoseconds: Int64
+    /// Missing packets tracked per stream; a larger gap is a jump, not something to recover.
+    public var maximumMissingPackets: Int
+
+    public init(nackEnabled: Bool = true, maximumRecoveryDelayNanoseconds: Int64 = 1_000_000_000, reorderDelayNanoseconds: Int64 = 100_000_000,
+                maximumNacksPerPacket: Int = 10, defaultRetryIntervalNanoseconds: Int64 = 100_000_000, maximumMissingPackets: Int = 1_000) {
+        self.nackEnabled = nackEnabled
+        self.maximumRecoveryDelayNanoseconds = maximumRecoveryDelayNanoseconds
+        self.reorderDelayNanoseconds = reorderDelayNanoseconds
+        self.maximumNacksPerPacket = maximumNacksPerPacket
+        self.defaultRetryIntervalNanoseconds = defaultRetryIntervalNanoseconds
+        self.maximumMissingPackets = maximumMissingPackets
+    }
+
+    /// How long a gap is waited for before it is given up.
+    var giveUpDelayNanoseconds: Int64 { nackEnabled ? maximumRecoveryDelayNanoseconds : reorderDelayNanoseconds }
+}
+
+/// The missing sequence numbers of one stream (RFC 4585 generic NACK, receiver side): each is
+/// NACKed as soon as its gap is seen, again at the retry interval, and given up after a bounded
+/// number of NACKs or the maximum recovery delay. Sequence numbers are the stream's extended
+/// (64-bit) ones; entries stay sorted, and since gaps are found in sequence order the oldest
+/// entry is always first.
+struct NackRegister {
+    struct Entry {
+        var sequence: Int64
+        var firstMissing: MonotonicTime
+        var lastNack: MonotonicTime?
+        var nacks: Int
+    }
+
+    private(set) var entries: [Entry] = []
+    let policy: RecoveryPolicy
+
+    init(policy: RecoveryPolicy) { self.policy = policy }
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    /// Registers `range` as missing. Returns false (registering nothing) when it would exceed the bound.
+    mutating func markMissing(_ range: Range<Int64>, now: MonotonicTime) -> Bool {
+        guard !range.isEmpty else { return true }
+        guard range.count <= policy.maximumMissingPackets - entries.count else { return false }
+        entries.reserveCapacity(entries.count + range.count)
+        for sequence in range { entries.append(Entry(sequence: sequence, firstMissing: now, lastNack: nil, nacks: 0)) }
+        return true
+    }
+
+    /// Removes `sequence` when it was missing; returns the entry (for recovery statistics).
+    mutating func arrived(_ sequence: Int64) -> Entry? {
+        guard let first = entries.first, sequence >= first.sequence, let index = index(of: sequence) else { return nil }
+        return entries.remove(at: index)
+    }
+
+    /// Forgets everything up to and including `sequence` (given up or skipped); returns how many.
+    mutating func removeThrough(_ sequence: Int64) -> Int {
+        var count = 0
+        while let first = entries.first, first.sequence <= sequence {
+            entries.removeFirst()
+            count += 1
+        }
+        return count
+    }
+
+    mutating func removeAll() { entries.removeAll(keepingCapacity: false) }
+
+    /// The newest sequence number whose recovery time is up, if any: everything up to it is lost.
+    func expired(now: MonotonicTime, retryInterval: Int64) -> Int64? {
+        var last: Int64?
+        for entry in entries {
+            guard isExpired(entry, now: now, retryInterval: retryInterval) else { break }
+            last = entry.sequence
+        }
+        return last
+    }
+
+    /// Sequence numbers to NACK now, marking them as NACKed.
+    mutating func due(now: MonotonicTime, retryInterval: Int64) -> [Int64] {
+        guard policy.nackEnabled else { return [] }
+        var result: [Int64] = []
+        for index in entries.indices {
+            let entry = entries[index]
+            guard entry.nacks < policy.maximumNacksPerPacket else { continue }
+            if let last = entry.lastNack, now.nanoseconds - last.nanoseconds < retryInterval { continue }
+            entries[index].lastNack = now
+            entries[index].nacks += 1
+            result.append(entry.sequence)
+        }
+        return result
+    }
+
+    /// When something next becomes due or expires.
+    func nextDeadline(retryInterval: Int64) -> MonotonicTime? {
+        guard let first = entries.first else { return nil }
+        var deadline = first.firstMissing.adding(nanoseconds: policy.giveUpDelayNanoseconds)
+        guard policy.nackEnabled else { return deadline }
+        for entry in entries {
+            let next: MonotonicTime
+            if let last = entry.lastNack {
+                next = last.adding(nanoseconds: retryInterval)  // a retry, or (when spent) the give-up below
+            } else {
+                next = entry.firstMissing
+            }
+            if next < deadline { deadline = next }
+        }
+        return deadline
+    }
+
+    private func isExpired(_ entry: Entry, now: MonotonicTime, retryInterval: Int64) -> Bool {
+        if now.nanoseconds - entry.firstMissing.nanoseconds >= policy.giveUpDelayNanoseconds { return true }
+        // Every NACK spent and the last one had a retry interval to be answered.
+        if policy.nackEnabled, entry.nacks >= policy.maximumNacksPerPacket, let last = entry.lastNack,
+           now.nanoseconds - last.nanoseconds >= retryInterval { return true }
+        return false
+    }
+
+    private func index(of sequence: Int64) -> Int? {
+        var low = 0
+        var high = entries.count - 1
+        while low <= high {
+            let middle = (low + high) / 2
+            let value = entries[middle].sequence
+            if value == sequence { return middle }
+            if value < sequence { low = middle + 1 } else { high = middle - 1 }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,328 @@
+import RTP
+import WireCoding
+
+/// Counters of one received stream (or, summed, of a sender).
+public struct ReceiveCounters: Sendable, Equatable {
+    /// Distinct media packets taken in, recovered ones included.
+    public var packets = 0
+    public var duplicates = 0
+    /// Packets that arrived after their place had been given up (counted, never written out of order).
+    public var lateArrivals = 0
+    /// Packets given up as lost after recovery failed (or, without NACK, after the reorder wait).
+    public var lost = 0
+    /// Missing packets that arrived as RTX retransmissions in time.
+    public var recovered = 0
+    /// Missing packets that arrived late on their own SSRC in time (reordering).
+    public var reordered = 0
+    /// Sequence numbers asked for in NACKs (one packet asked for twice counts twice).
+    public var nackedSequenceNumbers = 0
+    public var pictureLossIndications = 0
+    public var fullIntraRequests = 0
+    /// Jumps in sequence numbering too large to be loss (counted instead of recovered).
+    public var sequenceJumps = 0
+    public var framesEmitted = 0
+    public var framesDropped = FrameDropCounters()
+    /// Interarrival jitter, the largest among the streams summed (ms).
+    public var jitterMilliseconds = 0.0
+
+    public init() {}
+
+    public var keyframeRequests: Int { pictureLossIndications + fullIntraRequests }
+
+    public static func + (lhs: ReceiveCounters, rhs: ReceiveCounters) -> ReceiveCounters {
+        var sum = lhs
+        sum.packets += rhs.packets
+        sum.duplicates += rhs.duplicates
+        sum.lateArrivals += rhs.lateArrivals
+        sum.lost += rhs.lost
+        sum.recovered += rhs.recovered
+        sum.reordered += rhs.reordered
+        sum.nackedSequenceNumbers += rhs.nackedSequenceNumbers
+        sum.pictureLossIndications += rhs.pictureLossIndications
+        sum.fullIntraRequests += rhs.fullIntraRequests
+        sum.sequenceJumps += rhs.sequenceJumps
+        sum.framesEmitted += rhs.framesEmitted
+        sum.framesDropped = sum.framesDropped + rhs.framesDropped
+        sum.jitterMilliseconds = max(lhs.jitterMilliseconds, rhs.jitterMilliseconds)
+        return sum
+    }
+}
+
+/// What one packet or timer did to a stream.
+struct StreamOutput {
+    var assembled = AssemblerOutput()
+    /// New gaps appeared: NACK them now rather than at the next timer.
+    var newlyMissing = false
+    /// A retransmission answered our first NACK for it: a round-trip time sample (ns).
+    var roundTripSample: Int64?
+}
+
+/// One received media SSRC: packets in any order (and retransmissions) become frames in order.
+/// Out-of-order packets are held until the gap before them fills or is given up; gaps are
+/// NACKed (when allowed); what is given up is lost, and video then asks for a keyframe.
+final class ReceiveStream {
+    let ssrc: UInt32
+    let mid: String
+    let sender: String
+    let kind: MediaKind
+    private(set) var codec: ReceiveCodec
+    private(set) var counters = ReceiveCounters()
+    private(set) var statistics: ReceptionStatistics
+    private(set) var lastArrival: MonotonicTime
+    private(set) var register: NackRegister
+    private(set) var assembler: FrameAssembler
+
+    private var unwrapper = SequenceUnwrapper(bits: 16)
+    private var nextExpected: Int64?
+    private var highest: Int64?
+    private var held: [Int64: RTPPacket] = [:]
+    private var heldBytes = 0
+    private var lossBeforeNext = false
+    /// Recently given-up ranges, to tell a late arrival from a duplicate.
+    private var givenUp: [ClosedRange<Int64>] = []
+    /// Consecutive packets far behind the stream: a sender that restarted its numbering.
+    private var farBehindRun = 0
+    private var lastFarBehind: Int64?
+    private var lastKeyframeRequest: MonotonicTime?
+    private var fullIntraRequestSequence: UInt8 = 0
+
+    static let maximumHeldPackets = 2_048
+    static let maximumHeldBytes = 8 << 20
+    static let keyframeRequestInterval: Int64 = 500_000_000
+    static let restartAfterPackets = 8
+
+    init(ssrc: UInt32, track: ReceiveTrack, codec: ReceiveCodec, depacketizer: any Depacketizer, policy: RecoveryPolicy, now: MonotonicTime) {
+        self.ssrc = ssrc
+        self.mid = track.mid
+        self.sender = track.senderKey
+        self.kind = track.kind
+        self.codec = codec
+        var policy = policy
+        policy.nackEnabled = policy.nackEnabled && codec.feedback.nack
+        register = NackRegister(policy: policy)
+        statistics = ReceptionStatistics(clockRate: codec.clockRate)
+        assembler = FrameAssembler(depacketizer: depacketizer, isVideo: track.kind == .video)
+        lastArrival = now
+    }
+
+    var nackEnabled: Bool { register.policy.nackEnabled }
+
+    // MARK: - Packets
+
+    func receive(_ packet: RTPPacket, isRetransmission: Bool, arrival: MonotonicTime) -> StreamOutput {
+        var output = StreamOutput()
+        lastArrival = arrival
+        let sequence = unwrapper.unwrap(UInt32(packet.sequenceNumber))
+        guard let next = nextExpected, let top = highest else {
+            nextExpected = sequence
+            highest = sequence
+            accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
+            return output
+        }
+        if sequence < next {
+            behind(sequence, next: next, isRetransmission: isRetransmission, packet: packet, arrival: arrival, &output)
+            return output
+        }
+        farBehindRun = 0
+        if held[sequence] != nil {
+            counters.duplicates += 1
+            return output
+        }
+        if sequence > top {
+            if sequence > top + 1 {
+                guard register.markMissing((top + 1)..<sequence, now: arrival) else {
+                    jump(to: sequence, &output)
+                    accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
+                    return output
+                }
+                output.newlyMissing = true
+            }
+            highest = sequence
+        } else if let entry = register.arrived(sequence) {
+            if isRetransmission {
+                counters.recovered += 1
+                if entry.nacks == 1, let asked = entry.lastNack { output.roundTripSample = arrival.nanoseconds - asked.nanoseconds }
+            } else {
+                counters.reordered += 1
+            }
+        } else {
+            counters.duplicates += 1  // between delivered and highest, neither held nor missing
+            return output
+        }
+        accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
+        return output
+    }
+
+    private func accept(_ packet: RTPPacket, sequence: Int64, isRetransmission: Bool, arrival: MonotonicTime, _ output: inout StreamOutput) {
+        counters.packets += 1
+        if !isRetransmission { statistics.record(sequence: sequence, rtpTimestamp: packet.timestamp, arrival: arrival) }
+        if sequence == nextExpected {
+            deliver(packet, &output)
+            nextExpected = sequence + 1
+            drain(&output)
+            return
+        }
+        held[sequence] = packet
+        heldBytes += packet.bytes.count
+        if held.count > ReceiveStream.maximumHeldPackets || heldBytes > ReceiveStream.maximumHeldBytes,
+           let oldestMissing = register.entries.first?.sequence {
+            giveUp(through: oldestMissing, &output)
+        }
+    }
+
+    /// A packet older than the next one expected: a duplicate, one that came after it was given
+    /// up, or (many in a row, far behind) a sender that restarted its numbering.
+    private func behind(_ sequence: Int64, next: Int64, isRetransmission: Bool, packet: RTPPacket, arrival: MonotonicTime,
+                        _ output: inout StreamOutput) {
+        if next - sequence > Int64(register.policy.maximumMissingPackets) {
+            farBehindRun = lastFarBehind == sequence - 1 ? farBehindRun + 1 : 1
+            lastFarBehind = sequence
+            if farBehindRun >= ReceiveStream.restartAfterPackets && !isRetransmission {
+                restart(at: sequence, &output)
+                accept(packet, sequence: sequence, isRetransmission: false, arrival: arrival, &output)
+                return
+            }
+        }
+        if givenUp.contains(where: { $0.contains(sequence) }) {
+            counters.lateArrivals += 1
+        } else {
+            counters.duplicates += 1
+        }
+    }
+
+    // MARK: - Loss
+
+    /// Gives up what has waited too long; returns frames that were waiting behind it.
+    func handleTimeout(now: MonotonicTime, retryInterval: Int64) -> StreamOutput {
+        var output = StreamOutput()
+        if let last = register.expired(now: now, retryInterval: retryInterval) { giveUp(through: last, &output) }
+        return output
+    }
+
+    /// Sequence numbers to NACK now.
+    func dueNacks(now: MonotonicTime, retryInterval: Int64) -> [UInt16] {
+        let due = register.due(now: now, retryInterval: retryInterval)
+        counters.nackedSequenceNumbers += due.count
+        return due.map { UInt16(truncatingIfNeeded: $0) }
+    }
+
+    func nextDeadline(retryInterval: Int64) -> MonotonicTime? { register.nextDeadline(retryInterval: retryInterval) }
+
+    private func giveUp(through last: Int64, _ output: inout StreamOutput) {
+        guard let next = nextExpected, last >= next else { return }
+        counters.lost += register.removeThrough(last)
+        givenUp.append(next...last)
+        if givenUp.count > 64 { givenUp.removeFirst(givenUp.count - 64) }
+        var sequence = next
+        while sequence <= last {
+            if let packet = held.removeValue(forKey: sequence) {
+                heldBytes -= packet.bytes.count
+                deliver(packet, &output)
+            } else {
+                lossBeforeNext = true
+            }
+            sequence += 1
+        }
+        nextExpected = last + 1
+        drain(&output)
+    }
+
+    /// A gap too large to recover: what is held goes out in order, numbering continues at `sequence`.
+    private func jump(to sequence: Int64, _ output: inout StreamOutput) {
+        counters.sequenceJumps += 1
+        flushHeld(&output)
+        register.removeAll()
+        lossBeforeNext = true
+        nextExpected = sequence
+        highest = sequence
+        statistics.restart(at: sequence)
+    }
+
+    /// The sender restarted its sequence numbers: start over from `sequence`.
+    private func restart(at sequence: Int64, _ output: inout StreamOutput) {
+        counters.sequenceJumps += 1
+        flushHeld(&output)
+        register.removeAll()
+        givenUp.removeAll()
+        farBehindRun = 0
+        lossBeforeNext = true
+        unwrapper.reset()
+        let restarted = unwrapper.unwrap(UInt32(UInt16(truncatingIfNeeded: sequence)))
+        nextExpected = restarted
+        highest = restarted
+        statistics.restart(at: restarted)
+    }
+
+    private func flushHeld(_ output: inout StreamOutput) {
+        for sequence in held.keys.sorted() {
+            if let packet = held[sequence] {
+                if sequence != nextExpected { lossBeforeNext = true }
+                deliver(packet, &output)
+                nextExpected = sequence + 1
+            }
+        }
+        held.removeAll()
+        heldBytes = 0
+    }
+
+    private func drain(_ output: inout StreamOutput) {
+        while let next = nextExpected, !held.isEmpty, let packet = held.removeValue(forKey: next) {
+            heldBytes -= packet.bytes.count
+            deliver(packet, &output)
+            nextExpected = next + 1
+        }
+    }
+
+    private func deliver(_ packet: RTPPacket, _ output: inout StreamOutput) {
+        assembler.push(packet, afterLoss: lossBeforeNext, &output.assembled)
+        lossBeforeNext = false
+        counters.framesEmitted = assembler.framesEmitted
+        counters.framesDropped = assembler.dropped
+    }
+
+    // MARK: - Codec changes and downstream loss
+
+    /// The same codec under another payload type.
+    func renumber(_ codec: ReceiveCodec) { self.codec = codec }
+
+    func switchCodec(to codec: ReceiveCodec, depacketizer: any Depacketizer) -> AssemblerOutput {
+        var output = AssemblerOutput()
+        self.codec = codec
+        assembler.switchCodec(to: depacketizer, &output)
+        counters.framesDropped = assembler.dropped
+        return output
+    }
+
+    func frameLostDownstream() -> AssemblerOutput {
+        var output = AssemblerOutput()
+        assembler.frameLostDownstream(&output)
+        return output
+    }
+
+    // MARK: - Keyframe requests
+
+    /// The RTCP request for a keyframe, when one is needed and allowed now (rate-limited;
+    /// never while NACK may still repair the loss, because only a given-up loss asks).
+    func keyframeRequest(localSSRC: UInt32, now: MonotonicTime) -> RTCPPacket? {
+        guard kind == .video, assembler.waitingForKeyframe, codec.feedback.canRequestKeyframe else { return nil }
+        if let last = lastKeyframeRequest, now.nanoseconds - last.nanoseconds < ReceiveStream.keyframeRequestInterval { return nil }
+        lastKeyframeRequest = now
+        if codec.feedback.pictureLossIndication {
+            counters.pictureLossIndications += 1
+            return .pictureLossIndication(sender: localSSRC, media: ssrc)
+        }
+        counters.fullIntraRequests += 1
+        fullIntraRequestSequence &+= 1
+        return .fullIntraRequest(sender: localSSRC, media: ssrc, sequence: fullIntraRequestSequence)
+    }
+
+    var currentCounters: ReceiveCounters {
+        var result = counters
+        result.jitterMilliseconds = statistics.jitterMilliseconds
+        return result
+    }
+
+    func senderReport(ntpTimestamp: UInt64, arrival: MonotonicTime) { statistics.senderReport(ntpTimestamp: ntpTimestamp, arrival: arrival) }
+
+    func reportBlock(now: MonotonicTime) -> RTCPReportBlock { statistics.reportBlock(ssrc: ssrc, now: now) }
+}

@@ -1,0 +1,109 @@
+import Logging
+import Media
+import Recorder
+import WebM
+import WireCoding
+
+/// What the recording side refused, for the logs and the live status.
+public struct RecordingSetCounters: Sendable, Equatable {
+    /// Frames of senders whose id cannot be a file name.
+    public var unsafeSenderFrames = 0
+    /// Video frames in another codec than the sender's file was started with.
+    public var codecMismatchFrames = 0
+}
+
+/// One recorder per sender: whole frames from the media core go to their sender's file, whose
+/// tracks come from the offer. Runs on the transport's event loop (the recorders move file
+/// work to their own queues).
+final class RecordingSet {
+    private(set) var recorders: [String: SenderRecorder] = [:]
+    private(set) var counters = RecordingSetCounters()
+    private var layouts: [String: SenderLayout] = [:]
+    private var unsafeSendersLogged: Set<String> = []
+    private var mismatchLogged: Set<String> = []
+    private let archive: ArchiveLayout
+    private let recordingStartMilliseconds: Int64
+    private let recordingStartTime: MonotonicTime
+    private let interleaveNanoseconds: Int64
+    private let logger: Logger
+    private let onRecordingStarted: (SenderRecorder) -> Void
+
+    init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
+         logger: Logger, onRecordingStarted: @escaping (SenderRecorder) -> Void) {
+        self.archive = archive
+        self.recordingStartMilliseconds = recordingStartMilliseconds
+        self.recordingStartTime = recordingStartTime
+        self.interleaveNanoseconds = interleaveNanoseconds
+        self.logger = logger
+        self.onRecordingStarted = onRecordingStarted
+    }
+
+    /// The senders the (re-)negotiation names. Returns the recorders of senders that are gone,
+    /// for the caller to finish off the event loop.
+    func update(senders: [String: SenderLayout]) -> [SenderRecorder] {
+        layouts = senders
+        let gone = recorders.filter { senders[$0.key] == nil }
+        for sender in gone.keys { recorders[sender] = nil }
+        return Array(gone.values)
+    }
+
+    /// Records a frame; returns the SSRC whose stream must wait for a keyframe when a video
+    /// frame had to be dropped here.
+    func add(_ received: ReceivedFrame, now: MonotonicTime) -> UInt32? {
+        guard let recorder = recorder(for: received.sender) else { return nil }
+        let video = received.kind == .video
+        if video, let codec = recorder.tracks.videoCodec, WebMVideoCodec(sdpName: received.codec) != codec {
+            // WebM cannot change a track's codec; a new part per codec comes with the codecs issue.
+            counters.codecMismatchFrames += 1
+            if mismatchLogged.insert(received.sender).inserted {
+                logger.warning("video codec changed mid-recording; frames of the new codec are not recorded",
+                               metadata: ["sender": "\(received.sender)", "file": "\(codec.rawValue)", "now": "\(received.codec)"])
+            }
+            return nil
+        }
+        let intact = recorder.add(received.frame, video: video, mediaTime: received.mediaTime, arrival: now)
+        return intact ? nil : received.ssrc
+    }
+
+    private func recorder(for sender: String) -> SenderRecorder? {
+        if let existing = recorders[sender] { return existing }
+        guard ArchiveLayout.isSafeConnectionID(sender) else {
+            counters.unsafeSenderFrames += 1
+            if unsafeSendersLogged.insert(String(sender.prefix(80))).inserted {
+                logger.error("sender id is not safe as a file name; its media is not recorded", metadata: ["sender": "\(sender.prefix(80))"])
+            }
+            return nil
+        }
+        let layout = layouts[sender] ?? SenderLayout(videoCodec: nil, audioChannels: nil)
+        let tracks = SenderTracks(videoCodec: layout.videoCodec.flatMap(WebMVideoCodec.init(sdpName:)), audioChannels: layout.audioChannels)
+        guard tracks.videoCodec != nil || tracks.audioChannels != nil else { return nil }
+        var uid = [UInt8](repeating: 0, count: 16)
+        for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
+        do {
+            let recorder = try SenderRecorder(connectionID: sender, tracks: tracks, layout: archive,
+                                              recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
+                                              segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds)
+            recorders[sender] = recorder
+            onRecordingStarted(recorder)
+            logger.info("recording sender", metadata: ["sender": "\(sender)", "video": "\(tracks.videoCodec?.rawValue ?? "-")",
+                                                       "audio": "\(tracks.audioChannels != nil)"])
+            return recorder
+        } catch {
+            counters.unsafeSenderFrames += 1
+            return nil
+        }
+    }
+}
+
+extension WebMVideoCodec {
+    /// From an SDP encoding name (VP8, VP9, AV1, H264).
+    init?(sdpName: String) {
+        switch sdpName.uppercased() {
+        case "VP8": self = .vp8
+        case "VP9": self = .vp9
+        case "AV1": self = .av1
+        case "H264": self = .h264
+        default: return nil
+        }
+    }
+}

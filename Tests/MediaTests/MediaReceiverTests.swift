@@ -1,0 +1,337 @@
+import CodecBindings
+import RTP
+import Testing
+import WireCoding
+@testable import Media
+
+/// Every frame the receiver emits must decode, in order, from the first keyframe on.
+func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let decoder = try VPXDecoder(codec: .vp8)
+    #expect(frames.first?.frame.isKeyframe == true, sourceLocation: sourceLocation)
+    var errors = 0
+    for frame in frames where frame.kind == .video {
+        do { _ = try decoder.decode(frame.frame.data) } catch { errors += 1 }
+    }
+    #expect(errors == 0, "\(errors) of \(frames.count) frames failed to decode", sourceLocation: sourceLocation)
+}
+
+@Suite struct LossRecoveryTests {
+    @Test func wholeFramesAreReleasedAtOnce() throws {
+        let publisher = try SimulatedPublisher()
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        for index in 0..<30 {
+            let packets = try publisher.nextFrame().packets
+            for (position, bytes) in packets.enumerated() {
+                let out = harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000 + Int64(index) * 33))
+                // The frame comes out of the very call that completes it: no waiting when nothing is lost.
+                #expect(out.count == (position == packets.count - 1 ? 1 : 0))
+            }
+        }
+        #expect(harness.frames.count == 30 && harness.nacked.isEmpty && harness.pictureLossIndications == 0)
+        try expectDecodable(harness.frames)
+    }
+
+    @Test(arguments: [(0.05, 0.995, UInt64(5)), (0.20, 0.985, UInt64(20))])
+    func randomLossIsRecoveredByNACKAndRTX(loss: Double, minimumShare: Double, seed: UInt64) throws {
+        var network = LossyNetwork(loss: loss, random: SeededRandom(seed: seed))
+        let receiver = Fixtures.receiver([Fixtures.videoTrack()])
+        let result = try network.run(seconds: 20, receiver: receiver, publisher: try SimulatedPublisher())
+        let share = Double(result.frames.count) / Double(result.framesSent)
+        let counters = receiver.counters(sender: Fixtures.sender)
+        #expect(share >= minimumShare, "\(result.frames.count) of \(result.framesSent) frames at \(loss) loss; \(counters)")
+        #expect(counters.recovered > 0 && counters.nackedSequenceNumbers >= counters.recovered)
+        // NACK does the work: keyframe requests stay rare (≤ 1 per 10 s at 5 %).
+        if loss <= 0.05 { #expect(counters.keyframeRequests <= 2, "\(counters)") }
+        try expectDecodable(result.frames)
+        // Frames leave in RTP order, each once.
+        let timestamps = result.frames.map(\.frame.rtpTimestamp)
+        #expect(timestamps == timestamps.sorted() && Set(timestamps).count == timestamps.count)
+    }
+
+    @Test func aBurstAndALostRetransmissionAreRetried() throws {
+        let publisher = try SimulatedPublisher()
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        var sent: [[UInt8]] = []
+        for _ in 0..<20 { sent += try publisher.nextFrame().packets }
+        let burst = 10..<24  // 14 packets lost in a row
+        let clock: Int64 = 1_000  // everything arrives at once, so the retry timing is exact
+        for (index, bytes) in sent.enumerated() where !burst.contains(index) {
+            harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(clock))
+        }
+        #expect(harness.nacked.count == burst.count, "the whole gap is NACKed at once")
+        // Every first retransmission is lost on the way; the retry's answers get through.
+        #expect(publisher.answer(harness.feedback).count == burst.count)
+        let before = harness.feedback.count
+        harness.advance(to: .milliseconds(clock + 150))  // past the retry interval, before the next
+        let retry = Array(harness.feedback[before...])
+        #expect(harness.nacked.count == 2 * burst.count, "retried once each")
+        for bytes in publisher.answer(retry) { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(clock + 160)) }
+        #expect(harness.frames.count == 20)
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.recovered == burst.count && counters.lost == 0 && counters.keyframeRequests == 0)
+        try expectDecodable(harness.frames)
+    }
+
+    @Test func rtxOnItsOwnSSRCIsMappedByAptAndMIDWithoutAFIDGroup() throws {
+        let publisher = try SimulatedPublisher(ssrc: 77, rtxSSRC: 78)
+        publisher.midExtension = "0"
+        // The offer names no SSRCs at all (as with simulcast or unsignalled streams).
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack(ssrcs: [], rtxSSRCs: [:])]))
+        var sent: [[UInt8]] = []
+        for _ in 0..<10 { sent += try publisher.nextFrame().packets }
+        for (index, bytes) in sent.enumerated() where index != 5 { harness.receive(try RTPPacket(parsing: bytes)) }
+        for bytes in publisher.answer(harness.feedback) { harness.receive(try RTPPacket(parsing: bytes)) }
+        #expect(harness.frames.count == 10)
+        #expect(harness.receiver.counters(sender: Fixtures.sender).recovered == 1)
+    }
+
+    @Test func withoutNACKAGapIsGivenUpAfterTheReorderWaitAndAnIntactKeyframeAfterItIsKept() throws {
+        let publisher = try SimulatedPublisher(keyframeInterval: 10)
+        let track = Fixtures.videoTrack(rtx: nil, feedback: FeedbackSupport(pictureLossIndication: true), rtxSSRCs: [:])
+        let harness = Harness(Fixtures.receiver([track]))
+        var frames: [(packets: [[UInt8]], isKeyframe: Bool)] = []
+        for _ in 0..<25 { frames.append(try publisher.nextFrame()) }
+        let nextKey = try #require(frames.indices.first { $0 > 3 && frames[$0].isKeyframe })
+        var clock: Int64 = 1_000
+        for (index, frame) in frames.enumerated() {
+            // Frame 3's last packet and the whole frame before the next keyframe are lost.
+            var packets = frame.packets
+            if index == 3 { packets.removeLast() }
+            if index == nextKey - 1 { packets = [] }
+            for bytes in packets { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(clock)) }
+            clock += 33
+        }
+        harness.advance(to: .milliseconds(clock + 500))
+        #expect(harness.nacked.isEmpty, "NACK was not negotiated")
+        #expect(harness.pictureLossIndications >= 1)
+        let emitted = harness.frames.map(\.frame.rtpTimestamp)
+        let kept: [Int] = Array(0..<3) + Array(nextKey..<25)
+        let expected: [UInt32] = kept.map { index in UInt32(1_000 + index * 3_000) }
+        #expect(emitted == expected, "the intact keyframe right after a lost frame is kept")
+        try expectDecodable(harness.frames)
+    }
+
+    @Test func aGiantGapIsAJumpNotAThousandNACKs() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        let publisher = try SimulatedPublisher(keyframeInterval: 5)
+        for _ in 0..<5 { for bytes in try publisher.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) } }
+        // The sender's numbering leaps 5000 ahead.
+        for _ in 0..<5_000 { _ = publisher.answer([]) }
+        var shifted: [[UInt8]] = []
+        for _ in 0..<10 {
+            for bytes in try publisher.nextFrame().packets {
+                var copy = bytes
+                let sequence = (UInt16(copy[2]) << 8 | UInt16(copy[3])) &+ 5_000
+                copy[2] = UInt8(sequence >> 8); copy[3] = UInt8(sequence & 0xFF)
+                shifted.append(copy)
+            }
+        }
+        for bytes in shifted { harness.receive(try RTPPacket(parsing: bytes)) }
+        harness.advance(to: harness.now.adding(milliseconds: 2_000))
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(harness.nacked.isEmpty && counters.sequenceJumps == 1 && counters.lost == 0)
+        #expect(harness.frames.count >= 10, "recording goes on from the next keyframe")
+    }
+
+    @Test func aSenderThatRestartsItsNumberingIsFollowed() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        let first = try SimulatedPublisher(firstSequence: 40_000, keyframeInterval: 5)
+        for _ in 0..<10 { for bytes in try first.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) } }
+        let before = harness.frames.count
+        let second = try SimulatedPublisher(firstSequence: 20_000, keyframeInterval: 5)  // far behind: a restart
+        for _ in 0..<15 { for bytes in try second.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) } }
+        #expect(harness.frames.count > before + 5)
+        #expect(harness.receiver.counters(sender: Fixtures.sender).sequenceJumps == 1)
+    }
+
+    @Test func aStreamThatGoesSilentIsForgottenAndNotAskedForKeyframesForever() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        let publisher = try SimulatedPublisher()
+        var packets: [[UInt8]] = []
+        for _ in 0..<3 { packets += try publisher.nextFrame().packets }
+        for bytes in packets.dropFirst(2) { harness.receive(try RTPPacket(parsing: bytes)) }  // never a keyframe start
+        harness.advance(to: harness.now.adding(milliseconds: 30_000))
+        #expect(harness.receiver.activeStreamCount == 0 && harness.receiver.counters.streamsExpired == 1)
+        let requests = harness.pictureLossIndications
+        harness.advance(to: harness.now.adding(milliseconds: 30_000))
+        #expect(harness.pictureLossIndications == requests && requests <= 12)
+    }
+
+    @Test func nacksAreBatchedIntoOnePacketAndFIRIsUsedWhenOnlyItIsOffered() throws {
+        let track = Fixtures.videoTrack(feedback: FeedbackSupport(nack: true, fullIntraRequest: true))
+        let harness = Harness(Fixtures.receiver([track], recovery: RecoveryPolicy(maximumRecoveryDelayNanoseconds: 300_000_000)))
+        let publisher = try SimulatedPublisher()
+        var packets: [[UInt8]] = []
+        while packets.count < 50 { packets += try publisher.nextFrame().packets }
+        harness.receive(try RTPPacket(parsing: packets[0]))
+        harness.receive(try RTPPacket(parsing: packets[45]))
+        let nackPackets = harness.feedback.filter { packet in
+            guard case .nack = packet else { return false }
+            return true
+        }
+        #expect(nackPackets.count == 1 && harness.nacked.count == 44)
+        #expect(harness.datagrams.count == 1 && harness.datagrams[0].count < 1_200)
+        harness.advance(to: harness.now.adding(milliseconds: 1_000))
+        #expect(harness.fullIntraRequests >= 1 && harness.pictureLossIndications == 0)
+    }
+
+    @Test func reducedSizeFeedbackGoesOutAloneAndCompoundFeedbackStartsWithAReport() throws {
+        for reduced in [false, true] {
+            let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()], reducedSize: reduced))
+            let publisher = try SimulatedPublisher()
+            var packets: [[UInt8]] = []
+            for _ in 0..<3 { packets += try publisher.nextFrame().packets }
+            harness.receive(try RTPPacket(parsing: packets[0]))
+            harness.receive(try RTPPacket(parsing: packets[3]))
+            let first = try RTCPPacket.parseCompound(try #require(harness.datagrams.first))
+            if reduced {
+                #expect(first.count == 1, "\(first)")
+            } else {
+                guard case .receiverReport = first[0], case .sourceDescription = first[1] else { Issue.record("\(first)"); continue }
+            }
+        }
+    }
+}
+
+@Suite struct ReportAndSyncTests {
+    @Test func receiverReportsCarryTheRFC3550Statistics() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.audioTrack(feedback: FeedbackSupport())]))
+        var builder = RTPPacketBuilder(payloadType: 111, sequenceNumber: 100, timestamp: 0, ssrc: 3)
+        var clock: Int64 = 1_000
+        for index in 0..<100 {
+            builder.sequenceNumber = UInt16(100 + index)
+            builder.timestamp = UInt32(index * 960)
+            // Every 10th packet is lost; arrival jitters by ±2 ms.
+            if index % 10 != 5 { harness.receive(try RTPPacket(parsing: builder.build(payload: [0xFC, 1, 2])), at: .milliseconds(clock + (index % 2 == 0 ? 2 : 0))) }
+            clock += 20
+        }
+        harness.receive(rtcp: [.senderReport(ssrc: 3, ntpTimestamp: 0xE000_0000_8000_0000, rtpTimestamp: 96_000, packetCount: 100, octetCount: 300, reports: [])])
+        harness.advance(to: .milliseconds(clock + 2_000))
+        let block = try #require(harness.receiverReports.last { $0.ssrc == 3 })
+        #expect(block.cumulativeLost == 10)
+        #expect(block.highestSequence == 199)
+        // 2 ms of alternating transit is 96 ticks at 48 kHz; the estimate converges near it.
+        #expect(block.jitter > 40 && block.jitter < 120, "\(block.jitter)")
+        #expect(block.lastSenderReport == 0x0000_8000)  // middle 32 bits of the SR's NTP time
+        #expect(block.delaySinceLastSenderReport > 0)
+        let first = try #require(harness.receiverReports.first { $0.ssrc == 3 })
+        #expect(first.fractionLost > 0 && first.fractionLost < 64, "about 10 % is 25/256")
+    }
+
+    /// Audio reaches us 300 ms after video, though both were captured together. With sender
+    /// reports, the two must land within 20 ms of each other on the media clock.
+    @Test func senderReportsAlignAudioDelayedBy300ms() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack(), Fixtures.audioTrack()]))
+        let videoRTPBase: UInt32 = 4_000_000_000  // wraps during the run
+        let audioRTPBase: UInt32 = 123_456
+        let captureStart: Int64 = 5_000_000_000   // sender NTP ns of capture 0 (seconds since 1900, small)
+        func ntp(_ nanoseconds: Int64) -> UInt64 {
+            UInt64(nanoseconds / 1_000_000_000) << 32 | UInt64((nanoseconds % 1_000_000_000) << 32 / 1_000_000_000)
+        }
+        let publisher = try SimulatedPublisher(keyframeInterval: 1_000)
+        var events: [(at: Int64, video: Bool, bytes: [UInt8])] = []
+        for frame in 0..<150 {  // 5 s of video
+            let captured = Int64(frame) * 33_333_333
+            for bytes in try publisher.nextFrame().packets {
+                var copy = bytes
+                let timestamp = videoRTPBase &+ UInt32(frame * 3_000)
+                copy[4] = UInt8(timestamp >> 24); copy[5] = UInt8(timestamp >> 16 & 0xFF); copy[6] = UInt8(timestamp >> 8 & 0xFF); copy[7] = UInt8(timestamp & 0xFF)
+                events.append((1_000_000_000 + captured + 10_000_000, true, copy))
+            }
+        }
+        for index in 0..<250 {  // 5 s of audio, 300 ms late on the wire
+            var builder = RTPPacketBuilder(payloadType: 111, sequenceNumber: UInt16(index), timestamp: audioRTPBase &+ UInt32(index * 960), ssrc: 3)
+            builder.marker = false
+            events.append((1_000_000_000 + Int64(index) * 20_000_000 + 10_000_000 + 300_000_000, false, builder.build(payload: [0xFC, 0xFF, 0xFE])))
+        }
+        events.sort { $0.at < $1.at }
+        var reportsSent = Set<Int>()
+        for event in events {
+            // SRs every second for both streams, mapping capture NTP to RTP exactly.
+            let second = Int((event.at - 1_000_000_000) / 1_000_000_000)
+            if second >= 1, reportsSent.insert(second).inserted {
+                let at = Int64(second) * 1_000_000_000
+                harness.receive(rtcp: [.senderReport(ssrc: 1, ntpTimestamp: ntp(captureStart + at), rtpTimestamp: videoRTPBase &+ UInt32(at / 1_000_000 * 90),
+                                                     packetCount: 0, octetCount: 0, reports: [])],
+                                at: MonotonicTime(nanoseconds: event.at))
+                harness.receive(rtcp: [.senderReport(ssrc: 3, ntpTimestamp: ntp(captureStart + at), rtpTimestamp: audioRTPBase &+ UInt32(at / 1_000_000 * 48),
+                                                     packetCount: 0, octetCount: 0, reports: [])],
+                                at: MonotonicTime(nanoseconds: event.at))
+            }
+            harness.receive(try RTPPacket(parsing: event.bytes), at: MonotonicTime(nanoseconds: event.at))
+        }
+        // Compare frames captured at the same instant, after the switch to SR timing (from 2 s on).
+        var video: [Int64: Int64] = [:]  // capture ms → media time
+        var audio: [Int64: Int64] = [:]
+        for frame in harness.frames {
+            if frame.kind == .video {
+                video[Int64(frame.frame.rtpTimestamp &- videoRTPBase) / 90] = frame.mediaTime.nanoseconds
+            } else {
+                audio[Int64(frame.frame.rtpTimestamp &- audioRTPBase) / 48] = frame.mediaTime.nanoseconds
+            }
+        }
+        var checked = 0
+        for (capture, videoTime) in video where capture >= 2_000 && capture % 100 == 0 {
+            guard let audioTime = audio[capture] else { continue }
+            #expect(abs(audioTime - videoTime) <= 20_000_000, "capture \(capture) ms: audio − video = \((audioTime - videoTime) / 1_000_000) ms")
+            checked += 1
+        }
+        #expect(checked >= 20)
+        // And each stream's media time never runs backwards.
+        for kind in [MediaKind.video, .audio] {
+            let times = harness.frames.filter { $0.kind == kind }.map(\.mediaTime.nanoseconds)
+            #expect(times == times.sorted())
+        }
+    }
+}
+
+@Suite struct HostileMediaInputTests {
+    @Test func unknownRetransmissionsFarOSNsTenThousandSSRCsAndAbsurdReportsAreBounded() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack(ssrcs: [], rtxSSRCs: [:])], maximumStreams: 64))
+        // 10 000 SSRCs on the video section (learned by payload type): bounded streams, no crash.
+        for ssrc in 0..<10_000 {
+            let bytes = RTPPacketBuilder(payloadType: 96, sequenceNumber: UInt16(ssrc & 0xFFFF), timestamp: 0, ssrc: UInt32(10_000 + ssrc))
+                .build(payload: [0x90, 0x80, 0x00, 0x01, 0x00])
+            harness.receive(try RTPPacket(parsing: bytes))
+        }
+        #expect(harness.receiver.activeStreamCount == 64)
+        #expect(harness.receiver.counters.tooManyStreams > 9_000)
+        // RTX for a stream nobody knows, and an RTX whose OSN is far outside the window.
+        let unknown = RTPPacketBuilder(payloadType: 97, sequenceNumber: 1, timestamp: 0, ssrc: 555).build(payload: [0x12, 0x34, 0x90, 0x80, 0, 1, 0])
+        harness.receive(try RTPPacket(parsing: unknown))
+        let far = RTPPacketBuilder(payloadType: 97, sequenceNumber: 2, timestamp: 0, ssrc: 556).build(payload: [0xFF, 0x00, 0x90, 0x80, 0, 1, 0])
+        harness.receive(try RTPPacket(parsing: far))
+        let padding = RTPPacketBuilder(payloadType: 97, sequenceNumber: 3, timestamp: 0, ssrc: 557).build(payload: [0x00, 0x01])
+        harness.receive(try RTPPacket(parsing: padding))
+        // Absurd sender reports: NTP zero, NTP at the end of time, RTP anywhere.
+        for ntp: UInt64 in [0, .max, 1, 0x8000_0000_0000_0000] {
+            harness.receive(rtcp: [.senderReport(ssrc: 10_000, ntpTimestamp: ntp, rtpTimestamp: .max, packetCount: 0, octetCount: 0, reports: []),
+                                   .goodbye(ssrcs: [10_001, 10_002, 999_999])])
+        }
+        harness.advance(to: harness.now.adding(milliseconds: 10_000))
+        #expect(harness.receiver.activeStreamCount == 0)
+        #expect(harness.receiver.counters.sync.implausibleSenderReports >= 1)
+    }
+
+    @Test func hostileSequencesNeverCrashOrGrowWithoutBound() throws {
+        var random = SeededRandom(seed: 7)
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack(), Fixtures.audioTrack()]))
+        for step in 0..<50_000 {
+            let isRTX = random.chance(0.2)
+            let ssrc: UInt32 = isRTX ? 2 : [1, 3][Int(random.next() % 2)]
+            var builder = RTPPacketBuilder(payloadType: isRTX ? 97 : (ssrc == 3 ? 111 : 96), sequenceNumber: UInt16(truncatingIfNeeded: random.next()),
+                                           timestamp: UInt32(truncatingIfNeeded: random.next()), ssrc: ssrc)
+            builder.marker = random.chance(0.3)
+            let payload = (0..<Int(random.next() % 24)).map { _ in UInt8(truncatingIfNeeded: random.next()) }
+            harness.receive(try RTPPacket(parsing: builder.build(payload: payload)), at: .milliseconds(1_000 + Int64(step)))
+            if step % 1_000 == 0 {
+                harness.receive(rtcp: [.senderReport(ssrc: ssrc, ntpTimestamp: random.next(), rtpTimestamp: UInt32(truncatingIfNeeded: random.next()),
+                                                     packetCount: 0, octetCount: 0, reports: [])])
+            }
+        }
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.packets > 0)
+        // Feedback stays bounded: no more NACKed numbers than the register can hold per attempt.
+        #expect(harness.datagrams.allSatisfy { $0.count <= 1_200 })
+    }
+}
