@@ -76,6 +76,10 @@ extension Catalog {
         }
     }
 
+    public func recording(id: Int64) throws(CatalogError) -> RecordingRecord? {
+        try read { db in try RecordingRecord.fetchOne(db, key: id) }
+    }
+
     /// Oldest first, within a session by sender and part.
     public func recordings(_ filter: RecordingFilter = RecordingFilter()) throws(CatalogError) -> [RecordingRecord] {
         try read { db in

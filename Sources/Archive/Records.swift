@@ -124,6 +124,18 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var framesDropped: Int64
     public var keyframeRequests: Int64
     public var status: RecordingStatus
+    public var pliSent: Int64 = 0
+    public var firSent: Int64 = 0
+    /// Packets that arrived after their place had been given up.
+    public var packetsLate: Int64 = 0
+    public var packetsDuplicate: Int64 = 0
+    public var jitterMs: Double?
+    public var framesDroppedIncomplete: Int64 = 0
+    public var framesDroppedKeyframeWait: Int64 = 0
+    public var framesDroppedMalformed: Int64 = 0
+    public var framesDroppedRecorder: Int64 = 0
+    /// Picture sizes in the order seen, e.g. "640x360,1280x720".
+    public var videoSizes: String?
 
     public init(
         sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
@@ -157,6 +169,10 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
         case videoFrames = "video_frames", audioFrames = "audio_frames", packetsReceived = "packets_received"
         case packetsLost = "packets_lost", nacksSent = "nacks_sent", packetsRecovered = "packets_recovered"
         case framesDropped = "frames_dropped", keyframeRequests = "keyframe_requests"
+        case pliSent = "pli_sent", firSent = "fir_sent", packetsLate = "packets_late", packetsDuplicate = "packets_duplicate"
+        case jitterMs = "jitter_ms", framesDroppedIncomplete = "frames_dropped_incomplete"
+        case framesDroppedKeyframeWait = "frames_dropped_keyframe_wait", framesDroppedMalformed = "frames_dropped_malformed"
+        case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes"
     }
 }
 

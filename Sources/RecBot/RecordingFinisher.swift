@@ -55,6 +55,16 @@ final class RecordingFinisher: @unchecked Sendable {
             row.packetsRecovered = Int64(counts.recovered)
             row.framesDropped = Int64(counts.framesDropped.total + done.statistics.framesDropped)
             row.keyframeRequests = Int64(counts.keyframeRequests)
+            row.pliSent = Int64(counts.pictureLossIndications)
+            row.firSent = Int64(counts.fullIntraRequests)
+            row.packetsLate = Int64(counts.lateArrivals)
+            row.packetsDuplicate = Int64(counts.duplicates)
+            row.jitterMs = counts.packets > 0 ? (counts.jitterMilliseconds * 10).rounded() / 10 : nil
+            row.framesDroppedIncomplete = Int64(counts.framesDropped.incomplete)
+            row.framesDroppedKeyframeWait = Int64(counts.framesDropped.waitingForKeyframe + done.statistics.framesDroppedAwaitingKeyframe)
+            row.framesDroppedMalformed = Int64(counts.framesDropped.malformed + counts.framesDropped.oversized)
+            row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
+            row.videoSizes = done.statistics.videoSizes.isEmpty ? nil : done.statistics.videoSizes.joined(separator: ",")
             try catalog.insertRecording(row)
         }
     }

@@ -23,6 +23,9 @@ final class LiveStatus: @unchecked Sendable {
                         "phase": "\(status.phase)", "senders": "\(status.senders.count)",
                         "bytes": "\(status.senders.reduce(0) { $0 + $1.bytes })",
                         "lost": "\(status.senders.reduce(0) { $0 + $1.lost })",
+                        "recovered": "\(status.senders.reduce(0) { $0 + $1.recovered })",
+                        "keyframe_requests": "\(status.senders.reduce(0) { $0 + $1.keyframeRequests })",
+                        "frames_dropped": "\(status.senders.reduce(0) { $0 + $1.framesDropped })",
                     ])
                 }
             }
@@ -42,8 +45,10 @@ final class LiveStatus: @unchecked Sendable {
             let rate = Double(sender.mediaBytes - min(sender.mediaBytes, previousBytes[sender.connectionID] ?? 0)) * 8 / 1000
             previousBytes[sender.connectionID] = sender.mediaBytes
             let lossPercent = sender.packets > 0 ? Double(sender.lost) * 100 / Double(sender.packets + sender.lost) : 0
-            lines.append(String(format: "  %@  %-9@ %7.0f kbit/s  lost %d (%.1f%%)  %@", sender.connectionID, sender.codecs, rate,
-                                sender.lost, lossPercent, HumanFormat.size(bytes: Int64(sender.bytes)) ?? "-"))
+            // Lost counts what stayed lost after NACK/RTX; recovered, what retransmission repaired.
+            lines.append(String(format: "  %@  %-9@ %7.0f kbit/s  lost %d (%.1f%%)  recovered %d  PLI %d  jitter %.0f ms  %@", sender.connectionID,
+                                sender.codecs, rate, sender.lost, lossPercent, sender.recovered, sender.keyframeRequests, sender.jitterMilliseconds,
+                                HumanFormat.size(bytes: Int64(sender.bytes)) ?? "-"))
         }
         // Move up over the previous block, then redraw it line by line.
         var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)F" : ""

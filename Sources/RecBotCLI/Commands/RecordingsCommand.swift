@@ -5,7 +5,7 @@ struct RecordingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "recordings",
         abstract: "List recorded files (one WebM per sender connection and part).",
-        subcommands: [List.self]
+        subcommands: [List.self, Show.self]
     )
 
     struct List: ParsableCommand {
@@ -31,6 +31,41 @@ struct RecordingsCommand: ParsableCommand {
                 return
             }
             Console.print(RecordingsCommand.table(recordings, dataDirectory: directory).rendered())
+        }
+    }
+
+    struct Show: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one recording with its reception counters.")
+
+        @OptionGroup var common: CommonOptions
+        @OptionGroup var output: OutputOptions
+        @Argument(help: "The recording id (the ID column of `recordings list`).") var id: Int64
+
+        func run() throws {
+            guard let catalog = try common.openCatalogForQuery() else { throw ExitStatus.failure.exitCode }
+            guard let r = try catalog.query({ catalog throws(CatalogError) in try catalog.recording(id: id) }) else {
+                throw Console.fail(CatalogError(path: catalog.path, reason: .notFound("recording \(id)")), status: .failure)
+            }
+            let directory = common.dataDirectory
+            if output.json {
+                Console.print(JSONValue.object(RecordJSON.recording(r, dataDirectory: directory)).rendered())
+                return
+            }
+            Console.print(HumanFormat.fields([
+                ("Recording", r.id.map(String.init)), ("Session", r.sessionID), ("Connection", r.connectionID),
+                ("Path", directory.absolute(catalogPath: r.path)), ("Status", r.status.rawValue),
+                ("Codecs", [r.videoCodec, r.audioCodec].compactMap { $0 }.joined(separator: "+")),
+                ("Video sizes", r.videoSizes?.replacingOccurrences(of: ",", with: ", ")),
+                ("Started", HumanFormat.localTime(milliseconds: r.startedAt)), ("Ended", HumanFormat.localTime(milliseconds: r.endedAt)),
+                ("Duration", HumanFormat.duration(milliseconds: r.durationMs)), ("Size", HumanFormat.size(bytes: r.bytes)),
+                ("Frames", "\(r.videoFrames) video, \(r.audioFrames) audio"),
+                ("Packets", "\(r.packetsReceived) received, \(r.packetsRecovered) recovered by retransmission, \(r.packetsLost) lost, "
+                    + "\(r.packetsLate) late, \(r.packetsDuplicate) duplicate"),
+                ("Requests", "\(r.nacksSent) sequence numbers NACKed, \(r.pliSent) PLI, \(r.firSent) FIR"),
+                ("Frames dropped", "\(r.framesDropped) (\(r.framesDroppedIncomplete) incomplete, \(r.framesDroppedKeyframeWait) awaiting a keyframe, "
+                    + "\(r.framesDroppedMalformed) malformed, \(r.framesDroppedRecorder) by the recorder)"),
+                ("Jitter", r.jitterMs.map { "\($0) ms" }),
+            ]))
         }
     }
 

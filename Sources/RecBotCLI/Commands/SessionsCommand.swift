@@ -67,7 +67,6 @@ struct SessionsCommand: ParsableCommand {
                 Console.print(JSONValue.object(object).rendered())
                 return
             }
-            var lines: [String] = []
             let fields: [(String, String?)] = [
                 ("Session", session.id), ("Channel", session.channelID), ("Sora session", session.soraSessionID),
                 ("Connection", session.connectionID), ("Client", session.clientID), ("Signaling URL", session.signalingURL),
@@ -77,10 +76,8 @@ struct SessionsCommand: ParsableCommand {
                 ("End reason", session.endReason), ("Exit status", session.exitStatus.map(String.init)),
                 ("Recordings", directory.recordingsPath + "/" + session.id),
             ]
+            var lines = [HumanFormat.fields(fields)]
             let width = fields.map(\.0.count).max() ?? 0
-            for (name, value) in fields {
-                lines.append(name + ":" + String(repeating: " ", count: width - name.count + 1) + (value ?? "-"))
-            }
             let total = counts.reduce(0) { $0 + $1.count }
             let byKind = counts.map { "\($0.kind.rawValue) \($0.count)" }.joined(separator: ", ")
             lines.append("Events:" + String(repeating: " ", count: width - 5) + "\(total)" + (byKind.isEmpty ? "" : " (\(byKind))"))

@@ -2,6 +2,13 @@ import Foundation
 
 /// Formats for people (tables) and for scripts (JSON: RFC 3339 UTC).
 enum HumanFormat {
+    /// "Name:  value" lines with the values aligned; absent values show as "-".
+    static func fields(_ fields: [(String, String?)]) -> String {
+        let width = fields.map(\.0.count).max() ?? 0
+        return fields.map { name, value in name + ":" + String(repeating: " ", count: width - name.count + 1) + (value ?? "-") }
+            .joined(separator: "\n")
+    }
+
     /// RFC 3339 in UTC with milliseconds, e.g. 2026-11-22T01:52:22.123Z.
     static func rfc3339(milliseconds: Int64) -> String {
         var seconds = time_t(milliseconds.floorDivided(by: 1000))

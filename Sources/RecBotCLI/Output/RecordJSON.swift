@@ -63,6 +63,16 @@ enum RecordJSON {
             ("packets_recovered", .int(r.packetsRecovered)),
             ("frames_dropped", .int(r.framesDropped)),
             ("keyframe_requests", .int(r.keyframeRequests)),
+            ("pli_sent", .int(r.pliSent)),
+            ("fir_sent", .int(r.firSent)),
+            ("packets_late", .int(r.packetsLate)),
+            ("packets_duplicate", .int(r.packetsDuplicate)),
+            ("jitter_ms", r.jitterMs.flatMap { $0.isFinite ? JSONValue.raw("\($0)") : nil } ?? .null),
+            ("frames_dropped_incomplete", .int(r.framesDroppedIncomplete)),
+            ("frames_dropped_keyframe_wait", .int(r.framesDroppedKeyframeWait)),
+            ("frames_dropped_malformed", .int(r.framesDroppedMalformed)),
+            ("frames_dropped_recorder", .int(r.framesDroppedRecorder)),
+            ("video_sizes", .array((r.videoSizes ?? "").split(separator: ",").map { .string(String($0)) })),
             ("status", .string(r.status.rawValue)),
         ]
     }
