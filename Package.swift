@@ -136,7 +136,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: [
             "Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .testTarget(name: "JoinTests", dependencies: ["Archive"]),
+        .testTarget(name: "JoinTests", dependencies: ["Archive", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling"]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",

@@ -8,9 +8,18 @@ When the client leaves it writes a ground truth of what it sent (--truth).
 
   sora_test_server.py --publisher vp8 --publisher h264 --truth truth.json
   -> prints {"type": "listening", "url": "ws://127.0.0.1:PORT/signaling"} and serves one session.
+
+Network impairments for the publishers' RTP (never RTCP, DTLS, STUN or SCTP), applied where aiortc
+hands packets to SRTP (RTCDtlsTransport._send_rtp):
+  --loss 5 --loss-seed 1    drop 5 % of the media and RTX packets, independently per packet
+  --delay-audio-ms 300      audio RTP reaches the wire 300 ms late; RTCP SRs are not delayed and
+                            keep mapping RTP time to the instant aiortc sent the packet, so a
+                            receiver that syncs by SR can undo the delay and one by arrival cannot
+Video is offered with RTX (RFC 4588, a=ssrc-group:FID) unless --no-rtx.
 """
 import argparse
 import asyncio
+import collections
 import json
 import random
 import sys
@@ -24,10 +33,11 @@ aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
 
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription  # noqa: E402
 from aiortc.rtcconfiguration import RTCBundlePolicy  # noqa: E402
+from aiortc.rtp import RTP_HISTORY_SIZE, RtcpPsfbPacket, RtcpRrPacket, RtcpRtpfbPacket, RtcpSrPacket  # noqa: E402
 from aiortc.sdp import candidate_from_sdp  # noqa: E402
 from websockets.asyncio.server import serve  # noqa: E402
 
-from synthetic_media import PatternVideo, ToneAudio  # noqa: E402
+from synthetic_media import MediaClock, PatternVideo, ToneAudio  # noqa: E402
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 MIME = {"vp8": "video/VP8", "h264": "video/H264"}
@@ -38,12 +48,16 @@ def sora_id():
 
 
 class Publisher:
-    def __init__(self, codec, index):
+    def __init__(self, codec, index, rtx=True):
         self.codec = codec
+        self.index = index
+        self.rtx = rtx
         self.connection_id = sora_id()
         self.client_id = f"publisher-{index}"
-        self.video = PatternVideo(width=320, height=240, fps=30)
-        self.audio = ToneAudio()
+        # One epoch for both tracks: the once-a-second A/V sync markers leave at the same instant.
+        self.clock = MediaClock()
+        self.video = PatternVideo(width=320, height=240, fps=30, clock=self.clock)
+        self.audio = ToneAudio(clock=self.clock)
         self.senders = {}
         self.joined_at = None
         self.left_at = None
@@ -55,6 +69,9 @@ class Publisher:
             codecs = [c for c in RTCRtpSender.getCapabilities(kind).codecs if c.mimeType == mime]
             if kind == "video" and self.codec == "h264":
                 codecs = [c for c in codecs if "42e01f" in (c.parameters or {}).get("profile-level-id", "")][:1] or codecs[:1]
+            if kind == "video" and self.rtx:
+                # aiortc pairs the rtx capability with the chosen codec (apt) and announces the FID group.
+                codecs += [c for c in RTCRtpSender.getCapabilities(kind).codecs if c.mimeType == "video/rtx"]
             transceiver.setCodecPreferences(codecs)
             # Sora's convention: the msid stream id is the publisher's connection id.
             transceiver.sender._stream_id = self.connection_id
@@ -70,12 +87,153 @@ class Publisher:
         }
 
 
+class RtpImpairment:
+    """Loss and audio delay for the publishers' outgoing RTP, and a count of what the wire and the
+    feedback saw, per publisher and kind.
+
+    aiortc's senders hand every RTP and RTCP packet to RTCDtlsTransport._send_rtp (SRTP, then ICE);
+    that method is replaced on the peer connection's transport, so only the publishers' RTP is
+    touched: RTCP (second byte 192..223) and SSRCs that are not a publisher's pass through, and
+    DTLS, STUN and SCTP never come this way. Each stream (a sender's SSRC, or its RTX SSRC) draws its
+    drops from its own random.Random seeded from (--loss-seed, publisher index, kind, media|rtx),
+    so the nth packet of a stream meets the same fate on every run.
+
+    Delayed audio is queued and sent later by a task, in order; the hook returns at once, so aiortc
+    stamps the NTP time of its next SR (taken right after `await _send_rtp`) at the undelayed
+    instant and the SRs keep mapping RTP time to when the packet left the sender.
+    """
+
+    def __init__(self, loss_percent=0.0, seed=1, delay_audio_ms=0.0):
+        self.loss = max(0.0, min(100.0, loss_percent)) / 100
+        self.seed = seed
+        self.delay = max(0.0, delay_audio_ms) / 1000
+        self.streams = {}  # ssrc -> (stats, rng, kind, is_rtx)
+        self.stats = {}  # (publisher index, kind) -> stats
+        self.hooked = set()
+
+    @staticmethod
+    def empty_stats():
+        return {"ssrc": None, "rtx_ssrc": None, "rtx_payload_type": None,
+                "packets_attempted": 0, "packets_dropped": 0, "rtx_packets_attempted": 0, "rtx_packets_dropped": 0,
+                "packets_delayed": 0, "retransmissions_sent": 0, "retransmissions_missed": 0,
+                "nack_received": 0, "nack_seqs_received": 0, "pli_received": 0, "fir_received": 0, "remb_received": 0,
+                "rr_received": 0, "report_blocks_received": 0, "last_report": None}
+
+    def stats_for(self, publisher, kind):
+        return self.stats.setdefault((publisher.index, kind), self.empty_stats())
+
+    def watch(self, publisher):
+        """After Publisher.attach: learn its SSRCs and hook its senders and their transport."""
+        for kind, sender in publisher.senders.items():
+            stats = self.stats_for(publisher, kind)
+            stats["ssrc"] = sender._ssrc
+            self.streams[sender._ssrc] = (stats, random.Random(f"{self.seed}:{publisher.index}:{kind}:media"), kind, False)
+            if kind == "video" and publisher.rtx:
+                stats["rtx_ssrc"] = sender._rtx_ssrc
+                self.streams[sender._rtx_ssrc] = (stats, random.Random(f"{self.seed}:{publisher.index}:{kind}:rtx"), kind, True)
+            self.hook_sender(sender, stats)
+            self.hook_transport(sender.transport)
+
+    def hook_pc(self, pc):
+        """After a (re)negotiation: makes sure the transport every sender ends up on is hooked."""
+        for transceiver in pc.getTransceivers():
+            self.hook_transport(transceiver.sender.transport)
+
+    def hook_sender(self, sender, stats):
+        history = sender._RTCRtpSender__rtp_history
+        handle_rtcp_packet = sender._handle_rtcp_packet
+        retransmit = sender._retransmit
+
+        async def counting_handle_rtcp_packet(packet):
+            if isinstance(packet, RtcpRtpfbPacket) and packet.fmt == 1:
+                stats["nack_received"] += 1
+                stats["nack_seqs_received"] += len(packet.lost)
+            elif isinstance(packet, RtcpPsfbPacket) and packet.fmt == 1:
+                stats["pli_received"] += 1
+            elif isinstance(packet, RtcpPsfbPacket) and packet.fmt == 4:
+                stats["fir_received"] += 1
+            elif isinstance(packet, RtcpPsfbPacket) and packet.fmt == 15:
+                stats["remb_received"] += 1
+            if isinstance(packet, (RtcpRrPacket, RtcpSrPacket)):
+                blocks = [report for report in packet.reports if report.ssrc == sender._ssrc]
+                if isinstance(packet, RtcpRrPacket) and blocks:
+                    stats["rr_received"] += 1
+                stats["report_blocks_received"] += len(blocks)
+                if blocks:
+                    last = blocks[-1]
+                    stats["last_report"] = {"fraction_lost": last.fraction_lost, "packets_lost": last.packets_lost,
+                                            "jitter": last.jitter, "highest_sequence": last.highest_sequence}
+            await handle_rtcp_packet(packet)
+
+        async def counting_retransmit(sequence_number):
+            # What aiortc's _retransmit looks up: only the last RTP_HISTORY_SIZE packets can be resent.
+            packet = history.get(sequence_number % RTP_HISTORY_SIZE)
+            if packet is not None and packet.sequence_number == sequence_number:
+                stats["retransmissions_sent"] += 1
+            else:
+                stats["retransmissions_missed"] += 1
+            await retransmit(sequence_number)
+
+        sender._handle_rtcp_packet = counting_handle_rtcp_packet
+        sender._retransmit = counting_retransmit
+
+    def hook_transport(self, transport):
+        if id(transport) in self.hooked:
+            return
+        self.hooked.add(id(transport))
+        send_rtp = transport._send_rtp
+        loop = asyncio.get_running_loop()
+        pending = collections.deque()
+        drainer = None
+
+        async def drain():
+            while pending:
+                due, data = pending[0]
+                wait = due - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                pending.popleft()
+                try:
+                    await send_rtp(data)
+                except ConnectionError:
+                    pass
+
+        async def impaired_send_rtp(data):
+            nonlocal drainer
+            if len(data) < 12 or 192 <= data[1] <= 223 or transport.state != "connected":
+                return await send_rtp(data)  # RTCP, or not connected (aiortc's own ConnectionError)
+            stream = self.streams.get(int.from_bytes(data[8:12], "big"))
+            if stream is None:
+                return await send_rtp(data)
+            stats, rng, kind, is_rtx = stream
+            stats["packets_attempted"] += 1
+            if is_rtx:
+                stats["rtx_packets_attempted"] += 1
+            if self.loss and rng.random() < self.loss:
+                stats["packets_dropped"] += 1
+                if is_rtx:
+                    stats["rtx_packets_dropped"] += 1
+                return None
+            if kind == "audio" and self.delay:
+                stats["packets_delayed"] += 1
+                pending.append((loop.time() + self.delay, data))
+                if drainer is None or drainer.done():
+                    drainer = loop.create_task(drain())
+                return None
+            return await send_rtp(data)
+
+        transport._send_rtp = impaired_send_rtp
+
+
 class Session:
     def __init__(self, args, url):
         self.args = args
         self.url = url
         self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0}
-        self.publishers = [Publisher(codec, index) for index, codec in enumerate(args.publisher)]
+        self.publishers = [Publisher(codec, index, rtx=not args.no_rtx) for index, codec in enumerate(args.publisher)]
+        self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms)
+        self.truth["impairment"] = {"loss_percent": args.loss, "loss_seed": args.loss_seed,
+                                    "delay_audio_ms": args.delay_audio_ms, "rtx_offered": not args.no_rtx}
         if args.first_publisher_id is not None and self.publishers:
             self.publishers[0].connection_id = args.first_publisher_id
         self.done = asyncio.Event()
@@ -127,6 +285,7 @@ class Session:
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
         for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
             publisher.attach(pc)
+            self.impairment.watch(publisher)
         dc_signaling = bool(connect.get("data_channel_signaling"))
         self.channels = {}
         self.channel_settings = []
@@ -150,7 +309,7 @@ class Session:
         self.truth.update({"channel_id": channel, "session_id": session_id, "bot_connection_id": bot_id})
         await pc.setLocalDescription(await pc.createOffer())
         await self.send(ws, {
-            "type": "offer", "sdp": pc.localDescription.sdp, "connection_id": bot_id, "client_id": connect.get("client_id", bot_id),
+            "type": "offer", "sdp": self.offer_text(pc), "connection_id": bot_id, "client_id": connect.get("client_id", bot_id),
             "bundle_id": bot_id, "session_id": session_id, "channel_id": channel, "simulcast": False, "spotlight": False,
             "version": "recbot-test-server", "config": {"iceServers": [], "iceTransportPolicy": "all"},
             **({"data_channel_signaling": True, "ignore_disconnect_websocket": bool(connect.get("ignore_disconnect_websocket")),
@@ -159,6 +318,7 @@ class Session:
         answer = await self.next_of(ws, "answer")
         self.truth["answer_received"] = True
         await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
+        self.impairment.hook_pc(pc)
         reader = asyncio.create_task(self.read(ws, pc))
 
         now = time.monotonic()
@@ -214,10 +374,24 @@ class Session:
         await self.finish(pc)
         reader.cancel()
 
+    def offer_text(self, pc):
+        """The offer as sent: with --audio-nack, Opus also offers generic NACK (an SFU decides its
+        own offer; aiortc's senders answer NACK for audio with a plain resend from their history)."""
+        sdp = pc.localDescription.sdp
+        if not self.args.audio_nack:
+            return sdp
+        lines = []
+        for line in sdp.split("\r\n"):
+            lines.append(line)
+            if line.startswith("a=rtpmap:") and " opus/48000" in line:
+                lines.append(f"a=rtcp-fb:{line[len('a=rtpmap:'):].split(' ')[0]} nack")
+        return "\r\n".join(lines)
+
     async def add_late(self, ws, pc, channel):
         late = [p for p in self.publishers if p.joined_at is None]
         for publisher in late:
             publisher.attach(pc)
+            self.impairment.watch(publisher)
         await self.renegotiate(ws, pc)
         for publisher in late:
             publisher.joined_at = time.monotonic()
@@ -299,7 +473,7 @@ class Session:
 
     async def renegotiate(self, ws, pc):
         await pc.setLocalDescription(await pc.createOffer())
-        message = {"type": "re-offer", "sdp": pc.localDescription.sdp}
+        message = {"type": "re-offer", "sdp": self.offer_text(pc)}
         if getattr(self, "switched", False):
             # After the switch, signaling travels on the signaling data channel.
             self.channels["signaling"].send(json.dumps(message))
@@ -310,6 +484,7 @@ class Session:
         self.pending_reanswer = asyncio.get_running_loop().create_future()
         reanswer = await asyncio.wait_for(self.pending_reanswer, 10)
         await pc.setRemoteDescription(RTCSessionDescription(sdp=reanswer["sdp"], type="answer"))
+        self.impairment.hook_pc(pc)
         self.truth["re_answers_received"] = self.truth.get("re_answers_received", 0) + 1
 
     async def leave(self, ws, pc, channel, publisher):
@@ -376,6 +551,11 @@ class Session:
             for kind, sender in publisher.senders.items():
                 ssrc = sender._ssrc
                 entry[f"{kind}_packets_sent"] = stats.get(ssrc, 0)
+            # What the wire and the feedback saw, per kind (see RtpImpairment).
+            entry["rtp"] = {kind: self.impairment.stats_for(publisher, kind) for kind in ("video", "audio")}
+            for kind, sender in publisher.senders.items():
+                # Set by aiortc only when the answer kept an rtx codec whose apt is the sending codec.
+                entry["rtp"][kind]["rtx_payload_type"] = sender._RTCRtpSender__rtx_payload_type
             self.truth["publishers"].append(entry)
         await pc.close()
 
@@ -436,6 +616,14 @@ async def main():
     parser.add_argument("--tls", action="store_true", help="serve wss:// with a self-signed certificate")
     parser.add_argument("--max-seconds", type=float, default=120)
     parser.add_argument("--truth", help="write the ground truth here when the session ends")
+    parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",
+                        help="drop this share of the publishers' RTP packets (media and RTX, never RTCP), independently per packet")
+    parser.add_argument("--loss-seed", type=int, default=1, help="seed for --loss: each stream's drop pattern is reproducible")
+    parser.add_argument("--delay-audio-ms", type=int, default=0, metavar="N",
+                        help="the publishers' audio RTP reaches the wire N ms late (RTCP and video are not delayed)")
+    parser.add_argument("--audio-nack", action="store_true", help="offer generic NACK for Opus as well (aiortc resends audio plainly)")
+    parser.add_argument("--no-rtx", action="store_true",
+                        help="offer video without RTX: aiortc then answers NACKs by resending the packet on the media SSRC")
     args = parser.parse_args()
     args.publisher = args.publisher or ["vp8", "vp8"]
 
