@@ -10,9 +10,9 @@ public struct ReceiveCounters: Sendable, Equatable {
     public var lateArrivals = 0
     /// Packets given up as lost after recovery failed (or, without NACK, after the reorder wait).
     public var lost = 0
-    /// Missing packets that arrived as RTX retransmissions in time.
+    /// Missing packets that arrived in time after a NACK (RTX, or a resend on their own SSRC).
     public var recovered = 0
-    /// Missing packets that arrived late on their own SSRC in time (reordering).
+    /// Missing packets that arrived late on their own SSRC before any NACK (reordering).
     public var reordered = 0
     /// Sequence numbers asked for in NACKs (one packet asked for twice counts twice).
     public var nackedSequenceNumbers = 0
@@ -139,7 +139,8 @@ final class ReceiveStream {
             }
             highest = sequence
         } else if let entry = register.arrived(sequence) {
-            if isRetransmission {
+            // Recovered: by RTX, or resent on its own SSRC after we asked (senders without RTX do that).
+            if isRetransmission || entry.nacks > 0 {
                 counters.recovered += 1
                 if entry.nacks == 1, let asked = entry.lastNack { output.roundTripSample = arrival.nanoseconds - asked.nanoseconds }
             } else {
