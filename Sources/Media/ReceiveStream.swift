@@ -10,9 +10,9 @@ public struct ReceiveCounters: Sendable, Equatable {
     public var lateArrivals = 0
     /// Packets given up as lost after recovery failed (or, without NACK, after the reorder wait).
     public var lost = 0
-    /// Missing packets that arrived in time after a NACK (RTX, or a resend on their own SSRC).
+    /// Missing packets that arrived in time as RTX retransmissions.
     public var recovered = 0
-    /// Missing packets that arrived late on their own SSRC before any NACK (reordering).
+    /// Missing packets that arrived late, in time, on their own SSRC (reordered, or resent without RTX).
     public var reordered = 0
     /// Sequence numbers asked for in NACKs (one packet asked for twice counts twice).
     public var nackedSequenceNumbers = 0
@@ -139,8 +139,9 @@ final class ReceiveStream {
             }
             highest = sequence
         } else if let entry = register.arrived(sequence) {
-            // Recovered: by RTX, or resent on its own SSRC after we asked (senders without RTX do that).
-            if isRetransmission || entry.nacks > 0 {
+            // Only RTX can be told apart from reordering: gaps are NACKed at once, so a late packet
+            // on its own SSRC may be a plain resend or just late (senders without RTX resend plainly).
+            if isRetransmission {
                 counters.recovered += 1
                 if entry.nacks == 1, let asked = entry.lastNack { output.roundTripSample = arrival.nanoseconds - asked.nanoseconds }
             } else {

@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import collections
 import json
+import os
 import random
 import sys
 import time
@@ -637,8 +638,10 @@ async def main():
         finally:
             if session.truth.get("end") != "redirected" and not session.truth.get("redirected"):
                 if args.truth:
-                    with open(args.truth, "w") as out:
+                    # Atomically: the tests poll for the file and must never read it half written.
+                    with open(args.truth + ".tmp", "w") as out:
                         json.dump(session.truth, out, ensure_ascii=False, indent=2)
+                    os.replace(args.truth + ".tmp", args.truth)
                 finished.set()
 
     ssl_context = self_signed_context() if args.tls else None
