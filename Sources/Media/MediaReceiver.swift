@@ -291,12 +291,14 @@ public final class MediaReceiver {
         guard !assembled.frames.isEmpty else { return }
         var clock = clocks[stream.sender] ?? SenderClock()
         let wasInconsistent = clock.inconsistent
+        let discontinuitiesBefore = clock.discontinuities
         for frame in assembled.frames {
             let mediaTime = clock.mediaTime(ssrc: stream.ssrc, rtpTimestamp: frame.rtpTimestamp, arrival: now)
             output.frames.append(ReceivedFrame(ssrc: stream.ssrc, sender: stream.sender, kind: stream.kind, codec: stream.codec.name, frame: frame,
                                                mediaTime: mediaTime, completedAt: now))
         }
         if clock.inconsistent && !wasInconsistent { counters.sync.inconsistentSenders += 1 }
+        counters.sync.timestampDiscontinuities += clock.discontinuities - discontinuitiesBefore
         clocks[stream.sender] = clock
     }
 

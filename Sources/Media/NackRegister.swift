@@ -59,6 +59,8 @@ struct NackRegister {
         return true
     }
 
+    func contains(_ sequence: Int64) -> Bool { index(of: sequence) != nil }
+
     /// Removes `sequence` when it was missing; returns the entry (for recovery statistics).
     mutating func arrived(_ sequence: Int64) -> Entry? {
         guard let first = entries.first, sequence >= first.sequence, let index = index(of: sequence) else { return nil }

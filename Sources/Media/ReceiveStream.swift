@@ -14,6 +14,8 @@ public struct ReceiveCounters: Sendable, Equatable {
     public var recovered = 0
     /// Missing packets that arrived late, in time, on their own SSRC (reordered, or resent without RTX).
     public var reordered = 0
+    /// RTX packets for sequence numbers that were not missing (or beyond the stream): dropped.
+    public var unexpectedRetransmissions = 0
     /// Sequence numbers asked for in NACKs (one packet asked for twice counts twice).
     public var nackedSequenceNumbers = 0
     public var pictureLossIndications = 0
@@ -37,6 +39,7 @@ public struct ReceiveCounters: Sendable, Equatable {
         sum.lost += rhs.lost
         sum.recovered += rhs.recovered
         sum.reordered += rhs.reordered
+        sum.unexpectedRetransmissions += rhs.unexpectedRetransmissions
         sum.nackedSequenceNumbers += rhs.nackedSequenceNumbers
         sum.pictureLossIndications += rhs.pictureLossIndications
         sum.fullIntraRequests += rhs.fullIntraRequests
@@ -126,6 +129,12 @@ final class ReceiveStream {
         farBehindRun = 0
         if held[sequence] != nil {
             counters.duplicates += 1
+            return output
+        }
+        // A retransmission only fills a gap we know of: one for a packet never missed (or beyond
+        // anything sent) would let a sender move the stream, so it is counted and dropped.
+        if isRetransmission && (sequence > top || !register.contains(sequence)) {
+            counters.unexpectedRetransmissions += 1
             return output
         }
         if sequence > top {

@@ -23,6 +23,9 @@ public struct SyncCounters: Sendable, Equatable {
     public var implausibleSenderReports = 0
     /// Senders whose streams' reports disagree too much to align them by (left on arrival time).
     public var inconsistentSenders = 0
+    /// RTP timestamps that put a frame over 10 s from its arrival (a jump or a restart):
+    /// the stream was re-anchored on arrival instead.
+    public var timestampDiscontinuities = 0
 
     public init() {}
 }
@@ -41,6 +44,8 @@ struct SenderClock {
         /// The newest plausible SR: RTP time (unwrapped) and NTP time (ns).
         var report: (rtp: Int64, ntp: Int64)?
         var last: (rtp: Int64, local: Int64)?
+        /// False once the stream ended; its timing is kept so the SSRC resumes where it was.
+        var active = true
     }
 
     private var streams: [UInt32: StreamTiming] = [:]
@@ -49,14 +54,26 @@ struct SenderClock {
     private(set) var inconsistent = false
     /// How far the streams' own reports may disagree before they are not trusted (ns).
     static let maximumDisagreement: Int64 = 5_000_000_000
+    /// How far a frame's media time may sit from its arrival before its RTP time is not believed.
+    static let maximumDistanceFromArrival: Int64 = 10_000_000_000
+    /// Timings kept per sender, ended streams included.
+    static let maximumStreams = 64
+    private(set) var discontinuities = 0
 
     var isSynchronised: Bool { offset != nil }
 
     mutating func addStream(ssrc: UInt32, clockRate: Int) {
-        if streams[ssrc] == nil { streams[ssrc] = StreamTiming(clockRate: clockRate) }
+        if streams[ssrc] != nil {
+            streams[ssrc]?.active = true
+            streams[ssrc]?.clockRate = clockRate
+            return
+        }
+        if streams.count >= SenderClock.maximumStreams { streams = streams.filter(\.value.active) }
+        streams[ssrc] = StreamTiming(clockRate: clockRate)
     }
 
-    mutating func removeStream(ssrc: UInt32) { streams[ssrc] = nil }
+    /// The stream ended; its timing stays (bounded), so a returning SSRC never goes backwards.
+    mutating func removeStream(ssrc: UInt32) { streams[ssrc]?.active = false }
 
     /// Takes an SR for `ssrc`; false when it is implausible and ignored.
     mutating func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrival: MonotonicTime) -> Bool {
@@ -84,6 +101,14 @@ struct SenderClock {
             let anchor = timing.anchor ?? (rtp, arrival.nanoseconds)
             local = anchor.local &+ nanoseconds(ticks: rtp &- anchor.rtp, clockRate: timing.clockRate)
         }
+        // An RTP time far from the arrival is a jump or a restart of the sender's timestamps,
+        // not a frame from hours ago or ahead: re-anchor on arrival (the next SR re-syncs it).
+        if (local &- arrival.nanoseconds).magnitude > UInt64(SenderClock.maximumDistanceFromArrival) {
+            discontinuities += 1
+            timing.anchor = (rtp, arrival.nanoseconds)
+            timing.report = nil
+            local = arrival.nanoseconds
+        }
         // Never backwards within a stream (a late SR for a new stream, a reordered timestamp).
         if let last = timing.last, local < last.local { local = last.local }
         timing.last = (rtp, local)
@@ -94,7 +119,7 @@ struct SenderClock {
     /// Switches to SR timing once every stream that has delivered frames has an SR.
     private mutating func synchroniseIfReady(arrivingSSRC: UInt32, rtp: Int64, arrival: Int64) {
         guard let arriving = streams[arrivingSSRC], arriving.report != nil else { return }
-        let started = streams.filter { $0.value.last != nil || $0.key == arrivingSSRC }
+        let started = streams.filter { $0.value.active && ($0.value.last != nil || $0.key == arrivingSSRC) }
         guard started.allSatisfy({ $0.value.report != nil }) else { return }
         // Each stream's view of local − NTP: where its frames already are (so nothing moves
         // backwards), or for the arriving one without history, where it arrives.

@@ -210,10 +210,12 @@ public final class JoinSession: @unchecked Sendable {
         transport.run(core) { event in
             switch event {
             case .frames(let frames):
-                let now = Self.monotonicNow()
+                // Times come from the transport's clock, as the core saw them (no second clock read).
                 for frame in frames {
                     // A video frame the recorder had to drop: its stream must restart at a keyframe.
-                    if let ssrc = recordings.add(frame, now: now) { transport.withCore { $0.frameLostDownstream(ssrc: ssrc, now: now) } }
+                    if let ssrc = recordings.add(frame, now: frame.completedAt) {
+                        transport.withCore { $0.frameLostDownstream(ssrc: ssrc, now: frame.completedAt) }
+                    }
                 }
             case .failed(let failure): emit.yield(.transportFailed("\(failure)"))
             case .localCandidate(let candidate): emit.yield(.localCandidate(candidate))

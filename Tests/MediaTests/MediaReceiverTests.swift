@@ -144,6 +144,26 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(harness.receiver.counters(sender: Fixtures.sender).sequenceJumps == 1)
     }
 
+    @Test func aNewSSRCOnTheSameSectionIsFollowedAndTheOldOneForgotten() throws {
+        // The offer names no SSRCs: both are learned from the MID extension.
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack(ssrcs: [], rtxSSRCs: [:])]))
+        let first = try SimulatedPublisher(ssrc: 500, rtxSSRC: nil)
+        first.midExtension = "0"
+        for index in 0..<30 {
+            for bytes in try first.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000 + Int64(index) * 33)) }
+        }
+        let second = try SimulatedPublisher(ssrc: 600, rtxSSRC: nil, firstSequence: 7)  // e.g. the sender restarted its encoder
+        second.midExtension = "0"
+        for index in 30..<60 {
+            for bytes in try second.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000 + Int64(index) * 33)) }
+        }
+        #expect(harness.frames.filter { $0.ssrc == 500 }.count == 30 && harness.frames.filter { $0.ssrc == 600 }.count == 30)
+        // Expiry is checked with each receiver report (0.5–1.5 s apart): 5 s of silence plus one interval.
+        harness.advance(to: .milliseconds(1_000 + 59 * 33 + 7_000))
+        #expect(harness.receiver.counters.streamsExpired == 2 && harness.receiver.activeStreamCount == 0, "\(harness.receiver.counters)")
+        #expect(harness.receiver.counters(sender: Fixtures.sender).packets > 60, "counters outlive their streams")
+    }
+
     @Test func aStreamThatGoesSilentIsForgottenAndNotAskedForKeyframesForever() throws {
         let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
         let publisher = try SimulatedPublisher()
@@ -311,6 +331,24 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         harness.advance(to: harness.now.adding(milliseconds: 10_000))
         #expect(harness.receiver.activeStreamCount == 0)
         #expect(harness.receiver.counters.sync.implausibleSenderReports >= 1)
+    }
+
+    @Test func aRetransmissionOfSomethingNeverMissedCannotMoveTheStream() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        let publisher = try SimulatedPublisher(firstSequence: 100)
+        for _ in 0..<5 { for bytes in try publisher.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) } }
+        let before = harness.frames.count
+        // RTX (on the FID-announced SSRC 2) naming sequence numbers far ahead and already delivered.
+        for osn: UInt16 in [40_000, 100, 101] {
+            let rtx = RTPPacketBuilder(payloadType: 97, sequenceNumber: osn, timestamp: 0, ssrc: 2)
+                .build(payload: [UInt8(osn >> 8), UInt8(osn & 0xFF), 0x90, 0x80, 0x00, 0x01, 0x00])
+            harness.receive(try RTPPacket(parsing: rtx))
+        }
+        for _ in 0..<5 { for bytes in try publisher.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) } }
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.sequenceJumps == 0 && counters.lost == 0 && harness.nacked.isEmpty)
+        #expect(counters.unexpectedRetransmissions + counters.duplicates + counters.lateArrivals == 3, "\(counters)")
+        #expect(harness.frames.count == before + 5)
     }
 
     @Test func hostileSequencesNeverCrashOrGrowWithoutBound() throws {

@@ -22,6 +22,8 @@ import Testing
         ["events", "list"],
         ["events", "list", "--session", Fixture.s1, "--kind", "smoke-signal"],
         ["frobnicate"],
+        ["recordings", "show", "not-a-number"],
+        ["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--max-recovery-delay", "forever"],
     ])
     func usageErrorsExit64(arguments: [String]) throws {
         let result = try fixture.run(arguments)
@@ -43,6 +45,11 @@ import Testing
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == garbage)
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["catalog.sqlite"])
+    }
+
+    @Test func aRecoveryDelayOutOfRangeIsAConfigurationError() throws {
+        let result = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--max-recovery-delay", "50ms"])
+        #expect(result.status == 78 && result.stderr.contains("--max-recovery-delay"), "\(result.status): \(result.stderr)")
     }
 
     @Test func versionAndHelp() throws {

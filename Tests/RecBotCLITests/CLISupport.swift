@@ -80,6 +80,16 @@ struct Fixture {
         recording.bytes = 1_572_864
         recording.videoFrames = 1_920
         recording.audioFrames = 3_200
+        recording.packetsReceived = 9_000
+        recording.packetsRecovered = 430
+        recording.packetsLost = 3
+        recording.nacksSent = 470
+        recording.pliSent = 1
+        recording.jitterMs = 4.5
+        recording.framesDropped = 2
+        recording.framesDroppedIncomplete = 1
+        recording.framesDroppedKeyframeWait = 1
+        recording.videoSizes = "640x360,1280x720"
         recording.status = .complete
         try catalog.updateRecording(recording)
         try catalog.insertRecording(RecordingRecord(

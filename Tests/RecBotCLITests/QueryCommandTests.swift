@@ -90,6 +90,19 @@ import Testing
         #expect(table.stdout.contains("recording"), "status of the unfinished file")
     }
 
+    @Test func recordingsShowPrintsTheReceptionCounters() throws {
+        let id = try #require(try fixture.jsonArray(["recordings", "list", "--connection", "SENDER1"]).first?["id"] as? Int)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(fixture.run(["recordings", "show", String(id), "--json"]).stdout.utf8))
+                                as? [String: Any])
+        #expect(json["packets_recovered"] as? Int == 430 && json["pli_sent"] as? Int == 1 && json["jitter_ms"] as? Double == 4.5)
+        #expect(json["video_sizes"] as? [String] == ["640x360", "1280x720"] && json["frames_dropped_incomplete"] as? Int == 1)
+        let text = try fixture.run(["recordings", "show", String(id)]).stdout
+        #expect(text.contains("9000 received, 430 recovered by retransmission, 3 lost"), "\(text)")
+        #expect(text.contains("640x360, 1280x720") && text.contains("4.5 ms"))
+        let missing = try fixture.run(["recordings", "show", "999999"])
+        #expect(missing.status != 0 && !missing.stderr.isEmpty)
+    }
+
     @Test func eventsList() throws {
         let events = try fixture.jsonArray(["events", "list", "--session", Fixture.s1])
         #expect(events.count == 5)
