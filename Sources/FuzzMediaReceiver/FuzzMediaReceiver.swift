@@ -85,8 +85,8 @@ public func fuzzMediaReceiver(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int
             guard let selector = script.byte() else { break }
             check(receiver.handle(rtcp: [.goodbye(ssrcs: [ssrcs[Int(selector) % ssrcs.count]])], arrival: MonotonicTime(nanoseconds: now)))
         default:
-            guard let selector = script.byte() else { break }
-            check(receiver.frameLostDownstream(ssrc: ssrcs[Int(selector) % ssrcs.count], now: MonotonicTime(nanoseconds: now)))
+            guard let selector = script.byte(), let rtp = script.uint32() else { break }
+            check(receiver.frameLostDownstream(ssrc: ssrcs[Int(selector) % ssrcs.count], rtpTimestamp: rtp, now: MonotonicTime(nanoseconds: now)))
         }
     }
     return 0

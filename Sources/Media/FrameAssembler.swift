@@ -90,6 +90,7 @@ public struct FrameAssembler {
     private var frameBytes = 0
     private var frameCorrupt = false
     private var frameOversized = false
+    private var lastKeyframeTimestamp: UInt32?
     static let maximumPacketsPerFrame = 4_096
     static let maximumBytesPerFrame = 8 << 20
 
@@ -145,10 +146,16 @@ public struct FrameAssembler {
     }
 
     /// A frame was dropped downstream (recorder order or backpressure): later frames may
-    /// reference it, so video goes back to waiting for a keyframe.
-    public mutating func frameLostDownstream(_ output: inout AssemblerOutput) {
-        if isVideo { loseSync(&output) }
+    /// reference it, so video goes back to waiting for a keyframe, unless a keyframe newer than
+    /// the dropped frame was already emitted (the drop is reported after the fact).
+    public mutating func frameLostDownstream(rtpTimestamp: UInt32, _ output: inout AssemblerOutput) {
+        guard isVideo else { return }
+        if let keyframe = lastKeyframeTimestamp, Int32(bitPattern: keyframe &- rtpTimestamp) > 0 { return }
+        loseSync(&output)
     }
+
+    /// Bytes of the frame being collected.
+    public var collectedBytes: Int { frameBytes }
 
     private mutating func beginFrame(_ timestamp: UInt32) {
         frameTimestamp = timestamp
@@ -195,6 +202,7 @@ public struct FrameAssembler {
             waitingForKeyframe = false
         }
         framesEmitted += 1
+        if frame.isKeyframe { lastKeyframeTimestamp = timestamp }
         output.frames.append(frame)
     }
 

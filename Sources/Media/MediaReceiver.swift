@@ -15,6 +15,8 @@ public struct MediaReceiverConfiguration: Sendable {
     public var maximumStreams: Int
     /// Largest RTCP datagram we build (before SRTCP's trailer).
     public var maximumRTCPBytes: Int
+    /// Bytes all streams together may hold for reordering and frame assembly.
+    public var maximumBufferedBytes = 64 << 20
 
     public init(localSSRC: UInt32, cname: String, recovery: RecoveryPolicy = RecoveryPolicy(), reportIntervalNanoseconds: Int64 = 1_000_000_000,
                 reducedSizeRTCP: Bool = false, streamTimeoutNanoseconds: Int64 = 5_000_000_000, maximumStreams: Int = 512,
@@ -65,6 +67,8 @@ public struct MediaReceiverCounters: Sendable, Equatable {
     public var paddingOnlyRetransmissions = 0
     public var streamsExpired = 0
     public var goodbyes = 0
+    /// Times the receiver-wide buffer budget made a stream give up a gap or a frame early.
+    public var budgetSheds = 0
     public var rtcpDatagramsSent = 0
     public var sync = SyncCounters()
 
@@ -89,6 +93,8 @@ public final class MediaReceiver {
     /// Packets taken in on streams that ended, by SSRC (bounded, for diagnostics and tests).
     private var retiredPackets: [UInt32: Int] = [:]
     private var smoothedRoundTrip: Int64?
+    /// Bytes all streams hold for reordering and frame assembly (bounded by the budget).
+    private var bufferedBytes = 0
     private var nextReport: MonotonicTime?
     private var deadline: MonotonicTime?
     private let random: () -> UInt64
@@ -102,11 +108,11 @@ public final class MediaReceiver {
 
     /// Applies a (re-)negotiation: streams of sections that went away end here.
     public func update(tracks: [ReceiveTrack]) -> MediaOutput {
-        let output = MediaOutput()
+        var output = MediaOutput()
         self.tracks = tracks
         router.update(tracks)
         let mids = Set(tracks.map(\.mid))
-        for (ssrc, stream) in streams where !mids.contains(stream.mid) { end(ssrc) }
+        for (ssrc, stream) in streams where !mids.contains(stream.mid) { end(ssrc, now: stream.lastArrival, &output) }
         return output
     }
 
@@ -149,21 +155,21 @@ public final class MediaReceiver {
     }
 
     public func handle(rtcp packets: [RTCPPacket], arrival: MonotonicTime) -> MediaOutput {
-        let output = MediaOutput()
+        var output = MediaOutput()
         counters.rtcpPackets += 1
         for packet in packets {
             switch packet {
             case .senderReport(let ssrc, let ntp, let rtp, _, _, _):
                 counters.sync.senderReports += 1
                 guard let stream = streams[ssrc] else { continue }
-                if clocks[stream.sender, default: SenderClock()].senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival) {
-                    stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
-                } else {
+                // LSR/DLSR echo every SR, believed or not: the sender's round-trip estimate needs them.
+                stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
+                if !clocks[stream.sender, default: SenderClock()].senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival) {
                     counters.sync.implausibleSenderReports += 1
                 }
             case .goodbye(let ssrcs):
                 counters.goodbyes += 1
-                for ssrc in ssrcs { end(ssrc) }
+                for ssrc in ssrcs { end(ssrc, now: arrival, &output) }
             default:
                 break  // reports about our (non-existent) RTP, feedback for senders: nothing to do
             }
@@ -173,10 +179,10 @@ public final class MediaReceiver {
 
     /// A frame of `ssrc` was dropped downstream (the recorder's order or backpressure): the
     /// stream waits for a keyframe and asks for one.
-    public func frameLostDownstream(ssrc: UInt32, now: MonotonicTime) -> MediaOutput {
+    public func frameLostDownstream(ssrc: UInt32, rtpTimestamp: UInt32, now: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
         guard let stream = streams[ssrc] else { return output }
-        let assembled = stream.frameLostDownstream()
+        let assembled = stream.frameLostDownstream(rtpTimestamp: rtpTimestamp)
         if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now) {
             output.rtcp += compounds(feedback: [request], reports: [])
         }
@@ -197,10 +203,12 @@ public final class MediaReceiver {
         for (ssrc, stream) in streams {
             if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
                 counters.streamsExpired += 1
-                end(ssrc)
+                end(ssrc, now: now, &output)
                 continue
             }
+            let before = stream.bufferedBytes
             let result = stream.handleTimeout(now: now, retryInterval: retry)
+            bufferedBytes += stream.bufferedBytes - before
             collect(result.assembled, from: stream, now: now, &output, feedback: &feedback)
             let lost = stream.dueNacks(now: now, retryInterval: retry)
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
@@ -237,12 +245,15 @@ public final class MediaReceiver {
             if existing.codec.payloadType != codec.payloadType, !switchCodec(existing, to: codec, now: now, &output) { return nil }
             return existing
         }
+        // A learned SSRC that cannot become a stream is not kept, or it would fill the router.
         guard streams.count < configuration.maximumStreams else {
             counters.tooManyStreams += 1
+            router.forget(ssrc: ssrc)
             return nil
         }
         guard let depacketizer = Depacketizers.depacketizer(for: codec.name) else {
             counters.unsupportedCodec += 1
+            router.forget(ssrc: ssrc)
             return nil
         }
         let stream = ReceiveStream(ssrc: ssrc, track: track, codec: codec, depacketizer: depacketizer, policy: configuration.recovery, now: now)
@@ -263,13 +274,25 @@ public final class MediaReceiver {
             return false
         }
         var feedback: [RTCPPacket] = []
-        collect(stream.switchCodec(to: codec, depacketizer: depacketizer), from: stream, now: now, &output, feedback: &feedback)
+        let before = stream.bufferedBytes
+        let switched = stream.switchCodec(to: codec, depacketizer: depacketizer)
+        bufferedBytes += stream.bufferedBytes - before
+        collect(switched, from: stream, now: now, &output, feedback: &feedback)
         if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: []) }
         return true
     }
 
     private func receive(_ packet: RTPPacket, on stream: ReceiveStream, isRetransmission: Bool, arrival: MonotonicTime, _ output: inout MediaOutput) {
-        let result = stream.receive(packet, isRetransmission: isRetransmission, arrival: arrival)
+        let bufferedBefore = stream.bufferedBytes
+        var result = stream.receive(packet, isRetransmission: isRetransmission, arrival: arrival)
+        bufferedBytes += stream.bufferedBytes - bufferedBefore
+        if bufferedBytes > configuration.maximumBufferedBytes {
+            // Over the receiver-wide budget: this stream lets go of its oldest gap (or its frame).
+            let before = stream.bufferedBytes
+            stream.shed(&result)
+            bufferedBytes += stream.bufferedBytes - before
+            counters.budgetSheds += 1
+        }
         if let sample = result.roundTripSample { updateRoundTrip(sample) }
         var feedback: [RTCPPacket] = []
         collect(result.assembled, from: stream, now: arrival, &output, feedback: &feedback)
@@ -302,8 +325,14 @@ public final class MediaReceiver {
         clocks[stream.sender] = clock
     }
 
-    private func end(_ ssrc: UInt32) {
-        guard let stream = streams.removeValue(forKey: ssrc) else { return }
+    /// The stream ends: what it holds is released first (gaps given up), then it is forgotten.
+    private func end(_ ssrc: UInt32, now: MonotonicTime, _ output: inout MediaOutput) {
+        guard let stream = streams[ssrc] else { return }
+        var feedback: [RTCPPacket] = []  // nobody to ask for a keyframe: the stream is ending
+        let before = stream.bufferedBytes
+        collect(stream.drainForEnd(), from: stream, now: now, &output, feedback: &feedback)
+        bufferedBytes -= before
+        streams[ssrc] = nil
         retired[stream.sender] = (retired[stream.sender] ?? ReceiveCounters()) + stream.currentCounters
         if retiredPackets.count < configuration.maximumStreams * 2 { retiredPackets[ssrc, default: 0] += stream.counters.packets }
         router.forget(ssrc: ssrc)

@@ -69,11 +69,8 @@ struct NackRegister {
 
     /// Forgets everything up to and including `sequence` (given up or skipped); returns how many.
     mutating func removeThrough(_ sequence: Int64) -> Int {
-        var count = 0
-        while let first = entries.first, first.sequence <= sequence {
-            entries.removeFirst()
-            count += 1
-        }
+        let count = entries.prefix { $0.sequence <= sequence }.count
+        entries.removeFirst(count)
         return count
     }
 

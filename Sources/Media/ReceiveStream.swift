@@ -139,11 +139,18 @@ final class ReceiveStream {
         }
         if sequence > top {
             if sequence > top + 1 {
-                guard register.markMissing((top + 1)..<sequence, now: arrival) else {
+                let gap = (top + 1)..<sequence
+                if gap.count > register.policy.maximumMissingPackets {
                     jump(to: sequence, &output)
                     accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
                     return output
                 }
+                // A small gap while the register is full: the oldest gaps are given up to make room.
+                let room = register.policy.maximumMissingPackets - gap.count
+                if register.count > room, let oldest = register.entries.dropFirst(register.count - room - 1).first?.sequence {
+                    giveUp(through: oldest, &output)
+                }
+                _ = register.markMissing(gap, now: arrival)
                 output.newlyMissing = true
             }
             highest = sequence
@@ -189,13 +196,15 @@ final class ReceiveStream {
             farBehindRun = lastFarBehind == sequence - 1 ? farBehindRun + 1 : 1
             lastFarBehind = sequence
             if farBehindRun >= ReceiveStream.restartAfterPackets && !isRetransmission {
-                restart(at: sequence, &output)
-                accept(packet, sequence: sequence, isRetransmission: false, arrival: arrival, &output)
+                let restarted = restart(at: sequence, &output)
+                accept(packet, sequence: restarted, isRetransmission: false, arrival: arrival, &output)
                 return
             }
         }
         if givenUp.contains(where: { $0.contains(sequence) }) {
             counters.lateArrivals += 1
+            // RFC 3550 A.3 counts late packets as received (the sender hears less loss).
+            if !isRetransmission { statistics.record(sequence: sequence, rtpTimestamp: packet.timestamp, arrival: arrival) }
         } else {
             counters.duplicates += 1
         }
@@ -249,8 +258,9 @@ final class ReceiveStream {
         statistics.restart(at: sequence)
     }
 
-    /// The sender restarted its sequence numbers: start over from `sequence`.
-    private func restart(at sequence: Int64, _ output: inout StreamOutput) {
+    /// The sender restarted its sequence numbers: start over from `sequence`. Returns its new
+    /// extended number (the unwrapper starts afresh).
+    private func restart(at sequence: Int64, _ output: inout StreamOutput) -> Int64 {
         counters.sequenceJumps += 1
         flushHeld(&output)
         register.removeAll()
@@ -262,6 +272,7 @@ final class ReceiveStream {
         nextExpected = restarted
         highest = restarted
         statistics.restart(at: restarted)
+        return restarted
     }
 
     private func flushHeld(_ output: inout StreamOutput) {
@@ -285,10 +296,36 @@ final class ReceiveStream {
     }
 
     private func deliver(_ packet: RTPPacket, _ output: inout StreamOutput) {
+        // Padding-only packets (bandwidth probes without RTX) fill a sequence number, nothing else;
+        // a loss before one still belongs to the next real packet.
+        guard !packet.payloadRange.isEmpty else { return }
         assembler.push(packet, afterLoss: lossBeforeNext, &output.assembled)
         lossBeforeNext = false
         counters.framesEmitted = assembler.framesEmitted
         counters.framesDropped = assembler.dropped
+    }
+
+    /// The stream ends (BYE, its section went away): what it holds goes out, gaps given up.
+    func drainForEnd() -> AssemblerOutput {
+        var output = StreamOutput()
+        if let top = highest { giveUp(through: top, &output) }
+        var discarded = AssemblerOutput()
+        assembler.abandon(&discarded)  // a half-collected frame cannot complete now
+        counters.framesDropped = assembler.dropped
+        output.assembled.keyframeNeeded = false
+        return output.assembled
+    }
+
+    /// Bytes held for reordering and in the frame being collected.
+    var bufferedBytes: Int { heldBytes + assembler.collectedBytes }
+
+    /// Over the receiver's memory budget: give up the oldest gap, or else the frame being collected.
+    func shed(_ output: inout StreamOutput) {
+        if let oldest = register.entries.first?.sequence {
+            giveUp(through: oldest, &output)
+        } else {
+            assembler.abandon(&output.assembled)
+        }
     }
 
     // MARK: - Codec changes and downstream loss
@@ -304,9 +341,9 @@ final class ReceiveStream {
         return output
     }
 
-    func frameLostDownstream() -> AssemblerOutput {
+    func frameLostDownstream(rtpTimestamp: UInt32) -> AssemblerOutput {
         var output = AssemblerOutput()
-        assembler.frameLostDownstream(&output)
+        assembler.frameLostDownstream(rtpTimestamp: rtpTimestamp, &output)
         return output
     }
 
@@ -335,5 +372,9 @@ final class ReceiveStream {
 
     func senderReport(ntpTimestamp: UInt64, arrival: MonotonicTime) { statistics.senderReport(ntpTimestamp: ntpTimestamp, arrival: arrival) }
 
-    func reportBlock(now: MonotonicTime) -> RTCPReportBlock { statistics.reportBlock(ssrc: ssrc, now: now) }
+    /// RFC 3550 §6.4: a block only for a source heard from since the last report.
+    func reportBlock(now: MonotonicTime) -> RTCPReportBlock? {
+        guard statistics.heardSinceLastReport else { return nil }
+        return statistics.reportBlock(ssrc: ssrc, now: now)
+    }
 }

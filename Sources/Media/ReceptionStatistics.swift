@@ -52,6 +52,7 @@ struct ReceptionStatistics {
     }
 
     var expected: Int64 { baseSequence.map { highestSequence - $0 + 1 } ?? 0 }
+    var heardSinceLastReport: Bool { received != receivedPrior }
     var cumulativeLost: Int64 { max(0, expected - received) }
     /// Interarrival jitter in RTP timestamp units.
     var jitter: UInt32 { UInt32(clamping: scaledJitter / 16) }

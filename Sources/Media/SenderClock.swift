@@ -43,7 +43,7 @@ struct SenderClock {
         var anchor: (rtp: Int64, local: Int64)?
         /// The newest plausible SR: RTP time (unwrapped) and NTP time (ns).
         var report: (rtp: Int64, ntp: Int64)?
-        var last: (rtp: Int64, local: Int64)?
+        var last: (rtp: Int64, local: Int64, arrival: Int64, followedReport: Bool)?
         /// False once the stream ended; its timing is kept so the SSRC resumes where it was.
         var active = true
     }
@@ -56,6 +56,8 @@ struct SenderClock {
     static let maximumDisagreement: Int64 = 5_000_000_000
     /// How far a frame's media time may sit from its arrival before its RTP time is not believed.
     static let maximumDistanceFromArrival: Int64 = 10_000_000_000
+    /// How much further than the wall clock one frame's RTP step may move media time.
+    static let maximumStepExcess: Int64 = 1_000_000_000
     /// Timings kept per sender, ended streams included.
     static let maximumStreams = 64
     private(set) var discontinuities = 0
@@ -84,6 +86,7 @@ struct SenderClock {
         if let offset, ((ntp &+ offset) &- arrival.nanoseconds).magnitude > UInt64(SenderClock.maximumDisagreement) { return false }
         timing.report = (timing.unwrapper.unwrap(rtpTimestamp), ntp)
         streams[ssrc] = timing
+        inconsistent = false  // fresh data: synchronising may be tried again
         return true
     }
 
@@ -94,24 +97,34 @@ struct SenderClock {
         if offset == nil && !inconsistent { synchroniseIfReady(arrivingSSRC: ssrc, rtp: rtp, arrival: arrival.nanoseconds) }
         timing = streams[ssrc] ?? timing
         var local: Int64
+        var followsReport = false
         if let offset, let report = timing.report {
             local = report.ntp &+ nanoseconds(ticks: rtp &- report.rtp, clockRate: timing.clockRate) &+ offset
+            followsReport = true
         } else {
             if timing.anchor == nil { timing.anchor = (rtp, arrival.nanoseconds) }
             let anchor = timing.anchor ?? (rtp, arrival.nanoseconds)
             local = anchor.local &+ nanoseconds(ticks: rtp &- anchor.rtp, clockRate: timing.clockRate)
         }
-        // An RTP time far from the arrival is a jump or a restart of the sender's timestamps,
-        // not a frame from hours ago or ahead: re-anchor on arrival (the next SR re-syncs it).
-        if (local &- arrival.nanoseconds).magnitude > UInt64(SenderClock.maximumDistanceFromArrival) {
+        // An RTP time far from the arrival, or a step between frames that outruns the wall clock
+        // by more than a second (either way), is a jump or a restart of the sender's timestamps,
+        // not media from hours away: re-anchor on arrival (the next SR re-syncs it). The step is
+        // not checked across the switch to SR timing, which moves a stream on purpose.
+        var jumped = (local &- arrival.nanoseconds).magnitude > UInt64(SenderClock.maximumDistanceFromArrival)
+        if let last = timing.last, last.followedReport == followsReport {
+            let step = local &- last.local
+            jumped = jumped || step &- (arrival.nanoseconds &- last.arrival) > SenderClock.maximumStepExcess || step < -SenderClock.maximumStepExcess
+        }
+        if jumped {
             discontinuities += 1
             timing.anchor = (rtp, arrival.nanoseconds)
             timing.report = nil
             local = arrival.nanoseconds
+            followsReport = false
         }
         // Never backwards within a stream (a late SR for a new stream, a reordered timestamp).
         if let last = timing.last, local < last.local { local = last.local }
-        timing.last = (rtp, local)
+        timing.last = (rtp, local, arrival.nanoseconds, followsReport)
         streams[ssrc] = timing
         return MonotonicTime(nanoseconds: local)
     }

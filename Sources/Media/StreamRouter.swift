@@ -28,14 +28,14 @@ struct StreamRouter {
     private var midOfPrimary: [UInt32: String] = [:]
     private var ridOfPrimary: [UInt32: String] = [:]
     private var primaryOfRetransmission: [UInt32: UInt32] = [:]
-    /// RTX SSRCs the offer announced whose primary is not known yet (a FID group naming it).
-    private var announcedRetransmissions: Set<UInt32> = []
+    /// SSRCs the offer names: kept when their stream ends, since the offer still says so.
+    private var announced: Set<UInt32> = []
     private var midExtensionIDs: [UInt8] = []
     static let maximumLearnedSSRCs = 1_024
 
     mutating func update(_ newTracks: [ReceiveTrack]) {
         tracks = Dictionary(newTracks.map { ($0.mid, $0) }, uniquingKeysWith: { first, _ in first })
-        announcedRetransmissions = []
+        announced = Set(newTracks.flatMap { $0.ssrcs + Array($0.rtxSSRCs.keys) + Array($0.rtxSSRCs.values) })
         for track in newTracks {
             let retransmissions = Set(track.rtxSSRCs.values)
             for ssrc in track.ssrcs where !retransmissions.contains(ssrc) { midOfPrimary[ssrc] = track.mid }
@@ -51,9 +51,11 @@ struct StreamRouter {
         primaryOfRetransmission = primaryOfRetransmission.filter { midOfPrimary[$0.value] != nil }
     }
 
-    /// SSRCs known to belong to sections that no longer exist are forgotten by `update`; this
-    /// forgets one that went silent or said BYE.
+    /// SSRCs of sections that no longer exist are forgotten by `update`; this forgets one learned
+    /// from packets that went silent, said BYE or could not become a stream. What the offer
+    /// announced stays.
     mutating func forget(ssrc: UInt32) {
+        guard !announced.contains(ssrc) else { return }
         midOfPrimary[ssrc] = nil
         ridOfPrimary[ssrc] = nil
         primaryOfRetransmission = primaryOfRetransmission.filter { $0.key != ssrc && $0.value != ssrc }

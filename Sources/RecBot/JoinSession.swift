@@ -213,8 +213,8 @@ public final class JoinSession: @unchecked Sendable {
                 // Times come from the transport's clock, as the core saw them (no second clock read).
                 for frame in frames {
                     // A video frame the recorder had to drop: its stream must restart at a keyframe.
-                    if let ssrc = recordings.add(frame, now: frame.completedAt) {
-                        transport.withCore { $0.frameLostDownstream(ssrc: ssrc, now: frame.completedAt) }
+                    if let dropped = recordings.add(frame, now: frame.completedAt) {
+                        transport.withCore { $0.frameLostDownstream(ssrc: dropped.ssrc, rtpTimestamp: dropped.rtpTimestamp, now: frame.completedAt) }
                     }
                 }
             case .failed(let failure): emit.yield(.transportFailed("\(failure)"))

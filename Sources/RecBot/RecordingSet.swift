@@ -47,9 +47,9 @@ final class RecordingSet {
         return Array(gone.values)
     }
 
-    /// Records a frame; returns the SSRC whose stream must wait for a keyframe when a video
-    /// frame had to be dropped here.
-    func add(_ received: ReceivedFrame, now: MonotonicTime) -> UInt32? {
+    /// Records a frame; returns the source of a video frame dropped here, whose stream must then
+    /// wait for (and ask for) a keyframe.
+    func add(_ received: ReceivedFrame, now: MonotonicTime) -> FrameSource? {
         guard let recorder = recorder(for: received.sender) else { return nil }
         let video = received.kind == .video
         if video, let codec = recorder.tracks.videoCodec, WebMVideoCodec(sdpName: received.codec) != codec {
@@ -61,8 +61,7 @@ final class RecordingSet {
             }
             return nil
         }
-        let intact = recorder.add(received.frame, video: video, mediaTime: received.mediaTime, arrival: now)
-        return intact ? nil : received.ssrc
+        return recorder.add(received.frame, video: video, mediaTime: received.mediaTime, arrival: now, ssrc: received.ssrc)
     }
 
     private func recorder(for sender: String) -> SenderRecorder? {

@@ -14,6 +14,17 @@ public struct SenderTracks: Sendable, Equatable {
     }
 }
 
+/// Where a frame came from, so a video frame dropped here can be reported to its stream.
+public struct FrameSource: Sendable, Equatable {
+    public var ssrc: UInt32
+    public var rtpTimestamp: UInt32
+
+    public init(ssrc: UInt32, rtpTimestamp: UInt32) {
+        self.ssrc = ssrc
+        self.rtpTimestamp = rtpTimestamp
+    }
+}
+
 /// Counters a recording reports in its sidecar and catalog row.
 public struct RecordingStatistics: Sendable, Equatable {
     public var videoFrames = 0
@@ -98,7 +109,10 @@ public final class SenderRecorder: @unchecked Sendable {
     private var startOffsetMilliseconds: Int64 = 0
     private var firstFrameTime: MonotonicTime?
     private var videoSize: (width: Int, height: Int)?
-    private var pending: [(frame: WebMFrame, arrival: MonotonicTime)] = []
+    private var pending: [(frame: WebMFrame, arrival: MonotonicTime, source: FrameSource)] = []
+    /// Frames held for interleaving or for the file to start; past this the file starts (and
+    /// frames flow) whatever it waits for, so a flood cannot grow the list.
+    static let maximumPendingFrames = 2_048
     private var lastWrittenNanoseconds: Int64 = -1
     private var hasVideoStarted = false
     private var videoNeedsKeyframe = false
@@ -134,37 +148,39 @@ public final class SenderRecorder: @unchecked Sendable {
     }
     public var filename: String { layout.mediaFilename(connectionID: connectionID) }
 
-    /// Adds a frame. `mediaTime` is on the recording's monotonic clock. Returns false when a
-    /// video frame had to be dropped here: the stream then needs a keyframe (later delta frames
-    /// are skipped until one comes, since they reference what was dropped).
+    /// Adds a frame. `mediaTime` is on the recording's monotonic clock. Returns the source of a
+    /// video frame that had to be dropped here (this one or an earlier one released now): its
+    /// stream then needs a keyframe, and later delta frames are skipped until one comes.
     @discardableResult
-    public func add(_ frame: EncodedFrame, video: Bool, mediaTime: MonotonicTime, arrival: MonotonicTime) -> Bool {
-        guard failure == nil else { return true }
+    public func add(_ frame: EncodedFrame, video: Bool, mediaTime: MonotonicTime, arrival: MonotonicTime, ssrc: UInt32 = 0) -> FrameSource? {
+        guard failure == nil else { return nil }
         mediaBytesReceived += UInt64(frame.data.count)
         if firstFrameTime == nil { firstFrameTime = mediaTime }
         if video {
-            guard tracks.videoCodec != nil else { return true }
+            guard tracks.videoCodec != nil else { return nil }
             if frame.isKeyframe, let width = frame.width, let height = frame.height, width > 0, height > 0 { noteVideoSize(width, height) }
             if !hasVideoStarted {
                 guard frame.isKeyframe, videoSize != nil else {
                     statistics.framesDroppedBeforeStart += 1
-                    return true
+                    return nil
                 }
                 hasVideoStarted = true
             }
         } else if tracks.audioChannels == nil {
-            return true
+            return nil
         }
-        pending.append((WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds,
-                                  isKeyframe: frame.isKeyframe, data: frame.data), arrival))
-        return drain(now: arrival, force: false)
+        insertPending(WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds, isKeyframe: frame.isKeyframe,
+                                data: frame.data), arrival: arrival, source: FrameSource(ssrc: ssrc, rtpTimestamp: frame.rtpTimestamp))
+        return drain(now: arrival, force: pending.count > SenderRecorder.maximumPendingFrames)
     }
 
-    /// Releases frames that waited long enough (and starts a file that waited too long for video).
-    @discardableResult
-    public func tick(now: MonotonicTime) -> Bool {
-        drain(now: now, force: false)
+    /// Keeps `pending` in media-time order; frames arrive nearly in order, so the scan is short.
+    private func insertPending(_ frame: WebMFrame, arrival: MonotonicTime, source: FrameSource) {
+        var index = pending.endIndex
+        while index > pending.startIndex, pending[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
+        pending.insert((frame, arrival, source), at: index)
     }
+
 
     private func noteVideoSize(_ width: Int, _ height: Int) {
         let text = "\(width)x\(height)"
@@ -184,26 +200,30 @@ public final class SenderRecorder: @unchecked Sendable {
         return pending.last.map { $0.arrival.nanoseconds - first.nanoseconds >= SenderRecorder.videoWaitNanoseconds } ?? false
     }
 
-    /// Writes what is due; false when a video frame was dropped on the way.
-    private func drain(now: MonotonicTime, force: Bool) -> Bool {
+    /// Writes what is due; returns the source of the first video frame dropped on the way.
+    private func drain(now: MonotonicTime, force: Bool) -> FrameSource? {
         if muxer == nil {
-            guard !pending.isEmpty, force || readyToStart else { return true }
+            guard !pending.isEmpty, force || readyToStart else { return nil }
             start()
-            guard muxer != nil else { return true }
+            guard muxer != nil else { return nil }
         }
-        // Release frames in media-time order once the other track had time to catch up. New
-        // frames arrive roughly in order, so an insertion sort of the tail is cheap.
-        pending.sort { $0.frame.timestampNanoseconds < $1.frame.timestampNanoseconds }
-        var intact = true
+        // Release frames in media-time order once the other track had time to catch up.
+        var dropped: FrameSource?
         let bothTracks = tracks.videoCodec != nil && tracks.audioChannels != nil
-        while let first = pending.first {
-            let otherTrackAhead = pending.contains { $0.frame.track != first.frame.track }
-            let waitedEnough = now.nanoseconds - first.arrival.nanoseconds >= interleaveNanoseconds
+        var released = 0
+        var pendingVideo = pending.count { $0.frame.track == .video }
+        var pendingAudio = pending.count - pendingVideo
+        for entry in pending {
+            let isVideo = entry.frame.track == .video
+            let otherTrackAhead = isVideo ? pendingAudio > 0 : pendingVideo > 0
+            let waitedEnough = now.nanoseconds - entry.arrival.nanoseconds >= interleaveNanoseconds
             guard force || !bothTracks || otherTrackAhead || waitedEnough else { break }
-            pending.removeFirst()
-            if !write(first.frame) { intact = false }
+            released += 1
+            if isVideo { pendingVideo -= 1 } else { pendingAudio -= 1 }
+            if !write(entry.frame), dropped == nil { dropped = entry.source }
         }
-        return intact
+        pending.removeFirst(released)
+        return dropped
     }
 
     private func start() {
@@ -304,7 +324,7 @@ public final class SenderRecorder: @unchecked Sendable {
     /// or at shutdown.
     public func finish(stoppedAtMilliseconds: Int64, now: MonotonicTime, context: SidecarContext,
                        reception: ReceiveCounters = ReceiveCounters()) -> FinishedRecording? {
-        _ = drain(now: now, force: true)
+        _ = drain(now: now, force: true)  // nothing to ask for a keyframe any more
         guard var muxer else { return nil }
         let durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
         let writes = (try? muxer.finalize(durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0))) ?? []

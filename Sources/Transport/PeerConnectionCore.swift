@@ -165,9 +165,9 @@ public final class PeerConnectionCore {
     }
 
     /// The recorder dropped a frame of `ssrc`: its stream waits for (and asks for) a keyframe.
-    public func frameLostDownstream(ssrc: UInt32, now: MonotonicTime) -> TransportOutput {
+    public func frameLostDownstream(ssrc: UInt32, rtpTimestamp: UInt32, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
-        if let media { absorb(media.frameLostDownstream(ssrc: ssrc, now: now), &output) }
+        if let media { absorb(media.frameLostDownstream(ssrc: ssrc, rtpTimestamp: rtpTimestamp, now: now), &output) }
         return output
     }
 

@@ -72,15 +72,12 @@ public struct RecvOnlyNegotiation {
                                                                              maximumMessageSize: capabilities.maxMessageSize,
                                                                              peerMaximumMessageSize: application.maxMessageSize ?? 65_536, random: random))
         }
-        var media: MediaReceiver?
-        let tracks = ReceiveTrack.tracks(from: answer.media)
-        if answer.media.contains(where: { $0.accepted && ($0.kind == .audio || $0.kind == .video) }) {
-            let configuration = MediaReceiverConfiguration(
-                localSSRC: UInt32(truncatingIfNeeded: random() | 1), cname: randomString(16), recovery: recovery,
-                reducedSizeRTCP: answer.media.contains { $0.accepted && $0.reducedSizeRTCP })
-            media = MediaReceiver(configuration: configuration, random: random)
-            _ = media?.update(tracks: tracks)
-        }
+        // Always present, even for a data-channel-only first offer: a re-offer may add media.
+        let mediaConfiguration = MediaReceiverConfiguration(
+            localSSRC: UInt32(truncatingIfNeeded: random() | 1), cname: randomString(16), recovery: recovery,
+            reducedSizeRTCP: answer.media.contains { $0.accepted && $0.reducedSizeRTCP })
+        let media = MediaReceiver(configuration: mediaConfiguration, random: random)
+        _ = media.update(tracks: ReceiveTrack.tracks(from: answer.media))
         self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels, media: media)
         var reusable = local
         reusable.candidates = []

@@ -133,15 +133,80 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(harness.frames.count >= 10, "recording goes on from the next keyframe")
     }
 
-    @Test func aSenderThatRestartsItsNumberingIsFollowed() throws {
+    /// Far behind the stream: a restart. The second case crosses the 16-bit wrap, where the
+    /// restarted number differs from the old extended one.
+    @Test(arguments: [(UInt16(40_000), UInt16(20_000)), (UInt16(10_000), UInt16(50_000))])
+    func aSenderThatRestartsItsNumberingIsFollowed(from: UInt16, to: UInt16) throws {
         let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
-        let first = try SimulatedPublisher(firstSequence: 40_000, keyframeInterval: 5)
+        let first = try SimulatedPublisher(firstSequence: from, keyframeInterval: 5)
         for _ in 0..<10 { for bytes in try first.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) } }
         let before = harness.frames.count
-        let second = try SimulatedPublisher(firstSequence: 20_000, keyframeInterval: 5)  // far behind: a restart
+        let second = try SimulatedPublisher(firstSequence: to, keyframeInterval: 5)
         for _ in 0..<15 { for bytes in try second.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) } }
         #expect(harness.frames.count > before + 5)
         #expect(harness.receiver.counters(sender: Fixtures.sender).sequenceJumps == 1)
+    }
+
+    @Test func paddingOnlyPacketsOnTheMediaSSRCTakeANumberAndNothingElse() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        let publisher = try SimulatedPublisher()
+        for index in 0..<20 {
+            for bytes in try publisher.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)) }
+            guard index % 3 == 0 else { continue }
+            // A bandwidth probe without RTX: same SSRC, next sequence number, only padding.
+            var copy = RTPPacketBuilder(payloadType: 96, sequenceNumber: publisher.sequence, timestamp: 99, ssrc: 1).build(payload: [0, 0, 0, 4])
+            copy[0] |= 0x20  // P bit: the 4 bytes are all padding
+            harness.receive(try RTPPacket(parsing: copy))
+            _ = try publisher.skipSequenceNumber()
+        }
+        #expect(harness.frames.count == 20)
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.framesDropped.total == 0 && harness.pictureLossIndications == 0 && harness.nacked.isEmpty, "\(counters)")
+    }
+
+    @Test func aGoodbyeReleasesWhatTheStreamHolds() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.audioTrack()]))
+        for index in 0..<10 where index != 5 {
+            let bytes = RTPPacketBuilder(payloadType: 111, sequenceNumber: UInt16(index), timestamp: UInt32(index * 960), ssrc: 3).build(payload: [0xFC, 1])
+            harness.receive(try RTPPacket(parsing: bytes))
+        }
+        #expect(harness.frames.count == 5, "6…9 wait behind the gap")
+        harness.receive(rtcp: [.goodbye(ssrcs: [3])])
+        #expect(harness.frames.count == 9 && harness.receiver.activeStreamCount == 0)
+        #expect(harness.receiver.counters(sender: Fixtures.sender).lost == 1)
+    }
+
+    @Test func anAnnouncedSSRCStillRoutesAfterAGoodbye() throws {
+        // Two video sections share payload type 96 and there is no MID extension: only the
+        // offer's SSRCs tell the streams apart, and a BYE must not make the router forget them.
+        var first = Fixtures.videoTrack(ssrcs: [1], rtxSSRCs: [:], mid: "0")
+        var second = Fixtures.videoTrack(ssrcs: [11], rtxSSRCs: [:], mid: "1")
+        first.midExtensionID = nil
+        second.midExtensionID = nil
+        let harness = Harness(Fixtures.receiver([first, second]))
+        let publisher = try SimulatedPublisher(rtxSSRC: nil)
+        var sent = 0
+        for _ in 0..<3 { for bytes in try publisher.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)); sent += 1 } }
+        harness.receive(rtcp: [.goodbye(ssrcs: [1])])
+        for _ in 0..<3 { for bytes in try publisher.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes)); sent += 1 } }
+        // Every packet reached a stream (the one after the BYE waits for a keyframe and asks for it).
+        #expect(harness.receiver.counters.unknownStream == 0 && harness.receiver.counters(sender: Fixtures.sender).packets == sent)
+        #expect(harness.pictureLossIndications == 1)
+    }
+
+    @Test func aSmallGapWithAFullRegisterGivesUpTheOldestInsteadOfJumping() throws {
+        let policy = RecoveryPolicy(maximumMissingPackets: 20)
+        let harness = Harness(Fixtures.receiver([Fixtures.audioTrack()], recovery: policy))
+        func send(_ sequence: Int) throws {
+            let bytes = RTPPacketBuilder(payloadType: 111, sequenceNumber: UInt16(sequence), timestamp: UInt32(sequence * 960), ssrc: 3).build(payload: [0xFC, 1])
+            harness.receive(try RTPPacket(parsing: bytes))
+        }
+        try send(0)
+        try send(16)   // 15 missing
+        try send(27)   // 10 more: the register holds 20, so the 5 oldest are given up
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.sequenceJumps == 0 && counters.lost == 5, "\(counters)")
+        #expect(harness.receiver.counters(sender: Fixtures.sender).packets == 3)
     }
 
     @Test func aNewSSRCOnTheSameSectionIsFollowedAndTheOldOneForgotten() throws {
@@ -236,6 +301,10 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(block.delaySinceLastSenderReport > 0)
         let first = try #require(harness.receiverReports.first { $0.ssrc == 3 })
         #expect(first.fractionLost > 0 && first.fractionLost < 64, "about 10 % is 25/256")
+        // Silent since: no more blocks for it (RFC 3550 §6.4), though it is not forgotten yet.
+        let blocks = harness.receiverReports.count
+        harness.advance(to: harness.now.adding(milliseconds: 2_500))
+        #expect(harness.receiverReports.count == blocks && harness.receiver.activeStreamCount == 1)
     }
 
     /// Audio reaches us 300 ms after video, though both were captured together. With sender

@@ -163,6 +163,12 @@ final class SimulatedPublisher {
         return (packets, isKeyframe)
     }
 
+    /// Uses up a sequence number (another packet, e.g. padding, was sent under it).
+    func skipSequenceNumber() throws -> UInt16 {
+        defer { sequence &+= 1 }
+        return sequence
+    }
+
     /// Retransmissions for NACKs; PLI/FIR makes the next frame a keyframe.
     func answer(_ packets: [RTCPPacket]) -> [[UInt8]] {
         var out: [[UInt8]] = []

@@ -107,6 +107,35 @@ import WireCoding
         #expect(parsed.frames.filter { $0.track == 1 }.count == videoFrames && parsed.frames.filter { $0.track == 2 }.count == 500)
     }
 
+    /// A video frame that comes too late for the file's order is dropped and reported with its
+    /// own stream and RTP time; delta frames after it are skipped until a keyframe.
+    @Test func aVideoFrameDroppedForOrderIsReportedWithItsSource() throws {
+        let layout = try layout()
+        let recorder = try SenderRecorder(connectionID: "S4", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+        let audio = try OpusEncoder(channels: 1)
+        let video = try VPXEncoder(codec: .vp8, width: 64, height: 48, framesPerSecond: 25, keyframeInterval: 100)
+        let frames = try (0..<4).flatMap { try video.encode(.testPattern(width: 64, height: 48, frame: $0), pts: Int64($0), forceKeyframe: $0 == 3) }
+        func videoFrame(_ index: Int) -> EncodedFrame {
+            EncodedFrame(data: frames[index].data, rtpTimestamp: UInt32(1_000 + index), isKeyframe: frames[index].isKeyframe, width: 64, height: 48)
+        }
+        #expect(recorder.add(videoFrame(0), video: true, mediaTime: .milliseconds(0), arrival: .milliseconds(0), ssrc: 7) == nil)
+        for index in 0..<50 {
+            let t = MonotonicTime.milliseconds(Int64(index) * 20)
+            let data = try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1))
+            #expect(recorder.add(EncodedFrame(data: data, rtpTimestamp: 0, isKeyframe: true), video: false, mediaTime: t, arrival: t, ssrc: 3) == nil)
+        }
+        // Frame 1 belongs 100 ms in, but audio up to about 600 ms is already in the file.
+        let dropped = recorder.add(videoFrame(1), video: true, mediaTime: .milliseconds(100), arrival: .milliseconds(1_000), ssrc: 7)
+        #expect(dropped == FrameSource(ssrc: 7, rtpTimestamp: 1_001))
+        _ = recorder.add(videoFrame(2), video: true, mediaTime: .milliseconds(1_040), arrival: .milliseconds(1_040), ssrc: 7)
+        _ = recorder.add(videoFrame(3), video: true, mediaTime: .milliseconds(1_080), arrival: .milliseconds(1_080), ssrc: 7)
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 2_000, now: .milliseconds(2_000),
+                                                    context: SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")))
+        #expect(finished.statistics.framesDroppedForOrder == 1 && finished.statistics.framesDroppedAwaitingKeyframe == 1)
+        #expect(finished.statistics.videoFrames == 2, "the first keyframe and the forced one")
+    }
+
     @Test func videoThatNeverComesLeavesAnEmptyVideoTrackAndAllTheAudio() throws {
         let layout = try layout()
         let recorder = try SenderRecorder(connectionID: "S2", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
