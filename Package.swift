@@ -102,6 +102,7 @@ let package = Package(
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzVP9", dependencies: ["Media", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzMediaReceiver", dependencies: ["Media", "RTP", "FuzzSupport", "WireCoding"], swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTPReassembly", dependencies: ["SCTP", "FuzzSupport", "WireCoding"], swiftSettings: fuzzSwiftSettings,

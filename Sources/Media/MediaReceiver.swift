@@ -426,9 +426,10 @@ public enum Depacketizers {
     public static func depacketizer(for codecName: String) -> (any Depacketizer)? {
         switch codecName.uppercased() {
         case "VP8": VP8Depacketizer()
+        case "VP9": VP9Depacketizer()
         case "H264": H264Depacketizer()
         case "OPUS": OpusDepacketizer()
-        default: nil  // VP9 and AV1 depacketizers come with the codecs issue
+        default: nil  // AV1's depacketizer comes next in the codecs issue
         }
     }
 }
