@@ -215,50 +215,32 @@ public struct VP9FrameHeader: Sendable, Equatable {
     public var height: Int?
 
     public init?(_ frame: [UInt8]) {
-        var bits = BitReader(frame)
-        guard bits.read(2) == 2 else { return nil }  // frame_marker
-        guard let low = bits.read(1), let high = bits.read(1) else { return nil }
+        var bits = ExpGolombReader(frame)  // the H.264 bit reader: big-endian, bounds-checked
+        guard bits.bits(2) == 2 else { return nil }  // frame_marker
+        guard let low = bits.bits(1), let high = bits.bits(1) else { return nil }
         let profile = high << 1 | low
-        if profile == 3 { guard bits.read(1) == 0 else { return nil } }
-        guard let showExisting = bits.read(1) else { return nil }
+        if profile == 3 { guard bits.bits(1) == 0 else { return nil } }
+        guard let showExisting = bits.bits(1) else { return nil }
         if showExisting == 1 {
             isKeyframe = false
             return
         }
-        guard let frameType = bits.read(1), bits.read(2) != nil else { return nil }  // frame_type, show_frame, error_resilient
+        guard let frameType = bits.bits(1), bits.bits(2) != nil else { return nil }  // frame_type, show_frame, error_resilient
         isKeyframe = frameType == 0
         guard isKeyframe else { return }
-        guard bits.read(8) == 0x49, bits.read(8) == 0x83, bits.read(8) == 0x42 else { return nil }  // frame_sync_code
+        guard bits.bits(8) == 0x49, bits.bits(8) == 0x83, bits.bits(8) == 0x42 else { return nil }  // frame_sync_code
         // color_config
-        if profile >= 2 { guard bits.read(1) != nil else { return nil } }
-        guard let colorSpace = bits.read(3) else { return nil }
+        if profile >= 2 { guard bits.bits(1) != nil else { return nil } }
+        guard let colorSpace = bits.bits(3) else { return nil }
         if colorSpace != 7 {  // not sRGB
-            guard bits.read(1) != nil else { return nil }
-            if profile == 1 || profile == 3 { guard bits.read(3) != nil else { return nil } }
+            guard bits.bits(1) != nil else { return nil }
+            if profile == 1 || profile == 3 { guard bits.bits(3) != nil else { return nil } }
         } else if profile == 1 || profile == 3 {
-            guard bits.read(1) != nil else { return nil }
+            guard bits.bits(1) != nil else { return nil }
         }
-        guard let width = bits.read(16), let height = bits.read(16) else { return nil }
+        guard let width = bits.bits(16), let height = bits.bits(16) else { return nil }
         self.width = Int(width) + 1
         self.height = Int(height) + 1
-    }
-}
-
-/// Big-endian bit reader over a frame's first bytes (no bit can be read past the end).
-struct BitReader {
-    private let bytes: [UInt8]
-    private var position = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    mutating func read(_ count: Int) -> UInt32? {
-        guard count <= 32, position + count <= bytes.count * 8 else { return nil }
-        var value: UInt32 = 0
-        for _ in 0..<count {
-            value = value << 1 | UInt32(bytes[position >> 3] >> (7 - UInt8(position & 7)) & 1)
-            position += 1
-        }
-        return value
     }
 }
 
