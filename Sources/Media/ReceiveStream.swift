@@ -301,8 +301,6 @@ final class ReceiveStream {
         guard !packet.payloadRange.isEmpty else { return }
         assembler.push(packet, afterLoss: lossBeforeNext, &output.assembled)
         lossBeforeNext = false
-        counters.framesEmitted = assembler.framesEmitted
-        counters.framesDropped = assembler.dropped
     }
 
     /// The stream ends (BYE, its section went away): what it holds goes out, gaps given up.
@@ -311,7 +309,6 @@ final class ReceiveStream {
         if let top = highest { giveUp(through: top, &output) }
         var discarded = AssemblerOutput()
         assembler.abandon(&discarded)  // a half-collected frame cannot complete now
-        counters.framesDropped = assembler.dropped
         output.assembled.keyframeNeeded = false
         return output.assembled
     }
@@ -337,7 +334,6 @@ final class ReceiveStream {
         var output = AssemblerOutput()
         self.codec = codec
         assembler.switchCodec(to: depacketizer, &output)
-        counters.framesDropped = assembler.dropped
         return output
     }
 
@@ -364,8 +360,11 @@ final class ReceiveStream {
         return .fullIntraRequest(sender: localSSRC, media: ssrc, sequence: fullIntraRequestSequence)
     }
 
+    /// The stream's counters, with the assembler's frame counts and the current jitter.
     var currentCounters: ReceiveCounters {
         var result = counters
+        result.framesEmitted = assembler.framesEmitted
+        result.framesDropped = assembler.dropped
         result.jitterMilliseconds = statistics.jitterMilliseconds
         return result
     }
