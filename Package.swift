@@ -44,7 +44,9 @@ let package = Package(
         .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib", "MessageAuthentication"], swiftSettings: fuzzSwiftSettings),
         .target(name: "SDP", swiftSettings: fuzzSwiftSettings),
         .target(name: "RTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
-        .target(name: "Media", dependencies: ["RTP", "WireCoding"], swiftSettings: fuzzSwiftSettings),
+        // Codec bitstream headers (AV1 OBUs and headers), shared by depacketizing and muxing.
+        .target(name: "Bitstreams", swiftSettings: fuzzSwiftSettings),
+        .target(name: "Media", dependencies: ["RTP", "WireCoding", "Bitstreams"], swiftSettings: fuzzSwiftSettings),
         .target(name: "SCTP", dependencies: ["WireCoding", "MessageAuthentication"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Transport state machines (sans-IO)
@@ -58,7 +60,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "WebM", swiftSettings: fuzzSwiftSettings),
+        .target(name: "WebM", dependencies: ["Bitstreams"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Readers, codecs, catalog
         .target(name: "WebMReader", dependencies: ["CWebMParser"]),
@@ -100,7 +102,7 @@ let package = Package(
         .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzVP9", dependencies: ["Media", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzMediaReceiver", dependencies: ["Media", "RTP", "FuzzSupport", "WireCoding"], swiftSettings: fuzzSwiftSettings,
@@ -124,15 +126,16 @@ let package = Package(
             "RecBotCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // MARK: Tests
+        .target(name: "TestSupport", dependencies: ["Bitstreams"], path: "Tests/TestSupport"),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
-        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding"]),
+        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
-        .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings"]),
+        .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings", "Bitstreams", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
             "Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),

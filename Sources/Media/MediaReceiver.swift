@@ -427,9 +427,10 @@ public enum Depacketizers {
         switch codecName.uppercased() {
         case "VP8": VP8Depacketizer()
         case "VP9": VP9Depacketizer()
+        case "AV1": AV1Depacketizer()
         case "H264": H264Depacketizer()
         case "OPUS": OpusDepacketizer()
-        default: nil  // AV1's depacketizer comes next in the codecs issue
+        default: nil
         }
     }
 }

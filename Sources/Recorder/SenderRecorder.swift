@@ -109,6 +109,9 @@ public final class SenderRecorder: @unchecked Sendable {
     private var startOffsetMilliseconds: Int64 = 0
     private var firstFrameTime: MonotonicTime?
     private var videoSize: (width: Int, height: Int)?
+    /// AV1's av1C record, from the first sequence header (WebM needs it in the track header).
+    private var videoCodecPrivate: [UInt8]?
+    private var codecPrivateIsProvisional = false
     private var pending: [(frame: WebMFrame, arrival: MonotonicTime, source: FrameSource)] = []
     /// Frames held for interleaving or for the file to start; past this the file starts (and
     /// frames flow) whatever it waits for, so a flood cannot grow the list.
@@ -158,9 +161,10 @@ public final class SenderRecorder: @unchecked Sendable {
         if firstFrameTime == nil { firstFrameTime = mediaTime }
         if video {
             guard tracks.videoCodec != nil else { return nil }
+            if frame.isKeyframe && tracks.videoCodec == .av1 { noteAV1Configuration(frame.data) }
             if frame.isKeyframe, let width = frame.width, let height = frame.height, width > 0, height > 0 { noteVideoSize(width, height) }
             if !hasVideoStarted {
-                guard frame.isKeyframe, videoSize != nil else {
+                guard frame.isKeyframe, videoSize != nil, tracks.videoCodec != .av1 || videoCodecPrivate != nil else {
                     statistics.framesDroppedBeforeStart += 1
                     return nil
                 }
@@ -194,8 +198,27 @@ public final class SenderRecorder: @unchecked Sendable {
         }
     }
 
+    /// The first sequence header gives the file its av1C; one that arrives after the file
+    /// started on the provisional record replaces its fields in place (later ones travel in
+    /// the blocks, where decoders read them).
+    private func noteAV1Configuration(_ temporalUnit: [UInt8]) {
+        guard videoCodecPrivate == nil || codecPrivateIsProvisional,
+              let configuration = try? AV1CodecConfiguration(temporalUnit: temporalUnit) else { return }
+        guard codecPrivateIsProvisional else {
+            videoCodecPrivate = configuration.codecPrivate
+            return
+        }
+        let fields = AV1CodecConfiguration.recordFields(configuration.sequence)
+        if var muxer, let writes = try? muxer.updateVideoCodecPrivate(fields) {
+            self.muxer = muxer
+            submit(writes, releasing: 0)
+        }
+        videoCodecPrivate = fields
+        codecPrivateIsProvisional = false
+    }
+
     private var readyToStart: Bool {
-        if tracks.videoCodec == nil || videoSize != nil { return true }
+        if tracks.videoCodec == nil || (videoSize != nil && (tracks.videoCodec != .av1 || videoCodecPrivate != nil)) { return true }
         guard let first = firstFrameTime else { return false }
         return pending.last.map { $0.arrival.nanoseconds - first.nanoseconds >= SenderRecorder.videoWaitNanoseconds } ?? false
     }
@@ -236,7 +259,11 @@ public final class SenderRecorder: @unchecked Sendable {
         var video: WebMVideoTrack?
         if let codec = tracks.videoCodec {
             let size = videoSize ?? SenderRecorder.provisionalVideoSize
-            video = WebMVideoTrack(codec: codec, width: size.width, height: size.height)
+            if codec == .av1 && videoCodecPrivate == nil {
+                videoCodecPrivate = AV1CodecConfiguration.provisionalRecord
+                codecPrivateIsProvisional = true
+            }
+            video = WebMVideoTrack(codec: codec, width: size.width, height: size.height, codecPrivate: videoCodecPrivate)
         }
         let audio = tracks.audioChannels.map { WebMAudioTrack(opusHead: OpusHead(channelCount: UInt8(min(2, max(1, $0))))) }
         do {

@@ -27,6 +27,7 @@ public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
     case invalidVideoSize(width: Int, height: Int)
     case invalidClusterLimits(maxDurationMilliseconds: Int64, maxBytes: Int)
     case missingCodecPrivate(WebMVideoCodec)
+    case codecPrivateSizeChanged
     case trackNotConfigured(WebMTrackKind)
     case emptyFrame(WebMTrackKind)
     case negativeTimestamp(WebMTrackKind, nanoseconds: Int64)
@@ -40,6 +41,7 @@ public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
         case .invalidVideoSize(let w, let h): "invalid video size \(w)x\(h)"
         case .invalidClusterLimits(let d, let b): "invalid cluster limits: \(d) ms, \(b) bytes"
         case .missingCodecPrivate(let codec): "\(codec.rawValue) needs CodecPrivate"
+        case .codecPrivateSizeChanged: "CodecPrivate can only be replaced in place by one of the same length"
         case .trackNotConfigured(let track): "frame for the \(track) track, which this file does not have"
         case .emptyFrame(let track): "empty \(track) frame"
         case .negativeTimestamp(let track, let ns): "negative \(track) timestamp \(ns) ns"
@@ -118,6 +120,8 @@ public struct WebMMuxer: Sendable {
         var tracksPosition: UInt64 = 0
         /// Absolute offset of PixelWidth's 2-byte value (PixelHeight's follows 4 bytes later).
         var pixelWidthValueOffset: UInt64?
+        /// Absolute offset of the video track's CodecPrivate value.
+        var videoCodecPrivateValueOffset: UInt64?
     }
 
     private struct CuePoint: Sendable {
@@ -200,11 +204,33 @@ public struct WebMMuxer: Sendable {
         return [.overwrite(offset: offset - 2, bytes: bytes.bytes)]
     }
 
+    /// Replaces the video track's CodecPrivate. Once the header is written only a value of the
+    /// same length fits in place: an AV1 file started on the provisional four-byte av1C record
+    /// gets the real record's fields when the first sequence header arrives.
+    public mutating func updateVideoCodecPrivate(_ codecPrivate: [UInt8]) throws(WebMMuxerError) -> [WebMWrite] {
+        guard var video = configuration.video else { throw .trackNotConfigured(.video) }
+        guard !codecPrivate.isEmpty else { throw .missingCodecPrivate(video.codec) }
+        if headerWritten {
+            guard let offset = layout.videoCodecPrivateValueOffset, codecPrivate.count == video.codecPrivate?.count else {
+                throw .codecPrivateSizeChanged
+            }
+            video.codecPrivate = codecPrivate
+            configuration.video = video
+            return [.overwrite(offset: offset, bytes: codecPrivate)]
+        }
+        video.codecPrivate = codecPrivate
+        configuration.video = video
+        return []
+    }
+
     /// Where PixelWidth (ID B0, size 82, 2-byte value) and PixelHeight (BA 82 …) stand in Tracks.
     static func pixelSizeIndex(in tracks: [UInt8], width: Int, height: Int) -> Int? {
-        let pattern: [UInt8] = [0xB0, 0x82, UInt8(width >> 8), UInt8(width & 0xFF), 0xBA, 0x82, UInt8(height >> 8), UInt8(height & 0xFF)]
-        guard tracks.count >= pattern.count else { return nil }
-        for index in 0...(tracks.count - pattern.count) where tracks[index..<(index + pattern.count)].elementsEqual(pattern) { return index }
+        index(of: [0xB0, 0x82, UInt8(width >> 8), UInt8(width & 0xFF), 0xBA, 0x82, UInt8(height >> 8), UInt8(height & 0xFF)], in: tracks)
+    }
+
+    static func index(of pattern: [UInt8], in bytes: [UInt8]) -> Int? {
+        guard !pattern.isEmpty, bytes.count >= pattern.count else { return nil }
+        for index in 0...(bytes.count - pattern.count) where bytes[index..<(index + pattern.count)].elementsEqual(pattern) { return index }
         return nil
     }
 
@@ -273,6 +299,14 @@ public struct WebMMuxer: Sendable {
         let tracks = makeTracks()
         if let video = configuration.video, let index = Self.pixelSizeIndex(in: tracks, width: video.width, height: video.height) {
             layout.pixelWidthValueOffset = layout.segmentDataOffset + layout.tracksPosition + UInt64(index + 2)
+        }
+        if let codecPrivate = configuration.video?.codecPrivate, !codecPrivate.isEmpty {
+            var element = EBMLWriter(capacity: codecPrivate.count + 12)
+            element.writeBinary(WebMElementID.codecPrivate, codecPrivate)
+            if let index = Self.index(of: element.bytes, in: tracks) {
+                let valueOffset = index + element.bytes.count - codecPrivate.count
+                layout.videoCodecPrivateValueOffset = layout.segmentDataOffset + layout.tracksPosition + UInt64(valueOffset)
+            }
         }
         out.append(tracks)
         headerWritten = true

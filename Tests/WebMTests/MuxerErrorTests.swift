@@ -144,7 +144,7 @@ import WebMReader
         let header: [UInt8] = [0x0A, 0x0A, 0x00, 0x00, 0x00, 0x03, 0xB4, 0xFF, 0x73, 0x6B, 0xE4, 0x01]
         let full = try AV1CodecConfiguration(temporalUnit: header)
         #expect(full.seqProfile == 0 && full.maxFrameWidth == 160 && full.maxFrameHeight == 120)
-        #expect(full.chromaSubsamplingX && full.chromaSubsamplingY && !full.highBitdepth)
+        #expect(full.chromaSubsamplingX && full.chromaSubsamplingY && !full.sequence.highBitdepth)
         for cut in 0..<header.count - 1 {
             #expect(throws: AV1CodecConfiguration.ParseError.self) { try AV1CodecConfiguration(temporalUnit: Array(header.prefix(cut))) }
         }
