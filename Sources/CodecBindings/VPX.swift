@@ -69,8 +69,10 @@ public final class VPXEncoder {
     private var context = vpx_codec_ctx_t()
     private var image = vpx_image_t()
 
+    /// `spatialLayers` > 1 (VP9 only) makes a spatial SVC stream: each output is a superframe
+    /// whose layers are each half the size of the next, the last at `width`x`height`.
     public init(codec: VPXCodec, width: Int, height: Int, framesPerSecond: Int = 30, bitrateKbps: Int = 500,
-                keyframeInterval: Int = 60) throws(CodecError) {
+                keyframeInterval: Int = 60, spatialLayers: Int = 1) throws(CodecError) {
         self.codec = codec
         self.width = width
         self.height = height
@@ -85,9 +87,17 @@ public final class VPXEncoder {
         configuration.g_threads = 1
         configuration.kf_mode = VPX_KF_AUTO
         configuration.kf_max_dist = UInt32(keyframeInterval)
+        let svc = codec == .vp9 && spatialLayers > 1
+        if svc { recbot_vpx_configure_vp9_svc(&configuration, Int32(spatialLayers)) }
         status = recbot_vpx_encoder_init(&context, codec.encoderInterface, &configuration)
         guard status == VPX_CODEC_OK else {
             throw CodecError(codec: codec.name, operation: "encoder init", code: Int32(status.rawValue), detail: String(cString: vpx_codec_err_to_string(status)))
+        }
+        if svc {
+            status = recbot_vpx_enable_vp9_svc(&context, Int32(spatialLayers))
+            guard status == VPX_CODEC_OK else {
+                throw CodecError(codec: codec.name, operation: "svc", code: Int32(status.rawValue), detail: String(cString: vpx_codec_err_to_string(status)))
+            }
         }
         _ = recbot_vpx_set_cpu_used(&context, 8)
     }

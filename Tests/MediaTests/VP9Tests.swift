@@ -125,6 +125,34 @@ let vp9Track = Fixtures.videoTrack(codec: "VP9", payloadType: 98, rtx: 99)
         }
     }
 
+    /// libvpx's own spatial SVC (three layers, each predicted from the one below): the
+    /// layers go out as separate RTP layer frames, as an SFU forwards them, and come back as
+    /// superframes that decode to the top layer's size.
+    @Test func realSpatialSVCDecodesAtTheTopLayer() throws {
+        let encoder = try VPXEncoder(codec: .vp9, width: 320, height: 192, framesPerSecond: 30, bitrateKbps: 600, keyframeInterval: 15, spatialLayers: 3)
+        var sequence: UInt16 = 7
+        var packets: [RTPPacket] = []
+        var sent: [[[UInt8]]] = []
+        for index in 0..<30 {
+            for frame in try encoder.encode(.testPattern(width: 320, height: 192, frame: index), pts: Int64(index)) {
+                let layers = try #require(VP9Superframe.unpack(frame.data), "libvpx SVC output is a superframe")
+                sent.append(layers)
+                packets += packetizeVP9(layers, pictureID: UInt16(index), interPredicted: !frame.isKeyframe, flexible: false, sequence: &sequence,
+                                        timestamp: UInt32(index * 3_000), maximumPayload: 200,
+                                        layerSizes: frame.isKeyframe ? [(80, 48), (160, 96), (320, 192)] : nil)
+            }
+        }
+        #expect(sent.count == 30 && sent.allSatisfy { $0.count == 3 })
+        let (out, harness) = assemble(packets, track: vp9Track)
+        #expect(out.count == 30 && harness.receiver.counters(sender: Fixtures.sender).framesDropped.total == 0)
+        #expect(out.first?.isKeyframe == true && out.first?.width == 320 && out.first?.height == 192)
+        let decoder = try VPXDecoder(codec: .vp9)
+        for (index, frame) in out.enumerated() {
+            #expect(VP9Superframe.unpack(frame.data) == sent[index])
+            #expect(try decoder.decode(frame.data).last.map { $0.width == 320 && $0.height == 192 } == true)
+        }
+    }
+
     @Test func aMissingMiddleFragmentDropsThePictureUntilTheNextKeyframe() throws {
         let frames = try vp9Frames(count: 25)
         var sequence: UInt16 = 0
