@@ -136,6 +136,8 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var framesDroppedRecorder: Int64 = 0
     /// Picture sizes in the order seen, e.g. "640x360,1280x720".
     public var videoSizes: String?
+    /// The video codec the sender offered that WebM cannot hold (its video is not in the file).
+    public var videoRefused: String?
 
     public init(
         sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
@@ -172,7 +174,7 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
         case pliSent = "pli_sent", firSent = "fir_sent", packetsLate = "packets_late", packetsDuplicate = "packets_duplicate"
         case jitterMs = "jitter_ms", framesDroppedIncomplete = "frames_dropped_incomplete"
         case framesDroppedKeyframeWait = "frames_dropped_keyframe_wait", framesDroppedMalformed = "frames_dropped_malformed"
-        case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes"
+        case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes", videoRefused = "video_refused"
     }
 }
 
@@ -180,6 +182,8 @@ public enum EventKind: String, Codable, Sendable, CaseIterable, DatabaseValueCon
     case notify, push, datachannel
     /// Signaling messages of a type recbot does not know, kept rather than dropped.
     case signaling
+    /// What recbot itself decided about the channel's media (e.g. a video codec it refused).
+    case recbot
 }
 
 /// The payload of an event as received: JSON text, other text, or bytes.

@@ -45,6 +45,11 @@ public struct ReceivedFrame: Sendable, Equatable {
     public var mediaTime: MonotonicTime
     /// When it became complete here.
     public var completedAt: MonotonicTime
+
+    public init(ssrc: UInt32, sender: String, kind: MediaKind, codec: String, frame: EncodedFrame, mediaTime: MonotonicTime, completedAt: MonotonicTime) {
+        (self.ssrc, self.sender, self.kind, self.codec, self.frame) = (ssrc, sender, kind, codec, frame)
+        (self.mediaTime, self.completedAt) = (mediaTime, completedAt)
+    }
 }
 
 public struct MediaOutput: Sendable {

@@ -203,7 +203,12 @@ public final class JoinSession: @unchecked Sendable {
                                                               firstSeenAt: Self.nowMilliseconds(), role: "sendonly"))
             }
         }
-        _ = recordings.update(senders: core.media?.senders ?? [:])
+        var refusals = VideoRefusals()
+        refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
+        _ = recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refusals.bySender)
+        let context = SidecarContext(recordingID: sessionID, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
+                                     botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion)
+        let finisher = RecordingFinisher(sessionID: sessionID, writer: writer)
         stateLock.withLock { live = (recordings, core, transport.eventLoop) }
         setPhase("ICE checking")
         let emit = self.emit
@@ -216,6 +221,10 @@ public final class JoinSession: @unchecked Sendable {
                     if let dropped = recordings.add(frame, now: frame.completedAt) {
                         transport.withCore { $0.frameLostDownstream(ssrc: dropped.ssrc, rtpTimestamp: dropped.rtpTimestamp, now: frame.completedAt) }
                     }
+                }
+                // Parts a codec change ended: finished off the loop; the sender goes on in its next part.
+                for part in recordings.takeRetired() {
+                    finisher.finish(part, counts: core.media?.counters(sender: part.connectionID) ?? ReceiveCounters(), context: context, isLastPart: false)
                 }
             case .failed(let failure): emit.yield(.transportFailed("\(failure)"))
             case .localCandidate(let candidate): emit.yield(.localCandidate(candidate))
@@ -255,9 +264,6 @@ public final class JoinSession: @unchecked Sendable {
             }
         }
 
-        let context = SidecarContext(recordingID: sessionID, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
-                                     botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion)
-        let finisher = RecordingFinisher(sessionID: sessionID, writer: writer)
 
         var result = JoinResult.success
         var reason = "ended"
@@ -282,9 +288,11 @@ public final class JoinSession: @unchecked Sendable {
         func applyReOffer(_ sdp: String, legacyUpdate: Bool, label: String?) async {
             guard let answer = renegotiate(sdp: sdp, current: &currentLocal, logger: logger) else { return }
             let media = answer.media
+            refusals.note(media, eventLog: eventLog, logger: logger)
+            let refused = refusals.bySender
             transport.withCore { $0.updateMedia(media) }  // runs on the loop before the submit below
             let gone = (try? await transport.eventLoop.submit {
-                recordings.update(senders: core.media?.senders ?? [:]).map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
+                recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused).map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
             }.get()) ?? []
             for (recorder, counts) in gone {
                 logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])

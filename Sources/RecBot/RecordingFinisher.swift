@@ -19,7 +19,9 @@ final class RecordingFinisher: @unchecked Sendable {
 
     var all: [FinishedRecording] { lock.withLock { items } }
 
-    func finish(_ recorder: SenderRecorder, counts: ReceiveCounters, context: SidecarContext) {
+    /// `isLastPart`: the sender's recording ends here (it left, or the session ended); a split
+    /// sender then gets its end marker. A part retired by a codec change is not the last.
+    func finish(_ recorder: SenderRecorder, counts: ReceiveCounters, context: SidecarContext, isLastPart: Bool = true) {
         group.enter()
         DispatchQueue.global().async { [self] in
             defer { group.leave() }
@@ -27,6 +29,21 @@ final class RecordingFinisher: @unchecked Sendable {
                                              context: context, reception: counts) else { return }
             lock.withLock { items.append(done) }
             catalog(done, sender: recorder.connectionID, counts: counts)
+            if isLastPart && done.part > 0 { writeSplitEnd(done, layout: recorder.layout, context: context) }
+        }
+    }
+
+    /// `split-archive-end-<id>.json` names the sender's last part (after its media and sidecar).
+    private func writeSplitEnd(_ done: FinishedRecording, layout: ArchiveLayout, context: SidecarContext) {
+        do {
+            try ArchiveLayout.writeJSON(Sidecar.splitEnd(connectionID: done.connectionID, lastPart: done.part, context: context),
+                                        to: layout.directory + "/" + layout.splitEndFilename(connectionID: done.connectionID))
+        } catch {
+            lock.withLock {
+                if let index = items.lastIndex(where: { $0.connectionID == done.connectionID && $0.part == done.part }) {
+                    items[index].error = "split end marker: \(error)"
+                }
+            }
         }
     }
 
@@ -41,7 +58,7 @@ final class RecordingFinisher: @unchecked Sendable {
         let sessionID = self.sessionID
         let path = "recordings/\(sessionID)/\(done.filename)"
         writer.submit("recording") { catalog throws(CatalogError) in
-            var row = RecordingRecord(sessionID: sessionID, connectionID: sender, path: path,
+            var row = RecordingRecord(sessionID: sessionID, connectionID: sender, part: done.part, path: path,
                                       videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
                                       startedAt: done.startedAtMilliseconds, status: done.error == nil ? .complete : .interrupted)
             row.endedAt = done.stoppedAtMilliseconds
@@ -65,6 +82,7 @@ final class RecordingFinisher: @unchecked Sendable {
             row.framesDroppedMalformed = Int64(counts.framesDropped.malformed + counts.framesDropped.oversized)
             row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
             row.videoSizes = done.statistics.videoSizes.isEmpty ? nil : done.statistics.videoSizes.joined(separator: ",")
+            row.videoRefused = done.refusedVideoCodec
             try catalog.insertRecording(row)
         }
     }

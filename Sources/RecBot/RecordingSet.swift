@@ -4,23 +4,26 @@ import Recorder
 import WebM
 import WireCoding
 
-/// What the recording side refused, for the logs and the live status.
+/// What the recording side refused or changed, for the logs and the live status.
 public struct RecordingSetCounters: Sendable, Equatable {
     /// Frames of senders whose id cannot be a file name.
     public var unsafeSenderFrames = 0
-    /// Video frames in another codec than the sender's file was started with.
-    public var codecMismatchFrames = 0
+    /// Video codec changes that started a new part of a sender's recording.
+    public var codecChanges = 0
 }
 
 /// One recorder per sender: whole frames from the media core go to their sender's file, whose
-/// tracks come from the offer. Runs on the transport's event loop (the recorders move file
-/// work to their own queues).
+/// tracks come from the offer. A video codec change (WebM cannot change a track's codec)
+/// retires the sender's file as split part 1 and continues in the next part. Runs on the
+/// transport's event loop (the recorders move file work to their own queues).
 final class RecordingSet {
     private(set) var recorders: [String: SenderRecorder] = [:]
     private(set) var counters = RecordingSetCounters()
     private var layouts: [String: SenderLayout] = [:]
+    private var refusedVideo: [String: String] = [:]
+    /// Parts a codec change ended, for the caller to finish off the event loop.
+    private var retired: [SenderRecorder] = []
     private var unsafeSendersLogged: Set<String> = []
-    private var mismatchLogged: Set<String> = []
     private let archive: ArchiveLayout
     private let recordingStartMilliseconds: Int64
     private let recordingStartTime: MonotonicTime
@@ -38,30 +41,47 @@ final class RecordingSet {
         self.onRecordingStarted = onRecordingStarted
     }
 
-    /// The senders the (re-)negotiation names. Returns the recorders of senders that are gone,
-    /// for the caller to finish off the event loop.
-    func update(senders: [String: SenderLayout]) -> [SenderRecorder] {
+    /// The senders the (re-)negotiation names, and the video codecs it refused per sender.
+    /// Returns the recorders of senders that are gone, for the caller to finish off the event loop.
+    func update(senders: [String: SenderLayout], refusedVideo: [String: String] = [:]) -> [SenderRecorder] {
         layouts = senders
+        self.refusedVideo = refusedVideo
         let gone = recorders.filter { senders[$0.key] == nil }
         for sender in gone.keys { recorders[sender] = nil }
         return Array(gone.values)
     }
 
+    /// Parts retired by codec changes since the last call.
+    func takeRetired() -> [SenderRecorder] {
+        defer { retired.removeAll() }
+        return retired
+    }
+
     /// Records a frame; returns the source of a video frame dropped here, whose stream must then
     /// wait for (and ask for) a keyframe.
     func add(_ received: ReceivedFrame, now: MonotonicTime) -> FrameSource? {
-        guard let recorder = recorder(for: received.sender) else { return nil }
+        guard var recorder = recorder(for: received.sender) else { return nil }
         let video = received.kind == .video
-        if video, let codec = recorder.tracks.videoCodec, WebMVideoCodec(sdpName: received.codec) != codec {
-            // WebM cannot change a track's codec; a new part per codec comes with the codecs issue.
-            counters.codecMismatchFrames += 1
-            if mismatchLogged.insert(received.sender).inserted {
-                logger.warning("video codec changed mid-recording; frames of the new codec are not recorded",
-                               metadata: ["sender": "\(received.sender)", "file": "\(codec.rawValue)", "now": "\(received.codec)"])
-            }
-            return nil
+        if video, let current = recorder.tracks.videoCodec, let incoming = WebMVideoCodec(sdpName: received.codec), incoming != current {
+            guard let next = nextPart(after: recorder, videoCodec: incoming) else { return nil }
+            recorder = next
         }
         return recorder.add(received.frame, video: video, mediaTime: received.mediaTime, arrival: now, ssrc: received.ssrc)
+    }
+
+    /// A new codec before the file started just changes the track; after, the file becomes
+    /// part 1 (or stays the part it was) and the next part starts.
+    private func nextPart(after current: SenderRecorder, videoCodec: WebMVideoCodec) -> SenderRecorder? {
+        if current.changeVideoCodecBeforeStart(to: videoCodec) { return current }
+        current.becomeFirstPart()
+        retired.append(current)
+        recorders[current.connectionID] = nil
+        counters.codecChanges += 1
+        let tracks = SenderTracks(videoCodec: videoCodec, audioChannels: current.tracks.audioChannels)
+        logger.notice("video codec changed; the sender's recording continues in a new part",
+                      metadata: ["sender": "\(current.connectionID)", "from": "\(current.tracks.videoCodec?.rawValue ?? "-")",
+                                 "to": "\(videoCodec.rawValue)", "part": "\(current.part + 1)"])
+        return makeRecorder(current.connectionID, tracks: tracks, part: current.part + 1)
     }
 
     private func recorder(for sender: String) -> SenderRecorder? {
@@ -76,16 +96,21 @@ final class RecordingSet {
         let layout = layouts[sender] ?? SenderLayout(videoCodec: nil, audioChannels: nil)
         let tracks = SenderTracks(videoCodec: layout.videoCodec.flatMap(WebMVideoCodec.init(sdpName:)), audioChannels: layout.audioChannels)
         guard tracks.videoCodec != nil || tracks.audioChannels != nil else { return nil }
+        return makeRecorder(sender, tracks: tracks, part: 0)
+    }
+
+    private func makeRecorder(_ sender: String, tracks: SenderTracks, part: Int) -> SenderRecorder? {
         var uid = [UInt8](repeating: 0, count: 16)
         for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
         do {
             let recorder = try SenderRecorder(connectionID: sender, tracks: tracks, layout: archive,
                                               recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
-                                              segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds)
+                                              segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
+                                              refusedVideoCodec: refusedVideo[sender])
             recorders[sender] = recorder
             onRecordingStarted(recorder)
             logger.info("recording sender", metadata: ["sender": "\(sender)", "video": "\(tracks.videoCodec?.rawValue ?? "-")",
-                                                       "audio": "\(tracks.audioChannels != nil)"])
+                                                       "audio": "\(tracks.audioChannels != nil)", "part": "\(part)"])
             return recorder
         } catch {
             counters.unsafeSenderFrames += 1

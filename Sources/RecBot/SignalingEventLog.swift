@@ -33,6 +33,15 @@ struct SignalingEventLog {
         writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
     }
 
+    /// A video section refused because WebM cannot hold its codec: kept as a `recbot` event.
+    func recordRefusedVideo(sender: String, codecs: [String]) {
+        let object: [String: Any] = ["connection_id": sender, "codecs": codecs, "reason": "WebM cannot hold this video codec; audio is still recorded"]
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        let event = EventRecord(sessionID: sessionID, kind: .recbot, eventType: "video.refused", senderConnectionID: sender,
+                                receivedAt: JoinSession.nowMilliseconds(), payload: .json(String(decoding: data, as: UTF8.self)))
+        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+    }
+
     /// A message on a messaging channel (`#label`, `e2ee`, `rpc`): text that is JSON is stored as
     /// JSON, other text as text, binary as bytes.
     func recordDataChannelMessage(label: String, sender: String?, isBinary: Bool, data: [UInt8]) {

@@ -14,8 +14,21 @@ public struct ArchiveLayout: Sendable {
     public var directory: String { recordingsRoot + "/" + recordingID }
     public var reportPath: String { directory + "/report-\(recordingID).json" }
 
-    public func mediaFilename(connectionID: String) -> String { "archive-\(connectionID).webm" }
-    public func sidecarFilename(connectionID: String) -> String { "archive-\(connectionID).json" }
+    /// Part 0 is the sender's one file; parts from 1 are split parts (a codec change starts one).
+    public func mediaFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ".webm" }
+    public func sidecarFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ".json" }
+    /// Marks the last split part of a sender (JSON only).
+    public func splitEndFilename(connectionID: String) -> String { "split-archive-end-\(connectionID).json" }
+
+    /// Sora's four-digit split index ("0001").
+    public static func splitIndex(_ part: Int) -> String {
+        let digits = String(part)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
+    }
+
+    private func baseName(_ connectionID: String, _ part: Int) -> String {
+        part == 0 ? "archive-\(connectionID)" : "split-archive-\(connectionID)_\(ArchiveLayout.splitIndex(part))"
+    }
 
     /// Connection ids come from the network: only ids that cannot name anything but a
     /// file in this directory are used in paths (Sora's are 26 Crockford base32 characters).

@@ -58,6 +58,8 @@ public enum RecorderError: Error, Sendable, CustomStringConvertible {
 /// Result of a finished recording, for the catalog and the report.
 public struct FinishedRecording: Sendable {
     public var connectionID: String
+    /// 0: the sender's only file; from 1: a split part.
+    public var part: Int
     public var filename: String
     public var sidecarFilename: String
     public var tracks: SenderTracks
@@ -74,6 +76,8 @@ public struct FinishedRecording: Sendable {
     public var statistics: RecordingStatistics
     /// What the media core counted for this sender's streams (loss, recovery, requests).
     public var reception: ReceiveCounters
+    /// Video the sender offered in a codec WebM cannot hold (e.g. H265): not recorded.
+    public var refusedVideoCodec: String?
     public var error: String?
 }
 
@@ -87,7 +91,9 @@ public final class SenderRecorder: @unchecked Sendable {
     // @unchecked: mutable state is confined to the caller's event loop; the writer queue
     // only touches `writer` and `pendingBytes` (guarded by `lock`).
     public let connectionID: String
-    public let tracks: SenderTracks
+    public private(set) var tracks: SenderTracks
+    /// The video codec the offer gave this sender that WebM cannot hold (H265): refused, and said so.
+    public let refusedVideoCodec: String?
     public private(set) var statistics = RecordingStatistics()
     public static let maximumPendingBytes = 32 << 20
     /// How long audio waits for the first video keyframe before the file starts with a
@@ -99,7 +105,7 @@ public final class SenderRecorder: @unchecked Sendable {
     /// the media core may hold a frame to recover its packets).
     public let interleaveNanoseconds: Int64
 
-    private let layout: ArchiveLayout
+    public let layout: ArchiveLayout
     private let recordingStartMilliseconds: Int64
     private let recordingStartTime: MonotonicTime
     private let segmentUID: [UInt8]
@@ -129,7 +135,8 @@ public final class SenderRecorder: @unchecked Sendable {
     private var writeError: String?
 
     public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
-                recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000) throws(RecorderError) {
+                recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000, part: Int = 0,
+                refusedVideoCodec: String? = nil) throws(RecorderError) {
         guard ArchiveLayout.isSafeConnectionID(connectionID) else { throw .unsafeConnectionID(connectionID) }
         self.connectionID = connectionID
         self.tracks = tracks
@@ -138,6 +145,8 @@ public final class SenderRecorder: @unchecked Sendable {
         self.recordingStartTime = recordingStartTime
         self.segmentUID = segmentUID
         self.interleaveNanoseconds = interleaveNanoseconds
+        self.part = part
+        self.refusedVideoCodec = refusedVideoCodec
         queue = DispatchQueue(label: "recbot.recorder.\(connectionID)")
     }
 
@@ -149,7 +158,29 @@ public final class SenderRecorder: @unchecked Sendable {
     public var codecSummary: String {
         [hasVideoStarted ? tracks.videoCodec?.rawValue : nil, tracks.audioChannels == nil ? nil : "OPUS"].compactMap { $0 }.joined(separator: "+")
     }
-    public var filename: String { layout.mediaFilename(connectionID: connectionID) }
+    /// 0 for the sender's only file; 1, 2… once a codec change split it into parts.
+    public private(set) var part: Int
+    public var filename: String { layout.mediaFilename(connectionID: connectionID, part: part) }
+    /// The name the file was created under (part 0's, until the first split renames it).
+    private var createdFilename: String?
+
+    /// Before the file exists its video track can still take another codec; video frames
+    /// of the old one waiting for it are dropped. False once the file has started.
+    public func changeVideoCodecBeforeStart(to codec: WebMVideoCodec) -> Bool {
+        guard muxer == nil else { return false }
+        let before = pending.count
+        pending.removeAll { $0.frame.track == .video }
+        statistics.framesDroppedBeforeStart += before - pending.count
+        tracks.videoCodec = codec
+        (videoSize, videoCodecPrivate, codecPrivateIsProvisional, hasVideoStarted) = (nil, nil, false, false)
+        return true
+    }
+
+    /// The sender's recording is being split (its video codec changed): this file becomes
+    /// part 1, and is renamed to that name when it is finished.
+    public func becomeFirstPart() {
+        if part == 0 { part = 1 }
+    }
 
     /// Adds a frame. `mediaTime` is on the recording's monotonic clock. Returns the source of a
     /// video frame that had to be dropped here (this one or an earlier one released now): its
@@ -275,6 +306,7 @@ public final class SenderRecorder: @unchecked Sendable {
         }
         // mkdir and open are blocking file-system calls: they run on the writer queue, first.
         let layout = self.layout
+        createdFilename = filename
         let path = layout.directory + "/" + filename
         queue.async { [self] in
             lock.withLock {
@@ -365,6 +397,9 @@ public final class SenderRecorder: @unchecked Sendable {
                 try writer.apply(writes)
                 try writer.sync()
                 try writer.close()
+                if let createdFilename, createdFilename != filename {
+                    try FileManager.default.moveItem(atPath: layout.directory + "/" + createdFilename, toPath: layout.directory + "/" + filename)
+                }
             } catch {
                 writeError = writeError ?? "\(error)"
             }
@@ -373,12 +408,13 @@ public final class SenderRecorder: @unchecked Sendable {
         let startedAt = recordingStartMilliseconds + startOffsetSeconds * 1000
         let stopOffset = max(startOffsetSeconds, (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
         var finished = FinishedRecording(
-            connectionID: connectionID, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID),
+            connectionID: connectionID, part: part, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part),
             tracks: SenderTracks(videoCodec: statistics.videoFrames == 0 ? nil : tracks.videoCodec, audioChannels: tracks.audioChannels),
             videoWidth: videoSize?.width, videoHeight: videoSize?.height, startedAtMilliseconds: startedAt,
             stoppedAtMilliseconds: stoppedAtMilliseconds, startOffsetSeconds: startOffsetSeconds,
             startOffsetMilliseconds: startOffsetMilliseconds, stopOffsetSeconds: stopOffset,
-            durationMilliseconds: durationMilliseconds, size: statistics.bytes, statistics: statistics, reception: reception, error: error)
+            durationMilliseconds: durationMilliseconds, size: statistics.bytes, statistics: statistics, reception: reception,
+            refusedVideoCodec: refusedVideoCodec, error: error)
         if error == nil {
             // Media first, sidecar second (the uploader queues a sidecar only once its media exists).
             do {

@@ -26,6 +26,19 @@ public struct SidecarContext: Sendable {
 
 /// The `archive-<id>.json` sidecar and `report-<recording id>.json`, with Sora's field names.
 public enum Sidecar {
+    /// `split-archive-end-<id>.json`: written after a split sender's last part.
+    public static func splitEnd(connectionID: String, lastPart: Int, context: SidecarContext) -> [String: Any] {
+        [
+            "connection_id": connectionID,
+            "recording_id": context.recordingID,
+            "channel_id": context.channelID,
+            "session_id": null(context.soraSessionID),
+            "client_id": null(context.clientIDs[connectionID]),
+            "split_last_index": ArchiveLayout.splitIndex(lastPart),
+            "recbot_version": context.recbotVersion,
+        ]
+    }
+
     static func null(_ value: Any?) -> Any { value ?? NSNull() }
 
     public static func object(_ r: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) -> [String: Any] {
@@ -76,6 +89,8 @@ public enum Sidecar {
                 "video_sizes": r.statistics.videoSizes,
             ] as [String: Any],
         ]
+        if r.part > 0 { object["split_index"] = ArchiveLayout.splitIndex(r.part) }
+        if let refused = r.refusedVideoCodec { object["video_refused_codec"] = refused }
         if r.tracks.audioChannels != nil { object["audio_codec_type"] = "OPUS" }
         if let codec = r.tracks.videoCodec {
             object["video_codec_type"] = codec.rawValue
@@ -97,7 +112,7 @@ public enum Sidecar {
             "stop_timestamp": rfc3339(milliseconds: stoppedAtMilliseconds),
             "file_written": !recordings.isEmpty,
             "archives": recordings.map { r -> [String: Any] in
-                [
+                var entry: [String: Any] = [
                     "connection_id": r.connectionID,
                     "client_id": null(context.clientIDs[r.connectionID]),
                     "bundle_id": null(context.bundleIDs[r.connectionID]),
@@ -109,6 +124,13 @@ public enum Sidecar {
                     "stop_timestamp": rfc3339(milliseconds: r.stoppedAtMilliseconds),
                     "size": r.size,
                 ]
+                if r.part > 0 {
+                    entry["split_index"] = ArchiveLayout.splitIndex(r.part)
+                    let last = recordings.filter { $0.connectionID == r.connectionID }.map(\.part).max() ?? r.part
+                    entry["split_last_index"] = ArchiveLayout.splitIndex(last)
+                }
+                if let refused = r.refusedVideoCodec { entry["video_refused_codec"] = refused }
+                return entry
             },
             "failed_archives": failed.map { ["connection_id": $0] },
             "recbot_version": context.recbotVersion,

@@ -77,6 +77,8 @@ public struct NegotiatedMedia: Equatable, Sendable {
     public var receiving: Bool
     /// Why a section was rejected (port 0), for logs.
     public var rejectionReason: String?
+    /// A media section rejected for its codecs: the codecs it offered (e.g. H265).
+    public var refusedCodecs: [String] = []
     public var codecs: [NegotiatedCodec]
     public var headerExtensions: [HeaderExtensionMap]
     /// The sender's stream id: Sora puts the publisher's connection id here.
@@ -187,6 +189,9 @@ public enum RecvOnlyAnswerBuilder {
                 }
             }
             guard !codecs.isEmpty else {
+                let auxiliary: Set<String> = ["RTX", "RED", "ULPFEC", "FLEXFEC-03"]
+                media.refusedCodecs = maps.map { $0.encoding.uppercased() }.filter { !auxiliary.contains($0) }
+                    .reduce(into: [String]()) { if !$0.contains($1) { $0.append($1) } }
                 media.rejectionReason = "no \(section.kind) codec recbot records (offered: \(maps.map(\.encoding).joined(separator: ", ")))"
                 return media
             }

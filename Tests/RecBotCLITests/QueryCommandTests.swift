@@ -65,7 +65,7 @@ import Testing
         #expect((connections.first?["metadata"] as? [String: Any])?["room"] as? String == "a")
         #expect((object["recordings"] as? [[String: Any]])?.count == 1)
         let counts = try #require(object["event_counts"] as? [String: Int])
-        #expect(counts == ["notify": 1, "push": 1, "datachannel": 3, "signaling": 0])
+        #expect(counts == ["notify": 1, "push": 1, "datachannel": 3, "signaling": 0, "recbot": 0])
 
         let missing = try fixture.run(["sessions", "show", "01JD2K0000DDDDDDDDDDDDDDDD"])
         #expect(missing.status != 0 && missing.stderr.contains("not found"))

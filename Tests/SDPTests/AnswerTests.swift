@@ -66,6 +66,8 @@ let local = LocalTransportParameters(iceUfrag: "rbUF", icePwd: "recbotpassword12
         #expect(Set(video.headerExtensions.map(\.id)) == [1, 10, 11])
         #expect(!answer.media[3].accepted, "released by the offerer")
         #expect(!answer.media[4].accepted && answer.media[4].rejectionReason?.contains("H265") == true)
+        #expect(answer.media[4].refusedCodecs == ["H265"], "refused for its codec, named for the catalog")
+        #expect(answer.media[3].refusedCodecs.isEmpty && answer.media[2].refusedCodecs.isEmpty)
         #expect(answer.media[5].accepted && answer.media[5].msidStream == "8C2R4W6Y0TQ1H3J5K7M9N0PBSD")
 
         let reparsed = try SessionDescription(parsing: answer.sdp.serialized)

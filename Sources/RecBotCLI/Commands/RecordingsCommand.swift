@@ -54,7 +54,8 @@ struct RecordingsCommand: ParsableCommand {
             Console.print(HumanFormat.fields([
                 ("Recording", r.id.map(String.init)), ("Session", r.sessionID), ("Connection", r.connectionID),
                 ("Path", directory.absolute(catalogPath: r.path)), ("Status", r.status.rawValue),
-                ("Codecs", [r.videoCodec, r.audioCodec].compactMap { $0 }.joined(separator: "+")),
+                ("Part", r.part == 0 ? nil : "\(r.part) (split: the video codec changed)"),
+                ("Codecs", codecs(r)),
                 ("Video sizes", r.videoSizes?.replacingOccurrences(of: ",", with: ", ")),
                 ("Started", HumanFormat.localTime(milliseconds: r.startedAt)), ("Ended", HumanFormat.localTime(milliseconds: r.endedAt)),
                 ("Duration", HumanFormat.duration(milliseconds: r.durationMs)), ("Size", HumanFormat.size(bytes: r.bytes)),
@@ -69,15 +70,21 @@ struct RecordingsCommand: ParsableCommand {
         }
     }
 
+    /// "VP8+OPUS"; refused video shows as "OPUS (H265 refused)".
+    static func codecs(_ r: RecordingRecord) -> String {
+        let recorded = [r.videoCodec, r.audioCodec].compactMap { $0 }.joined(separator: "+")
+        guard let refused = r.videoRefused else { return recorded }
+        return recorded + " (\(refused) refused)"
+    }
+
     static func table(_ recordings: [RecordingRecord], dataDirectory: DataDirectory) -> TextTable {
         var table = TextTable([
             ("ID", .right), ("SESSION", .left), ("CONNECTION", .left), ("CODECS", .left), ("STARTED", .left),
             ("DURATION", .right), ("SIZE", .right), ("FRAMES V/A", .right), ("STATUS", .left), ("PATH", .left),
         ])
         for r in recordings {
-            let codecs = [r.videoCodec, r.audioCodec].compactMap { $0 }.joined(separator: "+")
             table.add([
-                r.id.map(String.init), r.sessionID, r.connectionID, codecs, HumanFormat.localTime(milliseconds: r.startedAt),
+                r.id.map(String.init), r.sessionID, r.connectionID, codecs(r), HumanFormat.localTime(milliseconds: r.startedAt),
                 HumanFormat.duration(milliseconds: r.durationMs), HumanFormat.size(bytes: r.bytes),
                 "\(r.videoFrames)/\(r.audioFrames)", r.status.rawValue, dataDirectory.absolute(catalogPath: r.path),
             ])

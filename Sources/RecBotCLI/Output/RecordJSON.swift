@@ -73,6 +73,7 @@ enum RecordJSON {
             ("frames_dropped_malformed", .int(r.framesDroppedMalformed)),
             ("frames_dropped_recorder", .int(r.framesDroppedRecorder)),
             ("video_sizes", .array((r.videoSizes ?? "").split(separator: ",").map { .string(String($0)) })),
+            ("video_refused", .string(r.videoRefused)),
             ("status", .string(r.status.rawValue)),
         ]
     }
