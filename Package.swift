@@ -31,6 +31,8 @@ let package = Package(
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
+        .systemLibrary(name: "CDav1d", pkgConfig: "dav1d", providers: [.apt(["libdav1d-dev"])]),
+        .systemLibrary(name: "COpenH264", pkgConfig: "openh264", providers: [.apt(["libopenh264-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         // libwebm ships only its C++ webm_parser (no .pc file): a small extern "C" shim.
         .target(
@@ -65,7 +67,9 @@ let package = Package(
         // MARK: Readers, codecs, catalog
         .target(name: "WebMReader", dependencies: ["CWebMParser"]),
         .target(name: "Recorder", dependencies: ["WebM", "Media", "WireCoding"]),
-        .target(name: "CodecBindings", dependencies: ["CVPX", "COpus"]),
+        .target(name: "CodecBindings", dependencies: ["CVPX", "COpus", "CDav1d", "COpenH264"]),
+        // `recbot verify`: libwebm's reading of a file, every frame decoded.
+        .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         .target(
             name: "Archive",
             dependencies: [
@@ -104,6 +108,8 @@ let package = Package(
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzVerify", dependencies: ["Verification", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+                          linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzVP9", dependencies: ["Media", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzMediaReceiver", dependencies: ["Media", "RTP", "FuzzSupport", "WireCoding"], swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
@@ -117,7 +123,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "RecBot", "SoraSignaling", "Transport",
+                "Archive", "RecBot", "SoraSignaling", "Transport", "Verification",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -129,9 +135,10 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Bitstreams"], path: "Tests/TestSupport"),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
+        .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "RecBotTests", dependencies: ["RecBot", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive"]),
+        .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "WebM", "CodecBindings"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),

@@ -4,22 +4,26 @@
 set -euo pipefail
 
 # Build and link: the WebRTC stack's crypto (OpenSSL, libsrtp2), zlib (STUN CRC-32,
-# compressed data channels), the codecs used
-# for verification and tests (libvpx, libopus), libwebm's parser and SQLite.
+# compressed data channels), the decoders `recbot verify` uses (libvpx, libopus, dav1d for
+# AV1, OpenH264 for H.264; libvpx and libopus also encode test media), libwebm's parser and SQLite.
 # Tests: ffmpeg provides ffprobe, the second independent reader of our WebM files.
 # GStreamer's webrtcbin (usrsctp, libnice) is the second independent WebRTC peer for the
 # data-channel interop test; its Python bindings come from Debian, for /usr/bin/python3.
+# GStreamer's rtpvp9depay and vp9dec (plugins-good) check the test server's VP9 packets.
 DEBIAN_PACKAGES=(
   pkg-config
   libssl-dev
   libsrtp2-dev
   libopus-dev
   libvpx-dev
+  libdav1d-dev
+  libopenh264-dev
   libwebm-dev
   libsqlite3-dev
   zlib1g-dev
   ffmpeg
   gstreamer1.0-plugins-base
+  gstreamer1.0-plugins-good
   gstreamer1.0-plugins-bad
   gstreamer1.0-nice
   gir1.2-gstreamer-1.0

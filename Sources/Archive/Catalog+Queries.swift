@@ -21,12 +21,15 @@ public struct RecordingFilter: Sendable {
     public var connectionID: String?
     public var channelID: String?
     public var limit: Int?
+    /// Only finished recordings `recbot verify` has not looked at yet.
+    public var unverifiedOnly = false
 
-    public init(sessionID: String? = nil, connectionID: String? = nil, channelID: String? = nil, limit: Int? = nil) {
+    public init(sessionID: String? = nil, connectionID: String? = nil, channelID: String? = nil, limit: Int? = nil, unverifiedOnly: Bool = false) {
         self.sessionID = sessionID
         self.connectionID = connectionID
         self.channelID = channelID
         self.limit = limit
+        self.unverifiedOnly = unverifiedOnly
     }
 }
 
@@ -80,12 +83,18 @@ extension Catalog {
         try read { db in try RecordingRecord.fetchOne(db, key: id) }
     }
 
+    /// The recording stored at this catalog path (relative to the data directory).
+    public func recording(path: String) throws(CatalogError) -> RecordingRecord? {
+        try read { db in try RecordingRecord.filter(Column("path") == path).fetchOne(db) }
+    }
+
     /// Oldest first, within a session by sender and part.
     public func recordings(_ filter: RecordingFilter = RecordingFilter()) throws(CatalogError) -> [RecordingRecord] {
         try read { db in
             var request = RecordingRecord.all()
             if let session = filter.sessionID { request = request.filter(Column("session_id") == session) }
             if let connection = filter.connectionID { request = request.filter(Column("connection_id") == connection) }
+            if filter.unverifiedOnly { request = request.filter(Column("verification") == nil && Column("status") != RecordingStatus.recording.rawValue) }
             if let channel = filter.channelID {
                 request = request.filter(
                     sql: "session_id IN (SELECT id FROM sessions WHERE channel_id = ?)", arguments: [channel])

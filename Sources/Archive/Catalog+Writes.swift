@@ -68,6 +68,14 @@ extension Catalog {
         try write { db in try recording.update(db) }
     }
 
+    /// Stores `recbot verify`'s verdict on a recording (the latest run wins).
+    public func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError) {
+        try write { db in
+            try db.execute(sql: "UPDATE recordings SET verification = ?, verified_at = ?, verification_report = ? WHERE id = ?",
+                           arguments: [status.rawValue, time, report, recordingID])
+        }
+    }
+
     @discardableResult
     public func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord {
         try write { db in

@@ -99,6 +99,10 @@ public enum RecordingStatus: String, Codable, Sendable, CaseIterable, DatabaseVa
     case recording, complete, interrupted, repaired
 }
 
+public enum VerificationStatus: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {
+    case verified, failed
+}
+
 /// One media file of one sender.
 public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
     public static let databaseTableName = "recordings"
@@ -138,6 +142,11 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var videoSizes: String?
     /// The video codec the sender offered that WebM cannot hold (its video is not in the file).
     public var videoRefused: String?
+    /// `recbot verify`'s verdict; nil until verified.
+    public var verification: VerificationStatus?
+    public var verifiedAt: Int64?
+    /// The verification result as JSON.
+    public var verificationReport: String?
 
     public init(
         sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
@@ -175,6 +184,7 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
         case jitterMs = "jitter_ms", framesDroppedIncomplete = "frames_dropped_incomplete"
         case framesDroppedKeyframeWait = "frames_dropped_keyframe_wait", framesDroppedMalformed = "frames_dropped_malformed"
         case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes", videoRefused = "video_refused"
+        case verification, verifiedAt = "verified_at", verificationReport = "verification_report"
     }
 }
 

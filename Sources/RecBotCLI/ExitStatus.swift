@@ -7,6 +7,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case failure = 1
     /// Bad command line: unknown flag, bad time, bad id (swift-argument-parser's own code).
     case usage = 64
+    /// `recbot verify` found a recording that does not read or decode cleanly.
+    case dataError = 65
     /// Configuration unusable (bad config file, missing channel).
     case configuration = 78
     /// The server rejected us (authentication / authorization).

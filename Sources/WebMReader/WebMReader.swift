@@ -115,6 +115,31 @@ public enum WebMReader {
         return collector.finish(status: status)
     }
 
+    /// Reads a file without keeping its frames: each goes to `onFrame` as the parser reaches
+    /// it (clusters are kept, empty), so a long recording is read in constant memory.
+    public static func read(path: String, onTrack: @escaping (WebMParsedFile.Track) -> Void = { _ in },
+                            onFrame: @escaping (WebMParsedFile.Frame) -> Void) -> WebMParsedFile {
+        streaming(onTrack, onFrame) { callbacks in cwebm_parse_file(path, &callbacks) }
+    }
+
+    /// The same over bytes in memory.
+    public static func read(bytes: [UInt8], onTrack: @escaping (WebMParsedFile.Track) -> Void = { _ in },
+                            onFrame: @escaping (WebMParsedFile.Frame) -> Void) -> WebMParsedFile {
+        streaming(onTrack, onFrame) { callbacks in
+            bytes.withUnsafeBufferPointer { buffer in cwebm_parse_buffer(buffer.baseAddress, buffer.count, &callbacks) }
+        }
+    }
+
+    private static func streaming(_ onTrack: @escaping (WebMParsedFile.Track) -> Void, _ onFrame: @escaping (WebMParsedFile.Frame) -> Void,
+                                  parse: (inout cwebm_callbacks) -> Int32) -> WebMParsedFile {
+        let collector = Collector()
+        collector.trackHandler = onTrack
+        collector.frameHandler = onFrame
+        var callbacks = collector.callbacks()
+        let status = parse(&callbacks)
+        return collector.finish(status: status)
+    }
+
     public static func parse(path: String) -> WebMParsedFile {
         let collector = Collector()
         var callbacks = collector.callbacks()
@@ -126,6 +151,8 @@ public enum WebMReader {
 /// Receives the C callbacks; lives only for the duration of one parse.
 private final class Collector {
     var result = WebMParsedFile(status: 0)
+    var frameHandler: ((WebMParsedFile.Frame) -> Void)?
+    var trackHandler: ((WebMParsedFile.Track) -> Void)?
 
     func callbacks() -> cwebm_callbacks {
         var c = cwebm_callbacks()
@@ -151,11 +178,14 @@ private final class Collector {
         c.on_track = { context, track in
             guard let t = track?.pointee else { return }
             let codecPrivate = t.codec_private.map { Array(UnsafeBufferPointer(start: $0, count: t.codec_private_size)) } ?? []
-            Collector.from(context).result.tracks.append(.init(
+            let collector = Collector.from(context)
+            let parsed = WebMParsedFile.Track(
                 number: t.number, uid: t.uid, type: t.type, codecID: String(cString: t.codec_id),
                 codecPrivate: codecPrivate, codecDelay: t.codec_delay, seekPreRoll: t.seek_pre_roll,
                 usesLacing: t.uses_lacing != 0, pixelWidth: t.pixel_width, pixelHeight: t.pixel_height,
-                samplingFrequency: t.sampling_frequency, channels: t.channels))
+                samplingFrequency: t.sampling_frequency, channels: t.channels)
+            collector.result.tracks.append(parsed)
+            collector.trackHandler?(parsed)
         }
         c.on_seek = { context, id, position in
             Collector.from(context).result.seeks.append(.init(id: id, position: position))
@@ -175,9 +205,9 @@ private final class Collector {
             let index = collector.result.clusters.count - 1
             let base = Int64(collector.result.clusters[index].timecode)
             let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-            collector.result.clusters[index].frames.append(.init(
-                track: track, timecode: base + Int64(relative), isKeyframe: keyframe != 0,
-                isSimpleBlock: simple != 0, data: bytes))
+            let frame = WebMParsedFile.Frame(track: track, timecode: base + Int64(relative), isKeyframe: keyframe != 0,
+                                             isSimpleBlock: simple != 0, data: bytes)
+            if let handler = collector.frameHandler { handler(frame) } else { collector.result.clusters[index].frames.append(frame) }
         }
         c.on_cue_point = { context, time, track, position in
             Collector.from(context).result.cuePoints.append(.init(time: time, track: track, clusterPosition: position))

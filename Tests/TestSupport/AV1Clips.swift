@@ -39,3 +39,52 @@ public func av1TemporalUnits(frames: Int, width: Int, height: Int, keyframeInter
     }
     return units
 }
+
+/// Encodes ffmpeg's test pattern with libx264 (constrained baseline, an access unit
+/// delimiter per picture) and returns Annex-B access units without their delimiters.
+public func h264AccessUnits(frames: Int, width: Int, height: Int, keyframeInterval: Int = 10) throws -> [(data: [UInt8], isKeyframe: Bool)] {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264-\(UUID()).h264").path
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    let ffmpeg = Process()
+    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    ffmpeg.arguments = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=30", "-frames:v", "\(frames)",
+                        "-c:v", "libx264", "-profile:v", "baseline", "-preset", "ultrafast", "-g", "\(keyframeInterval)", "-bf", "0",
+                        "-x264-params", "aud=1", "-pix_fmt", "yuv420p", "-f", "h264", path]
+    try ffmpeg.run()
+    ffmpeg.waitUntilExit()
+    guard ffmpeg.terminationStatus == 0 else { throw ExternalToolError(description: "ffmpeg libx264 exited \(ffmpeg.terminationStatus)") }
+    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+    // Split at the 4-byte start codes libx264 writes before each access unit delimiter (type 9).
+    var units: [(data: [UInt8], isKeyframe: Bool)] = []
+    var index = 0
+    var start: Int?
+    func close(at end: Int) {
+        guard let begin = start else { return }
+        let unit = Array(bytes[begin..<end])
+        units.append((unit, containsIDR(unit)))
+    }
+    while index + 4 < bytes.count {
+        if bytes[index] == 0, bytes[index + 1] == 0, bytes[index + 2] == 0, bytes[index + 3] == 1, bytes[index + 4] & 0x1F == 9 {
+            close(at: index)
+            start = index + 6  // past the delimiter NAL (start code, header, primary_pic_type)
+            index += 6
+            continue
+        }
+        index += 1
+    }
+    close(at: bytes.count)
+    return units
+}
+
+private func containsIDR(_ unit: [UInt8]) -> Bool {
+    var index = 0
+    while index + 3 < unit.count {
+        if unit[index] == 0, unit[index + 1] == 0, unit[index + 2] == 1 {
+            if unit[index + 3] & 0x1F == 5 { return true }
+            index += 3
+        } else {
+            index += 1
+        }
+    }
+    return false
+}

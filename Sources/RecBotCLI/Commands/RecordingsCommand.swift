@@ -66,9 +66,13 @@ struct RecordingsCommand: ParsableCommand {
                 ("Frames dropped", "\(r.framesDropped) (\(r.framesDroppedIncomplete) incomplete, \(r.framesDroppedKeyframeWait) awaiting a keyframe, "
                     + "\(r.framesDroppedMalformed) malformed, \(r.framesDroppedRecorder) by the recorder)"),
                 ("Jitter", r.jitterMs.map { "\($0) ms" }),
+                ("Verification", verification(r) + (r.verifiedAt.flatMap { " at " + (HumanFormat.localTime(milliseconds: $0) ?? "") } ?? "")),
             ]))
         }
     }
+
+    /// `recbot verify`'s verdict: verified, failed, or not verified.
+    static func verification(_ r: RecordingRecord) -> String { r.verification?.rawValue ?? "not verified" }
 
     /// "VP8+OPUS"; refused video shows as "OPUS (H265 refused)".
     static func codecs(_ r: RecordingRecord) -> String {
@@ -80,13 +84,13 @@ struct RecordingsCommand: ParsableCommand {
     static func table(_ recordings: [RecordingRecord], dataDirectory: DataDirectory) -> TextTable {
         var table = TextTable([
             ("ID", .right), ("SESSION", .left), ("CONNECTION", .left), ("CODECS", .left), ("STARTED", .left),
-            ("DURATION", .right), ("SIZE", .right), ("FRAMES V/A", .right), ("STATUS", .left), ("PATH", .left),
+            ("DURATION", .right), ("SIZE", .right), ("FRAMES V/A", .right), ("STATUS", .left), ("VERIFIED", .left), ("PATH", .left),
         ])
         for r in recordings {
             table.add([
                 r.id.map(String.init), r.sessionID, r.connectionID, codecs(r), HumanFormat.localTime(milliseconds: r.startedAt),
                 HumanFormat.duration(milliseconds: r.durationMs), HumanFormat.size(bytes: r.bytes),
-                "\(r.videoFrames)/\(r.audioFrames)", r.status.rawValue, dataDirectory.absolute(catalogPath: r.path),
+                "\(r.videoFrames)/\(r.audioFrames)", r.status.rawValue, verification(r), dataDirectory.absolute(catalogPath: r.path),
             ])
         }
         return table

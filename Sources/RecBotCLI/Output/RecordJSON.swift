@@ -75,6 +75,8 @@ enum RecordJSON {
             ("video_sizes", .array((r.videoSizes ?? "").split(separator: ",").map { .string(String($0)) })),
             ("video_refused", .string(r.videoRefused)),
             ("status", .string(r.status.rawValue)),
+            ("verification", .string(r.verification?.rawValue ?? "not verified")),
+            ("verified_at", time(r.verifiedAt)),
         ]
     }
 

@@ -1,0 +1,72 @@
+import Archive
+import CodecBindings
+import Foundation
+import Testing
+import WebM
+
+/// `recbot verify` against a data directory: results go into the catalog and `recordings list`.
+@Suite struct VerifyCommandTests {
+    let fixture: Fixture
+
+    init() throws { fixture = try Fixture() }
+
+    /// A finalized VP8 + Opus file; `breakFrame` cuts one video frame short.
+    func writeFile(at path: String, breakFrame: Int? = nil) throws {
+        try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        var muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(
+            video: WebMVideoTrack(codec: .vp8, width: 96, height: 64), audio: WebMAudioTrack(opusHead: OpusHead(channelCount: 1)), segmentUID: Array(1...16)))
+        let writer = try WebMFileWriter(creatingAt: path)
+        let video = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
+        let audio = try OpusEncoder(channels: 1)
+        for index in 0..<50 {
+            let packet = try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1))
+            try writer.apply(try muxer.write(WebMFrame(track: .audio, timestampNanoseconds: Int64(index) * 20_000_000, isKeyframe: true, data: packet)))
+            guard index % 2 == 0 else { continue }
+            for frame in try video.encode(.testPattern(width: 96, height: 64, frame: index), pts: Int64(index)) {
+                let data = index / 2 == breakFrame ? Array(frame.data.prefix(4)) : frame.data
+                try writer.apply(try muxer.write(WebMFrame(track: .video, timestampNanoseconds: Int64(index) * 20_000_000, isKeyframe: frame.isKeyframe, data: data)))
+            }
+        }
+        try writer.apply(try muxer.finalize())
+        try writer.close()
+    }
+
+    var goodPath: String { fixture.directory + "/recordings/\(Fixture.s1)/archive-SENDER1.webm" }
+
+    @Test func aSessionIsVerifiedAndTheVerdictIsCataloged() throws {
+        try writeFile(at: goodPath)
+        let result = try fixture.run(["verify", Fixture.s1, "--json"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let reports = try #require(try result.json() as? [[String: Any]])
+        #expect(reports.count == 1 && reports.first?["verification"] as? String == "verified" && reports.first?["recording_id"] as? Int == 1)
+        let report = try #require(reports.first?["report"] as? [String: Any])
+        let tracks = try #require(report["tracks"] as? [[String: Any]])
+        #expect(tracks.map { $0["frames"] as? Int } == [25, 50] && tracks.map { $0["decode_errors"] as? Int } == [0, 0])
+        let listed = try fixture.jsonArray(["recordings", "list", "--session", Fixture.s1])
+        #expect(listed.first?["verification"] as? String == "verified" && listed.first?["verified_at"] is String)
+        // Nothing left for cron: the other recording is still `recording`.
+        let pending = try fixture.run(["verify", "--pending", "--json"])
+        let pendingReports = try pending.json() as? [Any]
+        #expect(pending.status == 0 && pendingReports?.isEmpty == true)
+        let table = try fixture.run(["recordings", "list"])
+        #expect(table.stdout.contains("VERIFIED") && table.stdout.contains("verified") && table.stdout.contains("not verified"))
+    }
+
+    @Test func aBrokenFileFailsWithItsOwnExitStatus() throws {
+        try writeFile(at: goodPath, breakFrame: 7)
+        let result = try fixture.run(["verify", "1"])
+        #expect(result.status == 65, "EX_DATAERR for a file that does not decode")
+        #expect(result.stdout.contains("FAILED") && result.stderr.contains("track 1: at 280 ms"))
+        #expect(try fixture.jsonArray(["recordings", "list", "--session", Fixture.s1]).first?["verification"] as? String == "failed")
+    }
+
+    @Test func aFileOutsideTheCatalogIsVerifiedButNotStored() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("loose-\(UUID()).webm").path
+        try writeFile(at: path)
+        let result = try fixture.run(["verify", path])
+        #expect(result.status == 0 && result.stdout.contains("verified"))
+        #expect(try fixture.run(["verify"]).status == 64, "no target")
+        #expect(try fixture.run(["verify", "999"]).status == 64, "no such recording")
+        #expect(try fixture.run(["verify", "/nonexistent.webm"]).status == 65)
+    }
+}

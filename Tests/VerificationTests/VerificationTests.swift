@@ -1,0 +1,119 @@
+import CodecBindings
+import Foundation
+import Testing
+import TestSupport
+import Verification
+import WebM
+
+/// Writes a file with recbot's muxer: video frames at 30 fps from `videoStart`, and 20 ms Opus
+/// frames for the whole span.
+func writeRecording(video: (codec: WebMVideoCodec, frames: [(data: [UInt8], isKeyframe: Bool)], width: Int, height: Int, codecPrivate: [UInt8]?)?,
+                    audioSeconds: Double = 2, videoMilliseconds: (Int) -> Int64 = { Int64($0) * 100 / 3 }, finalize: Bool = true) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("verify-\(UUID()).webm").path
+    var muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(
+        video: video.map { WebMVideoTrack(codec: $0.codec, width: $0.width, height: $0.height, codecPrivate: $0.codecPrivate) },
+        audio: WebMAudioTrack(opusHead: OpusHead(channelCount: 1)), segmentUID: Array(1...16)))
+    let writer = try WebMFileWriter(creatingAt: path)
+    let opus = try OpusEncoder(channels: 1)
+    var events: [(Int64, WebMFrame)] = []
+    for index in 0..<Int(audioSeconds * 50) {
+        let packet = try opus.encode(OpusEncoder.tone(frequency: 440, frame: index, channels: 1))
+        events.append((Int64(index) * 20, WebMFrame(track: .audio, timestampNanoseconds: Int64(index) * 20_000_000, isKeyframe: true, data: packet)))
+    }
+    for (index, frame) in (video?.frames ?? []).enumerated() {
+        let milliseconds = videoMilliseconds(index)
+        events.append((milliseconds, WebMFrame(track: .video, timestampNanoseconds: milliseconds * 1_000_000, isKeyframe: frame.isKeyframe, data: frame.data)))
+    }
+    for (_, frame) in events.sorted(by: { $0.0 < $1.0 }) { try writer.apply(try muxer.write(frame)) }
+    if finalize { try writer.apply(try muxer.finalize()) } else { try writer.apply(muxer.flush()) }
+    try writer.close()
+    return path
+}
+
+func vpxFrames(_ codec: VPXCodec, count: Int) throws -> [(data: [UInt8], isKeyframe: Bool)] {
+    let encoder = try VPXEncoder(codec: codec, width: 160, height: 96, framesPerSecond: 30, keyframeInterval: 30)
+    return try (0..<count).flatMap { try encoder.encode(.testPattern(width: 160, height: 96, frame: $0), pts: Int64($0)).map { ($0.data, $0.isKeyframe) } }
+}
+
+/// Frames ffprobe counts in a stream (the second, independent reader).
+func ffprobeFrames(_ path: String, stream: String) throws -> Int? {
+    let process = Process()
+    let output = Pipe()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    process.arguments = ["ffprobe", "-v", "error", "-count_frames", "-select_streams", stream, "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
+    process.standardOutput = output
+    try process.run()
+    process.waitUntilExit()
+    return Int(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+}
+
+@Suite struct VerificationTests {
+    @Test(arguments: ["VP8", "VP9", "AV1", "H264"])
+    func everyCodecDecodesAndAgreesWithFFprobe(codec: String) throws {
+        let video: (codec: WebMVideoCodec, frames: [(data: [UInt8], isKeyframe: Bool)], width: Int, height: Int, codecPrivate: [UInt8]?)
+        switch codec {
+        case "VP8": video = (.vp8, try vpxFrames(.vp8, count: 45), 160, 96, nil)
+        case "VP9": video = (.vp9, try vpxFrames(.vp9, count: 45), 160, 96, nil)
+        case "AV1":
+            let units = try av1TemporalUnits(frames: 45, width: 160, height: 96, keyframeInterval: 30)
+            video = (.av1, units.map { ($0.data, $0.isKeyframe) }, 160, 96, try AV1CodecConfiguration(temporalUnit: units[0].data).codecPrivate)
+        default: video = (.h264, try h264AccessUnits(frames: 45, width: 160, height: 96, keyframeInterval: 30), 160, 96, nil)
+        }
+        let path = try writeRecording(video: video)
+        let report = RecordingVerifier.verify(path: path)
+        #expect(report.ok, "\(report)")
+        #expect(report.readerRuleViolations.isEmpty && report.error == nil)
+        let videoTrack = try #require(report.tracks.first { $0.kind == "video" })
+        #expect(videoTrack.frames == 45 && videoTrack.decoded == 45 && videoTrack.decodeErrors == 0 && videoTrack.keyframes == 2)
+        #expect(videoTrack.sizes == ["160x96"])
+        #expect(report.tracks.first { $0.kind == "audio" }.map { ($0.frames, $0.decoded) } ?? (0, 0) == (100, 100))
+        #expect(try ffprobeFrames(path, stream: "v:0") == videoTrack.frames)
+        #expect(try ffprobeFrames(path, stream: "a:0") == 100)
+    }
+
+    @Test func aBrokenFrameIsADecodeError() throws {
+        var frames = try vpxFrames(.vp8, count: 30)
+        frames[10].data = Array(frames[10].data.prefix(4))  // its partitions cut off
+        let report = RecordingVerifier.verify(path: try writeRecording(video: (.vp8, frames, 160, 96, nil)))
+        #expect(!report.ok)
+        let video = try #require(report.tracks.first { $0.kind == "video" })
+        #expect(video.decodeErrors >= 1 && video.errorSamples.first?.hasPrefix("at 333 ms") == true)
+    }
+
+    @Test func anUnfinalizedFileBreaksTheReaderRules() throws {
+        let report = RecordingVerifier.verify(path: try writeRecording(video: (.vp8, try vpxFrames(.vp8, count: 30), 160, 96, nil), finalize: false))
+        #expect(!report.ok && report.readerRuleViolations.contains { $0.contains("unknown size") })
+    }
+
+    @Test func aTruncatedFileIsReported() throws {
+        let path = try writeRecording(video: (.vp8, try vpxFrames(.vp8, count: 30), 160, 96, nil))
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
+        let report = RecordingVerifier.verify(path: path)
+        #expect(!report.ok && report.error != nil)
+        #expect(!RecordingVerifier.verify(path: "/nonexistent/file.webm").ok)
+    }
+
+    /// Video that starts 1.5 s after the audio and pauses 2 s: the offset and the gap are reported.
+    @Test func gapsAndTheStartOffsetAreReported() throws {
+        let path = try writeRecording(video: (.vp8, try vpxFrames(.vp8, count: 60), 160, 96, nil), audioSeconds: 5) { index in
+            1_500 + Int64(index) * 100 / 3 + (index >= 20 ? 2_000 : 0)
+        }
+        let report = RecordingVerifier.verify(path: path)
+        #expect(report.ok && report.audioVideoStartOffsetMilliseconds == 1_500)
+        let video = try #require(report.tracks.first { $0.kind == "video" })
+        #expect(video.gapCount == 1 && video.gaps.first.map { ($0.fromMilliseconds, $0.toMilliseconds) } ?? (0, 0) == (2_133, 4_166))
+        #expect(report.tracks.first { $0.kind == "audio" }?.gapCount == 0)
+    }
+
+    @Test func damagedFilesNeverCrash() throws {
+        let path = try writeRecording(video: (.vp9, try vpxFrames(.vp9, count: 20), 160, 96, nil), audioSeconds: 0.5)
+        let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            var bytes = original
+            for _ in 0..<Int.random(in: 1...8, using: &generator) { bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator) }
+            _ = RecordingVerifier.verify(bytes: Array(bytes.prefix(Int.random(in: 0...bytes.count, using: &generator))), label: "damaged")
+        }
+    }
+}
