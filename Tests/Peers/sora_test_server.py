@@ -16,6 +16,14 @@ hands packets to SRTP (RTCDtlsTransport._send_rtp):
                             keep mapping RTP time to the instant aiortc sent the packet, so a
                             receiver that syncs by SR can undo the delay and one by arrival cannot
 Video is offered with RTX (RFC 4588, a=ssrc-group:FID) unless --no-rtx.
+
+Publishers' video codecs: vp8 and h264 are aiortc's own; vp9 and av1 come from video_codecs.py
+(PyAV's libvpx-vp9 and libsvtav1, with payloaders written from the RTP payload specs):
+  --keyframe-interval 2           VP9 and AV1 keyframes every 2 s (and on PLI/FIR)
+  --resolution-change-after 5     every publisher's video goes from 320x240 to 480x272 after 5 s
+                                  of its own timeline (a new keyframe, for AV1 a new sequence)
+The truth counts, per publisher, the video frames and keyframes its encoder handed to RTP and
+the sizes its video had.
 """
 import argparse
 import asyncio
@@ -38,10 +46,12 @@ from aiortc.rtp import RTP_HISTORY_SIZE, RtcpPsfbPacket, RtcpRrPacket, RtcpRtpfb
 from aiortc.sdp import candidate_from_sdp  # noqa: E402
 from websockets.asyncio.server import serve  # noqa: E402
 
+import video_codecs  # noqa: E402
 from synthetic_media import MediaClock, PatternVideo, ToneAudio  # noqa: E402
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-MIME = {"vp8": "video/VP8", "h264": "video/H264"}
+MIME = {"vp8": "video/VP8", "h264": "video/H264", "vp9": "video/VP9", "av1": "video/AV1"}
+RESIZED = (480, 272)  # 16:9-ish and a multiple of 16 both ways
 
 
 def sora_id():
@@ -49,7 +59,7 @@ def sora_id():
 
 
 class Publisher:
-    def __init__(self, codec, index, rtx=True):
+    def __init__(self, codec, index, rtx=True, resize_after=0):
         self.codec = codec
         self.index = index
         self.rtx = rtx
@@ -58,7 +68,11 @@ class Publisher:
         # One epoch for both tracks: the once-a-second A/V sync markers leave at the same instant.
         self.clock = MediaClock()
         self.video = PatternVideo(width=320, height=240, fps=30, clock=self.clock)
+        if resize_after:
+            self.video.resize_at(resize_after, *RESIZED)
         self.audio = ToneAudio(clock=self.clock)
+        self.video_frames_sent = 0
+        self.video_keyframes_sent = 0
         self.senders = {}
         self.joined_at = None
         self.left_at = None
@@ -77,6 +91,21 @@ class Publisher:
             # Sora's convention: the msid stream id is the publisher's connection id.
             transceiver.sender._stream_id = self.connection_id
             self.senders[kind] = transceiver.sender
+        self.count_video_frames(self.senders["video"])
+
+    def count_video_frames(self, sender):
+        """Counts the frames, and keyframes, the sender's encoder hands to RTP: what was sent, even
+        where an encoder held a frame back or the track made one the sender never took."""
+        next_encoded_frame = sender._next_encoded_frame
+
+        async def counting_next_encoded_frame(codec):
+            frame = await next_encoded_frame(codec)
+            if frame is not None:
+                self.video_frames_sent += 1
+                self.video_keyframes_sent += video_codecs.is_keyframe(codec.mimeType, frame.payloads)
+            return frame
+
+        sender._next_encoded_frame = counting_next_encoded_frame
 
     def notify(self, event_type, channel_id, counts):
         return {
@@ -231,7 +260,8 @@ class Session:
         self.args = args
         self.url = url
         self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0}
-        self.publishers = [Publisher(codec, index, rtx=not args.no_rtx) for index, codec in enumerate(args.publisher)]
+        self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after)
+                           for index, codec in enumerate(args.publisher)]
         self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms)
         self.truth["impairment"] = {"loss_percent": args.loss, "loss_seed": args.loss_seed,
                                     "delay_audio_ms": args.delay_audio_ms, "rtx_offered": not args.no_rtx}
@@ -547,7 +577,8 @@ class Session:
                 stats[report.ssrc] = report.packetsSent
         for publisher in self.publishers:
             entry = {"connection_id": publisher.connection_id, "client_id": publisher.client_id, "codec": publisher.codec,
-                     "video_frames_sent": publisher.video.index, "audio_frames_sent": publisher.audio.index,
+                     "video_frames_sent": publisher.video_frames_sent, "video_keyframes_sent": publisher.video_keyframes_sent,
+                     "video_sizes_sent": publisher.video.sizes, "audio_frames_sent": publisher.audio.index,
                      "on_air_seconds": (publisher.left_at - publisher.joined_at) if publisher.joined_at and publisher.left_at else 0}
             for kind, sender in publisher.senders.items():
                 ssrc = sender._ssrc
@@ -625,8 +656,13 @@ async def main():
     parser.add_argument("--audio-nack", action="store_true", help="offer generic NACK for Opus as well (aiortc resends audio plainly)")
     parser.add_argument("--no-rtx", action="store_true",
                         help="offer video without RTX: aiortc then answers NACKs by resending the packet on the media SSRC")
+    parser.add_argument("--keyframe-interval", type=float, default=2.0, metavar="SECONDS",
+                        help="VP9 and AV1 publishers send a keyframe this often (besides those PLI or FIR ask for)")
+    parser.add_argument("--resolution-change-after", type=float, default=0, metavar="SECONDS",
+                        help=f"every publisher's video changes from 320x240 to {RESIZED[0]}x{RESIZED[1]} this far into its own timeline")
     args = parser.parse_args()
     args.publisher = args.publisher or ["vp8", "vp8"]
+    video_codecs.register(keyframe_interval=args.keyframe_interval)
 
     finished = asyncio.Event()
     state = {}

@@ -54,13 +54,26 @@ class PatternVideo(MediaStreamTrack):
 
     def __init__(self, width=320, height=240, fps=30, clock=None):
         super().__init__()
-        self.width, self.height, self.fps = width, height, fps
+        self.fps = fps
         self.clock = clock or MediaClock()
         self.index = 0
-        self._marker_luma = bytes([MARKER_LUMA]) * (width * height)
-        self._chroma = bytes([128]) * (width // 2 * height // 2)
+        # Every size produced, from the frame index it started at.
+        self.sizes = []
+        self._resize = None  # (frame index, width, height) still to come
         # The gradient, scaled into 16..PATTERN_LUMA_MAX, indexed by (x + shift) & 0xFF.
         self._ramp = bytes(16 + v * (PATTERN_LUMA_MAX - 16) // 255 for v in range(256)) * 2
+        self._set_size(width, height)
+
+    def resize_at(self, seconds, width, height):
+        """From the first frame due at or after `seconds` on this track's timeline, frames are
+        width x height (both even: yuv420p). Marker frames and pts go on as before."""
+        self._resize = (math.ceil(seconds * self.fps), width, height)
+
+    def _set_size(self, width, height):
+        self.width, self.height = width, height
+        self._marker_luma = bytes([MARKER_LUMA]) * (width * height)
+        self._chroma = bytes([128]) * (width // 2 * height // 2)
+        self.sizes.append({"from_frame": self.index, "width": width, "height": height})
 
     @property
     def start(self):
@@ -71,6 +84,9 @@ class PatternVideo(MediaStreamTrack):
 
     async def recv(self):
         await self.clock.wait_until(self.index / self.fps)
+        if self._resize and self.index >= self._resize[0]:
+            self._set_size(*self._resize[1:])
+            self._resize = None
         frame = av.VideoFrame(width=self.width, height=self.height, format="yuv420p")
         if self.is_marker(self.index):
             luma = self._marker_luma
