@@ -28,7 +28,7 @@ trap 'rm -rf "$work"' EXIT
 case "$codec" in
   vp8) encode=(-c:v libvpx -deadline realtime -cpu-used 8 -b:v 1M) container=webm ;;
   vp9) encode=(-c:v libvpx-vp9 -deadline realtime -cpu-used 8 -row-mt 0 -b:v 800k) container=webm ;;
-  av1) encode=(-c:v libaom-av1 -usage realtime -cpu-used 9 -b:v 600k) container=webm ;;
+  av1) encode=(-c:v libaom-av1 -usage realtime -cpu-used 8 -b:v 600k) container=webm ;;
   h264) encode=(-c:v libx264 -preset veryfast -profile:v baseline -bf 0 -b:v 1M -bsf:v h264_mp4toannexb) container=mkv ;;
   *) echo "verify-bench: unknown codec $codec" >&2; exit 64 ;;
 esac
@@ -37,7 +37,7 @@ ffmpeg -v error -f lavfi -i "testsrc2=size=$size:rate=$fps" -f lavfi -i "sine=fr
   "${encode[@]}" -g $((fps * 2)) -pix_fmt yuv420p -c:a libopus -b:a 48k "$clip"
 
 # CPU seconds (user+sys) of a command pinned to CPU 0.
-cpu() { /usr/bin/env time -f "%U %S" -o "$work/time" taskset -c 0 "$@" > "$work/out" 2>/dev/null || true; awk '{print $1 + $2}' "$work/time"; }
+cpu() { /usr/bin/env time -f "%U %S" -o "$work/time" taskset -c 0 "$@" > "$work/out" 2>/dev/null || true; tail -1 "$work/time" | awk '{print $1 + $2}'; }
 
 recbot_cpu=$(cpu "$recbot" verify "$clip" --json --data-dir "$work/data")
 frames=$(python3 -c "import json,sys; r=json.load(open(sys.argv[1]))[0]['report']; print(' '.join(f\"{t['codec_id']}:{t['frames']}/{t['decoded']}/{t['decode_errors']}\" for t in r['tracks']))" "$work/out")

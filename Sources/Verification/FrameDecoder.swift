@@ -10,6 +10,52 @@ extension VPXDecoder: FrameDecoder {}
 extension AV1Decoder: FrameDecoder {}
 extension H264Decoder: FrameDecoder {}
 
+/// H.264 as other muxers store it in Matroska: length-prefixed NAL units with the parameter
+/// sets in an avcC CodecPrivate. recbot writes Annex-B (Sora's convention, and what hisui
+/// reads; the reader rules say so); this lets `verify` still decode such a file.
+struct LengthPrefixedH264Decoder: FrameDecoder {
+    let decoder: H264Decoder
+    let lengthSize: Int
+    var parameterSets: [UInt8]?
+
+    /// nil when `codecPrivate` is not an avcC record.
+    init?(decoder: H264Decoder, codecPrivate: [UInt8]) {
+        guard codecPrivate.count >= 7, codecPrivate[0] == 1 else { return nil }
+        self.decoder = decoder
+        lengthSize = Int(codecPrivate[4] & 0x03) + 1
+        var sets: [UInt8] = []
+        var index = 5
+        for round in 0..<2 {  // SPS then PPS: a count, then 16-bit lengths
+            guard index < codecPrivate.count else { return nil }
+            let count = Int(codecPrivate[index] & (round == 0 ? 0x1F : 0xFF))
+            index += 1
+            for _ in 0..<count {
+                guard index + 2 <= codecPrivate.count else { return nil }
+                let length = Int(codecPrivate[index]) << 8 | Int(codecPrivate[index + 1])
+                guard index + 2 + length <= codecPrivate.count else { return nil }
+                sets += [0, 0, 0, 1] + codecPrivate[(index + 2)..<(index + 2 + length)]
+                index += 2 + length
+            }
+        }
+        parameterSets = sets
+    }
+
+    mutating func decode(_ frame: [UInt8]) throws(CodecError) -> [(width: Int, height: Int)] {
+        var annexB = parameterSets ?? []
+        parameterSets = nil
+        var index = 0
+        while index < frame.count {
+            guard index + lengthSize <= frame.count else { throw CodecError(codec: "H264", operation: "decode", code: -1, detail: "truncated NAL length") }
+            let length = frame[index..<(index + lengthSize)].reduce(0) { $0 << 8 | Int($1) }
+            index += lengthSize
+            guard length <= frame.count - index else { throw CodecError(codec: "H264", operation: "decode", code: -1, detail: "NAL unit past the frame") }
+            annexB += [0, 0, 0, 1] + frame[index..<(index + length)]
+            index += length
+        }
+        return try decoder.decode(annexB)
+    }
+}
+
 /// Opus packets carry no picture: a decoded packet counts as one output.
 struct OpusPacketDecoder: FrameDecoder {
     let decoder: OpusDecoder
@@ -21,13 +67,18 @@ struct OpusPacketDecoder: FrameDecoder {
 }
 
 enum FrameDecoders {
+    private static func lengthPrefixedOrAnnexB(_ decoder: H264Decoder, codecPrivate: [UInt8]) -> any FrameDecoder {
+        LengthPrefixedH264Decoder(decoder: decoder, codecPrivate: codecPrivate) ?? decoder
+    }
+
     /// The decoder for a WebM CodecID, or nil when recbot has none for it.
-    static func make(codecID: String, channels: Int) throws(CodecError) -> (any FrameDecoder)? {
+    static func make(codecID: String, channels: Int, codecPrivate: [UInt8]) throws(CodecError) -> (any FrameDecoder)? {
         switch codecID {
         case "V_VP8": try VPXDecoder(codec: .vp8)
         case "V_VP9": try VPXDecoder(codec: .vp9)
         case "V_AV1": try AV1Decoder()
-        case "V_MPEG4/ISO/AVC": try H264Decoder()
+        case "V_MPEG4/ISO/AVC":
+            try lengthPrefixedOrAnnexB(H264Decoder(), codecPrivate: codecPrivate)
         case "A_OPUS": OpusPacketDecoder(decoder: try OpusDecoder(channels: min(2, max(1, channels))))
         default: nil
         }

@@ -78,7 +78,12 @@ struct BlockSummary {
     private(set) var decreasingTimestamps = 0
     private var lastTimestamp: [UInt64: Int64] = [:]
 
+    /// Set by the caller for a V_MPEG4/ISO/AVC track: its frames must be Annex-B.
+    var annexBTrack: UInt64?
+    private(set) var notAnnexB = 0
+
     mutating func note(_ frame: WebMParsedFile.Frame, isKnownTrack: Bool) {
+        if frame.track == annexBTrack, !(frame.data.starts(with: [0, 0, 1]) || frame.data.starts(with: [0, 0, 0, 1])) { notAnnexB += 1 }
         if !frame.isSimpleBlock { blockGroups += 1 }
         if !isKnownTrack { foreignTrackBlocks += 1 }
         if let last = lastTimestamp[frame.track], frame.timecode < last { decreasingTimestamps += 1 }
@@ -89,6 +94,7 @@ struct BlockSummary {
         var problems: [String] = []
         if blockGroups > 0 { problems.append("\(blockGroups) BlockGroup(s); hisui reads SimpleBlocks only") }
         if foreignTrackBlocks > 0 { problems.append("\(foreignTrackBlocks) block(s) for tracks not in Tracks") }
+        if notAnnexB > 0 { problems.append("\(notAnnexB) H.264 frame(s) not in Annex-B (hisui reads V_MPEG4/ISO/AVC as Annex-B)") }
         if decreasingTimestamps > 0 { problems.append("\(decreasingTimestamps) block(s) earlier than the previous one of their track") }
         return problems
     }

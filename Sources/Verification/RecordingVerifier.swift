@@ -47,7 +47,10 @@ private final class Tally {
     var checks: [UInt64: TrackCheck] = [:]
     var blocks = BlockSummary()
 
-    func add(_ track: WebMParsedFile.Track) { checks[track.number] = TrackCheck(track) }
+    func add(_ track: WebMParsedFile.Track) {
+        checks[track.number] = TrackCheck(track)
+        if track.codecID == "V_MPEG4/ISO/AVC" { blocks.annexBTrack = track.number }
+    }
 
     func add(_ frame: WebMParsedFile.Frame) {
         blocks.note(frame, isKnownTrack: checks[frame.track] != nil)
@@ -68,7 +71,7 @@ struct TrackCheck {
         let kind = track.type == 1 ? "video" : track.type == 2 ? "audio" : "other"
         report = TrackReport(number: track.number, kind: kind, codecID: track.codecID)
         do {
-            decoder = try FrameDecoders.make(codecID: track.codecID, channels: Int(track.channels))
+            decoder = try FrameDecoders.make(codecID: track.codecID, channels: Int(track.channels), codecPrivate: track.codecPrivate)
             if decoder == nil { decoderProblem = "no decoder for \(track.codecID) (track \(track.number))" }
         } catch {
             decoderProblem = "cannot open a decoder for track \(track.number): \(error)"

@@ -49,10 +49,14 @@ struct Scenario {
     struct Result { var status: Int32; var stdout: String; var stderr: String }
 
     func join(_ extra: [String], url: String? = nil) throws -> Result {
+        try recbot(["join", "--channel", "sora", "--url", url ?? self.url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"] + extra)
+    }
+
+    /// Runs any recbot command (the caller names the data directory where it needs one).
+    func recbot(_ arguments: [String]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Scenario.recbot)
-        process.arguments = ["join", "--channel", "sora", "--url", url ?? self.url, "--data-dir", dataDirectory,
-                             "--allow-address", "127.0.0.1/32"] + extra
+        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["RECBOT_LOG_LEVEL"] = "info"
         process.environment = environment

@@ -14,19 +14,24 @@ public struct ExternalToolError: Error, CustomStringConvertible {
     public var description: String
 }
 
+/// Runs Debian's ffmpeg on its 30 fps test pattern with the given encoder options.
+func encodeTestPattern(frames: Int, width: Int, height: Int, to path: String, _ encoder: [String]) throws {
+    let ffmpeg = Process()
+    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    ffmpeg.arguments = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=30", "-frames:v", "\(frames)",
+                        "-pix_fmt", "yuv420p"] + encoder + [path]
+    try ffmpeg.run()
+    ffmpeg.waitUntilExit()
+    guard ffmpeg.terminationStatus == 0 else { throw ExternalToolError(description: "ffmpeg \(encoder.prefix(2).joined(separator: " ")) exited \(ffmpeg.terminationStatus)") }
+}
+
 /// Encodes ffmpeg's test pattern with libaom-av1 (Debian's ffmpeg) and splits it at the
 /// temporal delimiters.
 public func av1TemporalUnits(frames: Int, width: Int, height: Int, keyframeInterval: Int = 10) throws -> [AV1TemporalUnit] {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("av1-\(UUID()).obu").path
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let ffmpeg = Process()
-    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    ffmpeg.arguments = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=30", "-frames:v", "\(frames)",
-                        "-c:v", "libaom-av1", "-usage", "realtime", "-cpu-used", "8", "-g", "\(keyframeInterval)", "-pix_fmt", "yuv420p",
-                        "-f", "obu", path]
-    try ffmpeg.run()
-    ffmpeg.waitUntilExit()
-    guard ffmpeg.terminationStatus == 0 else { throw ExternalToolError(description: "ffmpeg libaom-av1 exited \(ffmpeg.terminationStatus)") }
+    try encodeTestPattern(frames: frames, width: width, height: height, to: path,
+                          ["-c:v", "libaom-av1", "-usage", "realtime", "-cpu-used", "8", "-g", "\(keyframeInterval)", "-f", "obu"])
     let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
     var units: [AV1TemporalUnit] = []
     for obu in try AV1OBU.split(bytes[...]) {
@@ -45,14 +50,9 @@ public func av1TemporalUnits(frames: Int, width: Int, height: Int, keyframeInter
 public func h264AccessUnits(frames: Int, width: Int, height: Int, keyframeInterval: Int = 10) throws -> [(data: [UInt8], isKeyframe: Bool)] {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("h264-\(UUID()).h264").path
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let ffmpeg = Process()
-    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    ffmpeg.arguments = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=30", "-frames:v", "\(frames)",
-                        "-c:v", "libx264", "-profile:v", "baseline", "-preset", "ultrafast", "-g", "\(keyframeInterval)", "-bf", "0",
-                        "-x264-params", "aud=1", "-pix_fmt", "yuv420p", "-f", "h264", path]
-    try ffmpeg.run()
-    ffmpeg.waitUntilExit()
-    guard ffmpeg.terminationStatus == 0 else { throw ExternalToolError(description: "ffmpeg libx264 exited \(ffmpeg.terminationStatus)") }
+    try encodeTestPattern(frames: frames, width: width, height: height, to: path,
+                          ["-c:v", "libx264", "-profile:v", "baseline", "-preset", "ultrafast", "-g", "\(keyframeInterval)", "-bf", "0",
+                           "-x264-params", "aud=1", "-f", "h264"])
     let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
     // Split at the 4-byte start codes libx264 writes before each access unit delimiter (type 9).
     var units: [(data: [UInt8], isKeyframe: Bool)] = []

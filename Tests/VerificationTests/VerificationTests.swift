@@ -71,6 +71,35 @@ func ffprobeFrames(_ path: String, stream: String) throws -> Int? {
         #expect(try ffprobeFrames(path, stream: "a:0") == 100)
     }
 
+    /// H.264 as other muxers write it (length-prefixed, avcC) still decodes, but breaks the
+    /// Annex-B rule hisui's reader needs.
+    @Test func lengthPrefixedH264DecodesButBreaksTheAnnexBRule() throws {
+        let units = try h264AccessUnits(frames: 20, width: 160, height: 96)
+        func nalUnits(_ unit: [UInt8]) -> [[UInt8]] {
+            var starts: [(code: Int, payload: Int)] = []
+            var index = 0
+            while index + 3 <= unit.count {
+                if unit[index] == 0, unit[index + 1] == 0, unit[index + 2] == 1 {
+                    starts.append((index > 0 && unit[index - 1] == 0 ? index - 1 : index, index + 3)); index += 3
+                } else { index += 1 }
+            }
+            return starts.enumerated().map { i, s in Array(unit[s.payload..<(i + 1 < starts.count ? starts[i + 1].code : unit.count)]) }
+        }
+        let first = nalUnits(units[0].data)
+        let sps = try #require(first.first { $0[0] & 0x1F == 7 }), pps = try #require(first.first { $0[0] & 0x1F == 8 })
+        let avcC: [UInt8] = [1, sps[1], sps[2], sps[3], 0xFF, 0xE1, UInt8(sps.count >> 8), UInt8(sps.count & 0xFF)] + sps
+            + [1, UInt8(pps.count >> 8), UInt8(pps.count & 0xFF)] + pps
+        let frames: [(data: [UInt8], isKeyframe: Bool)] = units.map { unit in
+            let nals = nalUnits(unit.data).filter { ![7, 8].contains($0[0] & 0x1F) }
+            let data: [UInt8] = nals.flatMap { nal -> [UInt8] in [0, 0, UInt8(nal.count >> 8), UInt8(nal.count & 0xFF)] + nal }
+            return (data, unit.isKeyframe)
+        }
+        let report = RecordingVerifier.verify(path: try writeRecording(video: (.h264, frames, 160, 96, avcC)))
+        let video = try #require(report.tracks.first { $0.kind == "video" })
+        #expect(video.frames == 20 && video.decoded == 20 && video.decodeErrors == 0)
+        #expect(!report.ok && report.readerRuleViolations.contains { $0.contains("Annex-B") })
+    }
+
     @Test func aBrokenFrameIsADecodeError() throws {
         var frames = try vpxFrames(.vp8, count: 30)
         frames[10].data = Array(frames[10].data.prefix(4))  // its partitions cut off

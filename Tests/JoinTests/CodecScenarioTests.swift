@@ -1,0 +1,63 @@
+import Archive
+import Foundation
+import Testing
+
+/// Every codec a Sora channel carries, recorded end to end and checked by `recbot verify`
+/// (libwebm + the codecs' own decoders) and by ffprobe.
+@Suite(.serialized) struct CodecScenarioTests {
+    static let webmCodec = ["vp8": "V_VP8", "vp9": "V_VP9", "av1": "V_AV1", "h264": "V_MPEG4/ISO/AVC"]
+    static let ffprobeCodec = ["vp8": "vp8", "vp9": "vp9", "av1": "av1", "h264": "h264"]
+
+    /// One VP8, VP9, AV1 and H.264 publisher; VP9 and AV1 send a keyframe every 2 s, and every
+    /// publisher's video changes size after 4 s (for AV1 a new sequence header).
+    @Test func fourCodecsInOneChannelAreRecordedAndVerify() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp9", "--publisher", "av1", "--publisher", "h264",
+                                                      "--keyframe-interval", "2", "--resolution-change-after", "4"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "9s"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        let session = try #require(try scenario.catalog().sessions().first)
+        let verify = try scenario.recbot(["verify", session.id, "--json", "--data-dir", scenario.dataDirectory])
+        #expect(verify.status == 0, "verify: \(verify.stderr.suffix(2_000))")
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [[String: Any]])
+        let recordings = try scenario.catalog().recordings()
+        let publishers = try #require(truth["publishers"] as? [[String: Any]])
+        #expect(publishers.count == 4 && recordings.count == 4 && reports.count == 4)
+        for publisher in publishers {
+            let codec = try #require(publisher["codec"] as? String)
+            let recording = try #require(recordings.first { $0.connectionID == publisher["connection_id"] as? String }, "no recording for \(codec)")
+            #expect(recording.verification == .verified, "\(codec)")
+            let report = try #require(reports.first { $0["recording_id"] as? Int == recording.id.map(Int.init) }?["report"] as? [String: Any])
+            let tracks = try #require(report["tracks"] as? [[String: Any]])
+            let video = try #require(tracks.first { $0["kind"] as? String == "video" })
+            #expect(video["codec_id"] as? String == CodecScenarioTests.webmCodec[codec])
+            let frames = try #require(video["frames"] as? Int)
+            #expect(video["decoded"] as? Int == frames && video["decode_errors"] as? Int == 0, "\(codec): \(video)")
+            let sent = try #require(publisher["video_frames_sent"] as? Int)
+            #expect(Double(frames) >= 0.98 * Double(sent), "\(codec): \(frames) of \(sent) video frames")
+            #expect(video["sizes"] as? [String] == ["320x240", "480x272"], "\(codec): \(video["sizes"] ?? "-")")
+            // ffprobe, the second reader, counts the same frames.
+            let probe = try Scenario.probe(scenario.dataDirectory + "/" + recording.path)
+            #expect(probe.streams.first { $0.codec == CodecScenarioTests.ffprobeCodec[codec] }?.frames == frames, "\(codec): \(probe.streams)")
+            let audio = try #require(tracks.first { $0["kind"] as? String == "audio" })
+            #expect(audio["decode_errors"] as? Int == 0 && (audio["frames"] as? Int ?? 0) >= 400)
+        }
+    }
+
+    /// The test server's own payloaders against independent depacketizers (GStreamer's
+    /// rtpvp9depay, FFmpeg's AV1 RTP demuxer), every frame decoded: the publishers above send
+    /// what other stacks accept, not just what recbot reads.
+    @Test func theTestPublishersPassIndependentDepacketizers() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Scenario.peersDirectory.appendingPathComponent("depay_check.py").path]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text.suffix(2_000))")
+    }
+}
