@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks the test server's VP9 and AV1 payloaders (video_codecs.py) against RTP depacketizers
-written by others, then decodes every frame they give back.
+"""Checks the test server's VP9, AV1 and H.265 payloaders (video_codecs.py) against RTP
+depacketizers written by others, then decodes every frame they give back.
 
 Frames of synthetic_media's test pattern (320x240, then 480x272 from half way) are encoded and
 packetized as the test server sends them, with a keyframe forced a third of the way in as a PLI
@@ -19,10 +19,16 @@ forces it, and RTP packets built around the payloads (the marker on each frame's
   demuxer knows AV1): the packets go over loopback UDP to PyAV's SDP demuxer, and libdav1d decodes
   the temporal units it reassembles. Every fifth temporal unit gets padding OBUs, so that some
   packets carry more than three OBU elements (W=0, every element with its length).
+- H.265: two depacketizers. GStreamer's `appsrc ! rtph265depay ! libde265dec ! appsink` (the
+  byte-stream between them pinned to whole access units; libde265dec is gst-plugins-bad's libde265
+  decoder, as Debian 12 has no gstreamer1.0-libav with avdec_h265 here), run by /usr/bin/python3 as
+  for VP9; and FFmpeg's RTP demuxer in PyAV, as for AV1, with FFmpeg's own hevc decoder.
 
 Each codec runs twice: with the server's payload size and with a small one, so that frames span
-several packets (VP9) and OBUs are fragmented across packets (AV1, Z and Y). Every frame must come
-back decoded, in order, at the size it was sent at. Exits 0 when all do, 1 otherwise.
+several packets (VP9), OBUs are fragmented across packets (AV1, Z and Y) and NAL units across
+fragmentation units (H.265; with the server's size a keyframe's parameter sets, and sometimes its
+slice, share an aggregation packet, and small frames go as single NAL unit packets). Every frame
+must come back decoded, in order, at the size it was sent at. Exits 0 when all do, 1 otherwise.
 
   python3 Tests/Peers/depay_check.py [--frames 150]
 """
@@ -85,12 +91,31 @@ def rtp_packets(encoder, frames):
     return packets, keyframes
 
 
+# What GStreamer runs per codec: the RTP caps' encoding name, then depacketizer (named depay) to decoder.
+GSTREAMER_PIPELINES = {
+    "vp9": ("VP9", "rtpvp9depay name=depay ! vp9dec"),
+    "h265": ("H265", "rtph265depay name=depay ! video/x-h265,stream-format=byte-stream,alignment=au ! libde265dec"),
+}
+
+
 def gstreamer_vp9_sizes(packets):
+    """The sizes of the frames GStreamer decodes from VP9 packets; the sizes rtpvp9depay announces
+    must be those decoded."""
+    return gstreamer_sizes(packets, "vp9", check_announced=True)
+
+
+def gstreamer_h265_sizes(packets):
+    """The sizes of the frames GStreamer decodes from H.265 packets (rtph265depay's caps carry no
+    size for a byte-stream)."""
+    return gstreamer_sizes(packets, "h265", check_announced=False)
+
+
+def gstreamer_sizes(packets, codec, check_announced):
     """The sizes of the frames GStreamer decodes from the packets (run by /usr/bin/python3)."""
     with tempfile.NamedTemporaryFile(suffix=".rtp") as file:
         file.write(b"".join(struct.pack("!H", len(packet)) + packet for packet in packets))
         file.flush()
-        run = subprocess.run([SYSTEM_PYTHON, os.path.abspath(__file__), "--gstreamer", file.name],
+        run = subprocess.run([SYSTEM_PYTHON, os.path.abspath(__file__), "--gstreamer", file.name, "--codec", codec],
                              capture_output=True, text=True, timeout=120)
     if run.returncode:
         raise RuntimeError(f"GStreamer side failed: {run.stderr.strip()[-2000:]}")
@@ -98,6 +123,10 @@ def gstreamer_vp9_sizes(packets):
     if result["error"]:
         raise RuntimeError(f"GStreamer: {result['error']}")
     decoded = [tuple(size) for size in result["sizes"]]
+    if result["early_caps"]:
+        print(f"  ({result['early_caps']} frame(s) came out under the next size's caps and were sized by their buffers)")
+    if not check_announced:
+        return decoded
     # rtpvp9depay puts the scalability structure's size into its caps: each new size must be there.
     changes = [size for index, size in enumerate(decoded) if index == 0 or decoded[index - 1] != size]
     if [tuple(size) for size in result["announced"]] != changes:
@@ -105,18 +134,21 @@ def gstreamer_vp9_sizes(packets):
     return decoded
 
 
-def gstreamer_side(path):
-    """Feeds the length-prefixed RTP packets in `path` to rtpvp9depay ! vp9dec; prints as JSON the
-    decoded frames' sizes, the sizes the depacketizer announced and the pipeline's first error."""
+def gstreamer_side(path, codec):
+    """Feeds the length-prefixed RTP packets in `path` to the codec's depacketizer and decoder; prints
+    as JSON the decoded frames' sizes, the sizes the depacketizer announced in its caps and the
+    pipeline's first error."""
     import gi
 
     gi.require_version("Gst", "1.0")
-    from gi.repository import Gst
+    gi.require_version("GstVideo", "1.0")
+    from gi.repository import Gst, GstVideo
 
     Gst.init(None)
+    encoding, depay_and_decode = GSTREAMER_PIPELINES[codec]
     pipeline = Gst.parse_launch(
-        f"appsrc name=src format=time caps=application/x-rtp,media=video,encoding-name=VP9,clock-rate=90000,"
-        f"payload={PAYLOAD_TYPE} ! rtpvp9depay name=depay ! vp9dec ! appsink name=sink sync=false")
+        f"appsrc name=src format=time caps=application/x-rtp,media=video,encoding-name={encoding},clock-rate=90000,"
+        f"payload={PAYLOAD_TYPE} ! {depay_and_decode} ! appsink name=sink sync=false")
     source, sink = pipeline.get_by_name("src"), pipeline.get_by_name("sink")
     announced = []
 
@@ -137,13 +169,24 @@ def gstreamer_side(path):
         source.emit("push-buffer", Gst.Buffer.new_wrapped(data[pos + 2:pos + 2 + length]))
         pos += 2 + length
     source.emit("end-of-stream")
-    sizes = []
+    # A frame's size is its caps' size, unless its buffer has the size of the caps before: GStreamer
+    # 1.22's libde265dec sets a new size's caps one frame early (it has parsed the new SPS while it
+    # still holds the last frame of the old size), so that frame goes out under the new caps.
+    sizes, caps_sizes, early = [], [], 0
     while (sample := sink.emit("try-pull-sample", 10 * Gst.SECOND)) is not None:
-        structure = sample.get_caps().get_structure(0)
-        sizes.append((structure.get_value("width"), structure.get_value("height")))
+        info = GstVideo.VideoInfo.new_from_caps(sample.get_caps())
+        size = (info.width, info.height)
+        if not caps_sizes or caps_sizes[-1][0] != size:
+            caps_sizes.append((size, info.size))
+        buffer_size = sample.get_buffer().get_size()
+        if buffer_size != info.size and len(caps_sizes) > 1 and buffer_size == caps_sizes[-2][1]:
+            size = caps_sizes[-2][0]
+            early += 1
+        sizes.append(size)
     error = pipeline.get_bus().pop_filtered(Gst.MessageType.ERROR)
     pipeline.set_state(Gst.State.NULL)
-    print(json.dumps({"sizes": sizes, "announced": announced, "error": error.parse_error()[0].message if error else None}))
+    print(json.dumps({"sizes": sizes, "announced": announced, "early_caps": early,
+                      "error": error.parse_error()[0].message if error else None}))
 
 
 def free_port_pair():
@@ -179,18 +222,29 @@ def send_when_bound(packets, port):
 
 def ffmpeg_av1_sizes(packets):
     """The sizes of the frames libdav1d decodes from what FFmpeg's RTP demuxer reassembles."""
+    return ffmpeg_sizes(packets, "AV1", "libdav1d")
+
+
+def ffmpeg_h265_sizes(packets):
+    """The sizes of the frames FFmpeg's hevc decoder decodes from what its RTP demuxer reassembles
+    (the parameter sets travel in-band, so the SDP needs no sprop-vps, sprop-sps or sprop-pps)."""
+    return ffmpeg_sizes(packets, "H265", "hevc")
+
+
+def ffmpeg_sizes(packets, encoding, decoder_name):
+    """The sizes of the frames `decoder_name` decodes from what FFmpeg's RTP demuxer reassembles."""
     import av
 
     port = free_port_pair()
     sdp = (f"v=0\r\no=- 0 0 IN IP4 127.0.0.1\r\ns=depay check\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
-           f"m=video {port} RTP/AVP {PAYLOAD_TYPE}\r\na=rtpmap:{PAYLOAD_TYPE} AV1/90000\r\n")
+           f"m=video {port} RTP/AVP {PAYLOAD_TYPE}\r\na=rtpmap:{PAYLOAD_TYPE} {encoding}/90000\r\n")
     with tempfile.NamedTemporaryFile("w", suffix=".sdp") as file:
         file.write(sdp)
         file.flush()
         threading.Thread(target=send_when_bound, args=(packets, port), daemon=True).start()
         container = av.open(file.name, format="sdp", options={"protocol_whitelist": "file,udp,rtp"},
                             timeout=(10, UDP_QUIET_SECONDS))
-    decoder = av.CodecContext.create("libdav1d", "r")
+    decoder = av.CodecContext.create(decoder_name, "r")
     sizes = []
     try:
         for packet in container.demux():
@@ -246,9 +300,10 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=150)
     parser.add_argument("--gstreamer", metavar="FILE", help=argparse.SUPPRESS)
+    parser.add_argument("--codec", choices=sorted(GSTREAMER_PIPELINES), default="vp9", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.gstreamer:
-        gstreamer_side(args.gstreamer)
+        gstreamer_side(args.gstreamer, args.codec)
         return 0
 
     sys.path.insert(0, HERE)
@@ -266,11 +321,17 @@ def main():
     for payload_max in (video_codecs.PAYLOAD_MAX, SMALL_PAYLOAD):
         vp9 = video_codecs.Vp9Encoder(KEYFRAME_INTERVAL)
         av1 = padded_av1_encoder()
-        vp9.payload_max = av1.payload_max = payload_max
+        h265_gstreamer = video_codecs.H265Encoder(KEYFRAME_INTERVAL)
+        h265_ffmpeg = video_codecs.H265Encoder(KEYFRAME_INTERVAL)
+        vp9.payload_max = av1.payload_max = h265_gstreamer.payload_max = h265_ffmpeg.payload_max = payload_max
         results.append(check(f"VP9 -> GStreamer rtpvp9depay, vp9dec (payloads <= {payload_max} bytes)", vp9,
                              gstreamer_vp9_sizes, frames))
         results.append(check(f"AV1 -> FFmpeg {av.ffmpeg_version_info} RTP demuxer, libdav1d (payloads <= {payload_max} bytes)", av1,
                              ffmpeg_av1_sizes, frames))
+        results.append(check(f"H265 -> GStreamer rtph265depay, libde265dec (payloads <= {payload_max} bytes)", h265_gstreamer,
+                             gstreamer_h265_sizes, frames))
+        results.append(check(f"H265 -> FFmpeg {av.ffmpeg_version_info} RTP demuxer, hevc (payloads <= {payload_max} bytes)", h265_ffmpeg,
+                             ffmpeg_h265_sizes, frames))
     print(f"depay_check: {results.count(True)} passed, {results.count(False)} failed")
     return 0 if all(results) else 1
 

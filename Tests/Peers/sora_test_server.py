@@ -17,13 +17,20 @@ hands packets to SRTP (RTCDtlsTransport._send_rtp):
                             receiver that syncs by SR can undo the delay and one by arrival cannot
 Video is offered with RTX (RFC 4588, a=ssrc-group:FID) unless --no-rtx.
 
-Publishers' video codecs: vp8 and h264 are aiortc's own; vp9 and av1 come from video_codecs.py
-(PyAV's libvpx-vp9 and libsvtav1, with payloaders written from the RTP payload specs):
-  --keyframe-interval 2           VP9 and AV1 keyframes every 2 s (and on PLI/FIR)
+Publishers' video codecs: vp8 and h264 are aiortc's own; vp9, av1 and h265 come from
+video_codecs.py (PyAV's libvpx-vp9, libsvtav1 and libx265, with payloaders written from the RTP
+payload specs):
+  --keyframe-interval 2           VP9, AV1 and H.265 keyframes every 2 s (and on PLI/FIR)
   --resolution-change-after 5     every publisher's video goes from 320x240 to 480x272 after 5 s
                                   of its own timeline (a new keyframe, for AV1 a new sequence)
 The truth counts, per publisher, the video frames and keyframes its encoder handed to RTP and
 the sizes its video had.
+
+An answer may reject a publisher's section with port 0, as recbot rejects H.265 video. aiortc
+cannot take such an answer (it wants ICE, DTLS and a common codec in every section), so the server
+fills the rejected section in as inactive before aiortc sees it (`fill_in_rejected_sections`):
+nothing is sent on it, the rest of the session goes on, and the truth lists the section under
+`rejected_sections` and the publisher's `rejected` kinds (its `video_frames_sent` stays 0).
 """
 import argparse
 import asyncio
@@ -50,12 +57,67 @@ import video_codecs  # noqa: E402
 from synthetic_media import MediaClock, PatternVideo, ToneAudio  # noqa: E402
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-MIME = {"vp8": "video/VP8", "h264": "video/H264", "vp9": "video/VP9", "av1": "video/AV1"}
+MIME = {"vp8": "video/VP8", "h264": "video/H264", "vp9": "video/VP9", "av1": "video/AV1", "h265": "video/H265"}
 RESIZED = (480, 272)  # 16:9-ish and a multiple of 16 both ways
 
 
 def sora_id():
     return "".join(random.choice(CROCKFORD) for _ in range(26))
+
+
+def sdp_sections(text):
+    """An SDP's session lines and its media sections, each a list of lines (m= line first)."""
+    session, sections = [], []
+    for line in text.splitlines():
+        if line.startswith("m="):
+            sections.append([line])
+        elif line:
+            (sections[-1] if sections else session).append(line)
+    return session, sections
+
+
+def section_mid(section):
+    return next((line[len("a=mid:"):] for line in section if line.startswith("a=mid:")), None)
+
+
+def fill_in_rejected_sections(offer, answer):
+    """The answer with every audio or video section it rejected (port 0) filled in as an inactive
+    section aiortc accepts, and the mids and kinds of those sections.
+
+    A rejected section may carry nothing but its m= line, a mid and a direction (JSEP section
+    5.3.1; recbot sends `a=mid` and `a=inactive`), while aiortc wants ICE credentials, a DTLS role,
+    rtcp-mux and a codec it knows in every section, and fails the whole answer otherwise. So the
+    section gets the offer's codecs for it and the transport attributes of the answer's BUNDLE
+    transport (every section shares that transport: the server bundles everything), and says
+    inactive: aiortc then never starts its sender, and leaves the rest of the session as it was.
+    """
+    _, offered = sdp_sections(offer)
+    session, sections = sdp_sections(answer)
+    bundle = next((line.split()[1:] for line in session if line.startswith("a=group:BUNDLE ")), [])
+    transport_section = next((section for section in sections if section_mid(section) in bundle[:1]), None) \
+        or next((section for section in sections if section[0].split()[1] != "0"), [])
+    transport = [line for line in transport_section
+                 if line.split(":", 1)[0] in ("a=ice-ufrag", "a=ice-pwd", "a=ice-options", "a=fingerprint", "a=setup")]
+    rejected = []
+    for index, section in enumerate(sections):
+        kind, port, proto = section[0][2:].split()[:3]
+        if kind not in ("audio", "video") or port != "0":
+            continue
+        mid = section_mid(section)
+        offer_section = next((o for o in offered if mid is not None and section_mid(o) == mid), None) \
+            or (offered[index] if index < len(offered) else None)
+        if offer_section is None:
+            continue
+        mid = mid if mid is not None else section_mid(offer_section)
+        formats = offer_section[0].split()[3:]
+        codec_lines = [line for line in offer_section
+                       if line.split(":", 1)[0] in ("a=rtpmap", "a=fmtp", "a=rtcp-fb")
+                       and line.split(":", 1)[1].split(" ", 1)[0] in formats]
+        sections[index] = [f"m={kind} 9 {proto} {' '.join(formats)}", "c=IN IP4 0.0.0.0", f"a=mid:{mid}",
+                           "a=inactive", "a=rtcp-mux", *transport, *codec_lines]
+        rejected.append((mid, kind))
+    text = "\r\n".join(session + [line for section in sections for line in section]) + "\r\n"
+    return text, rejected
 
 
 class Publisher:
@@ -73,6 +135,7 @@ class Publisher:
         self.audio = ToneAudio(clock=self.clock)
         self.video_frames_sent = 0
         self.video_keyframes_sent = 0
+        self.rejected = set()  # kinds whose section an answer rejected (port 0)
         self.senders = {}
         self.joined_at = None
         self.left_at = None
@@ -348,7 +411,7 @@ class Session:
         })
         answer = await self.next_of(ws, "answer")
         self.truth["answer_received"] = True
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=answer["sdp"], type="answer"))
+        await self.apply_answer(pc, answer["sdp"])
         self.impairment.hook_pc(pc)
         reader = asyncio.create_task(self.read(ws, pc))
 
@@ -417,6 +480,22 @@ class Session:
             if line.startswith("a=rtpmap:") and " opus/48000" in line:
                 lines.append(f"a=rtcp-fb:{line[len('a=rtpmap:'):].split(' ')[0]} nack")
         return "\r\n".join(lines)
+
+    async def apply_answer(self, pc, sdp):
+        """Sets an (re-)answer, with the sections it rejected filled in as inactive (see
+        fill_in_rejected_sections) and noted in the truth, each section once."""
+        sdp, rejected = fill_in_rejected_sections(pc.localDescription.sdp, sdp)
+        noted = self.truth.setdefault("rejected_sections", [])
+        for mid, kind in rejected:
+            transceiver = next((t for t in pc.getTransceivers() if t.mid == mid), None)
+            publisher = next((p for p in self.publishers if transceiver and transceiver.sender in p.senders.values()), None)
+            if publisher is not None:
+                publisher.rejected.add(kind)
+            if not any(entry["mid"] == mid for entry in noted):
+                noted.append({"mid": mid, "kind": kind, "client_id": publisher.client_id if publisher else None,
+                              "connection_id": publisher.connection_id if publisher else None,
+                              "codec": (publisher.codec if kind == "video" else "opus") if publisher else None})
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=sdp, type="answer"))
 
     async def add_late(self, ws, pc, channel):
         late = [p for p in self.publishers if p.joined_at is None]
@@ -514,7 +593,7 @@ class Session:
         self.truth["re_offers_sent"] = self.truth.get("re_offers_sent", 0) + 1
         self.pending_reanswer = asyncio.get_running_loop().create_future()
         reanswer = await asyncio.wait_for(self.pending_reanswer, 10)
-        await pc.setRemoteDescription(RTCSessionDescription(sdp=reanswer["sdp"], type="answer"))
+        await self.apply_answer(pc, reanswer["sdp"])
         self.impairment.hook_pc(pc)
         self.truth["re_answers_received"] = self.truth.get("re_answers_received", 0) + 1
 
@@ -579,6 +658,7 @@ class Session:
             entry = {"connection_id": publisher.connection_id, "client_id": publisher.client_id, "codec": publisher.codec,
                      "video_frames_sent": publisher.video_frames_sent, "video_keyframes_sent": publisher.video_keyframes_sent,
                      "video_sizes_sent": publisher.video.sizes, "audio_frames_sent": publisher.audio.index,
+                     "rejected": sorted(publisher.rejected),
                      "on_air_seconds": (publisher.left_at - publisher.joined_at) if publisher.joined_at and publisher.left_at else 0}
             for kind, sender in publisher.senders.items():
                 ssrc = sender._ssrc
@@ -657,7 +737,7 @@ async def main():
     parser.add_argument("--no-rtx", action="store_true",
                         help="offer video without RTX: aiortc then answers NACKs by resending the packet on the media SSRC")
     parser.add_argument("--keyframe-interval", type=float, default=2.0, metavar="SECONDS",
-                        help="VP9 and AV1 publishers send a keyframe this often (besides those PLI or FIR ask for)")
+                        help="VP9, AV1 and H.265 publishers send a keyframe this often (besides those PLI or FIR ask for)")
     parser.add_argument("--resolution-change-after", type=float, default=0, metavar="SECONDS",
                         help=f"every publisher's video changes from 320x240 to {RESIZED[0]}x{RESIZED[1]} this far into its own timeline")
     args = parser.parse_args()

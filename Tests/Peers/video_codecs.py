@@ -1,17 +1,19 @@
-"""VP9 and AV1 senders for aiortc, which itself only sends VP8 and H.264.
+"""VP9, AV1 and H.265 senders for aiortc, which itself only sends VP8 and H.264.
 
-Real encoders from PyAV (libvpx-vp9, libsvtav1) in low-delay realtime settings, each encoded frame
-packetized by a payloader written from its spec:
+Real encoders from PyAV (libvpx-vp9, libsvtav1, libx265) in low-delay realtime settings, each
+encoded frame packetized by a payloader written from its spec:
 
 - VP9: RFC 9628, non-flexible mode, one spatial layer (`vp9_payloads`);
-- AV1: AOM "RTP Payload Format for AV1" v1.0.0 (`av1_obu_elements`, `av1_payloads`).
+- AV1: AOM "RTP Payload Format for AV1" v1.0.0 (`av1_obu_elements`, `av1_payloads`);
+- H.265: RFC 7798 without DONL, one RTP stream (`annexb_nal_units`, `h265_payloads`).
 
-`register()` adds both to aiortc's codec tables (with nack, nack pli and RTX, as aiortc offers VP8)
+`register()` adds them to aiortc's codec tables (with nack, nack pli and RTX, as aiortc offers VP8)
 and makes aiortc's senders use these encoders for them. aiortc asks an encoder for one frame at a
 time (`encode(frame, force_keyframe) -> (payloads, timestamp)`, run in a thread) and sets the RTP
-marker on the last payload it returns, which ends the picture (VP9) or temporal unit (AV1).
+marker on the last payload it returns, which ends the picture (VP9), temporal unit (AV1) or access
+unit (H.265).
 
-`is_keyframe(mime_type, payloads)` reads one encoded frame's RTP payloads, for all four codecs, so
+`is_keyframe(mime_type, payloads)` reads one encoded frame's RTP payloads, for all five codecs, so
 the test server can count the keyframes it sent.
 """
 import collections
@@ -44,6 +46,11 @@ VP9_I, VP9_P, VP9_B, VP9_E, VP9_V = 0x80, 0x40, 0x08, 0x04, 0x02
 OBU_SEQUENCE_HEADER, OBU_TEMPORAL_DELIMITER, OBU_TILE_LIST = 1, 2, 8
 OBU_EXTENSION_FLAG, OBU_HAS_SIZE_FIELD = 0x04, 0x02
 AV1_MIN_FRAGMENT = 16  # rather end a packet early than split an OBU into a sliver
+
+# H.265 NAL unit types (H.265 table 7-1) and the RTP payload structures of RFC 7798 section 4.4.
+H265_IRAP = range(16, 22)  # BLA_W_LP .. CRA_NUT: random access points, what a receiver can start at
+H265_AP, H265_FU = 48, 49  # aggregation packet, fragmentation unit
+H265_FU_S, H265_FU_E = 0x80, 0x40
 
 
 # --- VP9 (RFC 9628) ---
@@ -192,6 +199,101 @@ def av1_aggregate(items, z, y, n):
     return bytes([z << 7 | y << 6 | w << 4 | n << 3]) + body
 
 
+# --- H.265 (RFC 7798) ---
+
+def annexb_nal_units(access_unit):
+    """The NAL units of one access unit in the byte-stream format (H.265 annex B), without their
+    start codes. Zero bytes before a start code are leading_zero_8bits or trailing_zero_8bits, never
+    part of a NAL unit (whose last byte is never 0x00: H.265 section 7.4.2), so they are dropped."""
+    starts, pos = [], 0
+    while (found := access_unit.find(b"\x00\x00\x01", pos)) >= 0:
+        starts.append(found + 3)
+        pos = found + 3
+    units = []
+    for index, start in enumerate(starts):
+        end = starts[index + 1] - 3 if index + 1 < len(starts) else len(access_unit)
+        unit = access_unit[start:end].rstrip(b"\x00")
+        if len(unit) >= 2:  # at least the two-byte NAL unit header (end of sequence has no more)
+            units.append(unit)
+    return units
+
+
+def h265_nal_type(unit):
+    """The type in a NAL unit header (or a payload header, which has the same layout): F(1) Type(6)
+    LayerId(6) TID(3)."""
+    return unit[0] >> 1 & 0x3F
+
+
+def h265_payloads(units, payload_max=PAYLOAD_MAX):
+    """Packs one access unit's NAL units, in order, into RTP payloads (RFC 7798 section 4.4).
+
+    A NAL unit larger than a payload goes out in fragmentation units (`h265_fragments`); smaller ones
+    that follow each other are gathered into an aggregation packet while it has room (the parameter
+    sets before a keyframe's slice usually share one), and one that travels alone is a single NAL
+    unit packet: the NAL unit itself. Without sprop-max-don-diff no DONL or DOND fields are sent.
+    """
+    payloads, run = [], []
+
+    def flush():
+        if len(run) == 1:
+            payloads.append(run[0])
+        elif run:
+            payloads.append(h265_aggregate(run))
+        run.clear()
+
+    for unit in units:
+        if len(unit) > payload_max:
+            flush()
+            payloads += h265_fragments(unit, payload_max)
+            continue
+        if run and 2 + sum(2 + len(item) for item in run) + 2 + len(unit) > payload_max:
+            flush()
+        run.append(unit)
+    flush()
+    return payloads
+
+
+def h265_aggregate(units):
+    """An aggregation packet (section 4.4.2): a payload header of type 48 whose F is set if any
+    unit's is and whose LayerId and TID are the lowest among the units, then each unit after its
+    16-bit size."""
+    forbidden = any(unit[0] & 0x80 for unit in units)
+    layer_id = min((unit[0] & 1) << 5 | unit[1] >> 3 for unit in units)
+    tid = min(unit[1] & 0x07 for unit in units)
+    header = bytes([forbidden << 7 | H265_AP << 1 | layer_id >> 5, (layer_id & 0x1F) << 3 | tid])
+    return header + b"".join(struct.pack("!H", len(unit)) + unit for unit in units)
+
+
+def h265_fragments(unit, payload_max=PAYLOAD_MAX):
+    """A NAL unit too large for one payload as fragmentation units (section 4.4.3): the payload
+    header copies the unit's F, LayerId and TID with type 49; the FU header has S on the first
+    fragment, E on the last and the unit's type; the unit's own two-byte header is not sent (the
+    receiver rebuilds it from these). The unit is larger than a payload, so there are always at
+    least two fragments (S and E never on the same one, as the RFC requires)."""
+    header = bytes([unit[0] & 0x81 | H265_FU << 1, unit[1]])
+    body, room = unit[2:], payload_max - 3
+    count = -(-len(body) // room)
+    return [header + bytes([(H265_FU_S if index == 0 else 0) | (H265_FU_E if index == count - 1 else 0) | h265_nal_type(unit)])
+            + body[index * room:(index + 1) * room] for index in range(count)]
+
+
+def h265_nal_types(payload):
+    """NAL unit types in one RTP payload (RFC 7798, no DONL): single NAL unit, AP or FU."""
+    if len(payload) < 2:
+        return
+    kind = h265_nal_type(payload)
+    if kind == H265_AP:
+        pos = 2
+        while pos + 2 < len(payload):
+            yield h265_nal_type(payload[pos + 2:])
+            pos += 2 + int.from_bytes(payload[pos:pos + 2], "big")
+    elif kind == H265_FU:
+        if len(payload) > 2 and payload[2] & H265_FU_S:  # the fragmented unit's type, told on its first fragment
+            yield payload[2] & 0x3F
+    else:
+        yield kind
+
+
 # --- Encoders for aiortc ---
 
 class RealtimeEncoder(Encoder):
@@ -276,16 +378,45 @@ class Av1Encoder(RealtimeEncoder):
         return av1_payloads(elements, av1_starts_sequence(elements, keyframe), self.payload_max)
 
 
+class H265Encoder(RealtimeEncoder):
+    mime_type = "video/H265"
+
+    def open(self, width, height):
+        codec = self.context("libx265", width, height)
+        gop = max(1, round(self.keyframe_interval * FRAME_RATE))
+        kbps = BITRATE // 1000
+        # x265's zerolatency tune: no B-frames, no look-ahead, one frame thread, so each frame's
+        # access unit comes back from the call that gave the frame. Closed GOPs and forced-idr make
+        # every keyframe, scheduled or forced (PLI/FIR), an IDR; repeat-headers puts VPS, SPS and
+        # PPS in front of each, so a receiver can start at any keyframe. info=0 leaves out the SEI
+        # with x265's version and settings. Constant bitrate through the VBV, as aiortc's VP8 does.
+        codec.options = {
+            "preset": "ultrafast", "tune": "zerolatency", "forced-idr": "1",
+            "x265-params": f"keyint={gop}:min-keyint={gop}:scenecut=0:bframes=0:open-gop=0:repeat-headers=1:info=0"
+                           f":vbv-maxrate={kbps}:vbv-bufsize={kbps}:log-level=error",
+        }
+        return codec
+
+    def payloads(self, access_unit, keyframe):
+        return h265_payloads(annexb_nal_units(access_unit), self.payload_max)
+
+
 # --- aiortc integration ---
 
-ENCODERS = {encoder.mime_type.lower(): encoder for encoder in (Vp9Encoder, Av1Encoder)}
-# As browsers offer them: VP9 profile 0; AV1 Main profile, Main tier, up to level 3.1 (enough for
-# 480x272 at 30 fps, as the encoders make it).
-FORMAT_PARAMETERS = {Vp9Encoder.mime_type: {"profile-id": 0}, Av1Encoder.mime_type: {"profile": 0, "level-idx": 5, "tier": 0}}
+ENCODERS = {encoder.mime_type.lower(): encoder for encoder in (Vp9Encoder, Av1Encoder, H265Encoder)}
+# As browsers offer them: VP9 profile 0; AV1 Main profile, Main tier, up to level 3.1; H.265 Main
+# profile, Main tier, up to level 3.1, one RTP stream (SRST). Level 3.1 is enough for 480x272 at
+# 30 fps, as the encoders make it.
+FORMAT_PARAMETERS = {
+    Vp9Encoder.mime_type: {"profile-id": 0},
+    Av1Encoder.mime_type: {"profile": 0, "level-idx": 5, "tier": 0},
+    H265Encoder.mime_type: {"profile-id": 1, "tier-flag": 0, "level-id": 93, "tx-mode": "SRST"},
+}
 
 
 def register(keyframe_interval=2.0):
-    """Offers VP9 and AV1 (after aiortc's own codecs, with RTX) and lets aiortc's senders encode them.
+    """Offers VP9, AV1 and H.265 (after aiortc's own codecs, with RTX) and lets aiortc's senders
+    encode them.
 
     Idempotent. `keyframe_interval` (seconds) applies to the encoders made from then on.
     """
@@ -324,6 +455,8 @@ def is_keyframe(mime_type, payloads):
         return bool(payloads[0][0] & 0x08)  # N: every keyframe here starts a coded video sequence
     if mime_type == "video/h264":
         return any(nal_type == 5 for payload in payloads for nal_type in h264_nal_types(payload))
+    if mime_type == "video/h265":
+        return any(nal_type in H265_IRAP for payload in payloads for nal_type in h265_nal_types(payload))
     return False
 
 
