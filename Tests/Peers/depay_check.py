@@ -21,7 +21,7 @@ forces it, and RTP packets built around the payloads (the marker on each frame's
   packets carry more than three OBU elements (W=0, every element with its length).
 - H.265: two depacketizers. GStreamer's `appsrc ! rtph265depay ! libde265dec ! appsink` (the
   byte-stream between them pinned to whole access units; libde265dec is gst-plugins-bad's libde265
-  decoder, as Debian 12 has no gstreamer1.0-libav with avdec_h265 here), run by /usr/bin/python3 as
+  decoder: gstreamer1.0-libav, which has avdec_h265, is not installed), run by /usr/bin/python3 as
   for VP9; and FFmpeg's RTP demuxer in PyAV, as for AV1, with FFmpeg's own hevc decoder.
 
 Each codec runs twice: with the server's payload size and with a small one, so that frames span

@@ -84,9 +84,10 @@ def fill_in_rejected_sections(offer, answer):
     """The answer with every audio or video section it rejected (port 0) filled in as an inactive
     section aiortc accepts, and the mids and kinds of those sections.
 
-    A rejected section may carry nothing but its m= line, a mid and a direction (JSEP section
-    5.3.1; recbot sends `a=mid` and `a=inactive`), while aiortc wants ICE credentials, a DTLS role,
-    rtcp-mux and a codec it knows in every section, and fails the whole answer otherwise. So the
+    A rejected section may carry nothing but its m= line, a mid and a direction (RFC 3264 section 6,
+    RFC 8829; recbot sends `a=mid` and `a=inactive`), while aiortc ignores the port but wants ICE
+    credentials, a DTLS role, rtcp-mux and a codec it knows in every section, and fails the whole
+    answer otherwise (and would send on a port-0 section that said recvonly). So the
     section gets the offer's codecs for it and the transport attributes of the answer's BUNDLE
     transport (every section shares that transport: the server bundles everything), and says
     inactive: aiortc then never starts its sender, and leaves the rest of the session as it was.
