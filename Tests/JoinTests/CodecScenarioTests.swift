@@ -61,3 +61,33 @@ import Testing
         #expect(process.terminationStatus == 0, "\(text.suffix(2_000))")
     }
 }
+
+/// H.265, which WebM cannot hold: the video is refused where everyone can see it, the audio kept.
+@Suite(.serialized) struct RefusedCodecScenarioTests {
+    @Test func h265VideoIsRefusedLoudlyAndItsAudioIsRecorded() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "h265", "--publisher", "vp8"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "5s"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let refusals = result.stderr.split(separator: "\n").filter { $0.contains("video refused") }
+        #expect(refusals.count == 1 && refusals.first?.contains("H265") == true, "one clear log line: \(refusals)")
+        let truth = try scenario.truth()
+        let publishers = try #require(truth["publishers"] as? [[String: Any]])
+        let h265 = try #require(publishers.first { $0["codec"] as? String == "h265" })
+        let h265ID = try #require(h265["connection_id"] as? String)
+        let catalog = try scenario.catalog()
+        let recordings = try catalog.recordings()
+        let refused = try #require(recordings.first { $0.connectionID == h265ID })
+        #expect(refused.videoRefused == "H265" && refused.videoCodec == nil && refused.audioCodec == "OPUS")
+        let sentAudio = try #require(h265["audio_frames_sent"] as? Int)
+        #expect(Double(refused.audioFrames) >= 0.9 * Double(sentAudio), "\(refused.audioFrames) of \(sentAudio) audio frames")
+        let session = try #require(try catalog.sessions().first)
+        let events = try catalog.events(EventFilter(sessionID: session.id, kind: .recbot))
+        #expect(events.count == 1 && events.first?.eventType == "video.refused" && events.first?.senderConnectionID == h265ID)
+        // The other publisher is untouched.
+        let vp8 = try #require(recordings.first { $0.connectionID != h265ID })
+        #expect(vp8.videoCodec == "VP8" && vp8.videoFrames > 100 && vp8.videoRefused == nil)
+        let listed = try scenario.recbot(["recordings", "list", "--data-dir", scenario.dataDirectory])
+        #expect(listed.stdout.contains("OPUS (H265 refused)"))
+    }
+}
