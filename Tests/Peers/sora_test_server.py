@@ -23,8 +23,16 @@ payload specs):
   --keyframe-interval 2           VP9, AV1 and H.265 keyframes every 2 s (and on PLI/FIR)
   --resolution-change-after 5     every publisher's video goes from 320x240 to 480x272 after 5 s
                                   of its own timeline (a new keyframe, for AV1 a new sequence)
-The truth counts, per publisher, the video frames and keyframes its encoder handed to RTP and
-the sizes its video had.
+  --switch-codec-after 4:vp9      the first publisher offers its codec and VP9 in its video section
+                                  and, from 4 s into its own timeline, sends VP9 on the same SSRC
+                                  without renegotiating, as a browser does after setParameters
+                                  (`Publisher.switch_codec`)
+The truth counts, per publisher, the video frames and keyframes its encoder handed to RTP (in
+all and per codec, `video_frames_sent_by_codec`), the sizes its video had and, when it switched
+codec, `codec_switch`: after how many frames (`after_frames`, all of them the first codec's), at
+which frame of its track (`at_frame_index`), from and to what, with which payload types (and the
+new codec's RTX payload type); null when it did not switch (also when the answer did not keep
+CODEC: the publisher then goes on with its own codec).
 
 An answer may reject a publisher's section with port 0, as recbot rejects H.265 video. aiortc
 cannot take such an answer (it wants ICE, DTLS and a common codec in every section), so the server
@@ -35,7 +43,9 @@ nothing is sent on it, the rest of the session goes on, and the truth lists the 
 import argparse
 import asyncio
 import collections
+import copy
 import json
+import math
 import os
 import random
 import sys
@@ -48,6 +58,7 @@ import aioice.ice
 aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1"]
 
 from aiortc import RTCConfiguration, RTCPeerConnection, RTCRtpSender, RTCSessionDescription  # noqa: E402
+from aiortc.codecs import is_rtx  # noqa: E402
 from aiortc.rtcconfiguration import RTCBundlePolicy  # noqa: E402
 from aiortc.rtp import RTP_HISTORY_SIZE, RtcpPsfbPacket, RtcpRrPacket, RtcpRtpfbPacket, RtcpSrPacket  # noqa: E402
 from aiortc.sdp import candidate_from_sdp  # noqa: E402
@@ -59,6 +70,26 @@ from synthetic_media import MediaClock, PatternVideo, ToneAudio  # noqa: E402
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 MIME = {"vp8": "video/VP8", "h264": "video/H264", "vp9": "video/VP9", "av1": "video/AV1", "h265": "video/H265"}
 RESIZED = (480, 272)  # 16:9-ish and a multiple of 16 both ways
+
+
+def video_capabilities(codec):
+    """The capabilities a publisher of this video codec prefers: H.264 only as Constrained Baseline
+    level 3.1 (42e01f), which aiortc's encoder makes."""
+    codecs = [c for c in RTCRtpSender.getCapabilities("video").codecs if c.mimeType == MIME[codec]]
+    if codec == "h264":
+        codecs = [c for c in codecs if "42e01f" in (c.parameters or {}).get("profile-level-id", "")][:1] or codecs[:1]
+    return codecs
+
+
+def codec_switch_spec(text):
+    """--switch-codec-after SECONDS:CODEC -> (seconds, codec)."""
+    seconds, _, codec = text.partition(":")
+    if codec not in MIME:
+        raise argparse.ArgumentTypeError(f"CODEC must be one of {', '.join(sorted(MIME))}")
+    try:
+        return float(seconds), codec
+    except ValueError:
+        raise argparse.ArgumentTypeError("SECONDS must be a number") from None
 
 
 def sora_id():
@@ -122,7 +153,7 @@ def fill_in_rejected_sections(offer, answer):
 
 
 class Publisher:
-    def __init__(self, codec, index, rtx=True, resize_after=0):
+    def __init__(self, codec, index, rtx=True, resize_after=0, switch=None):
         self.codec = codec
         self.index = index
         self.rtx = rtx
@@ -135,7 +166,13 @@ class Publisher:
             self.video.resize_at(resize_after, *RESIZED)
         self.audio = ToneAudio(clock=self.clock)
         self.video_frames_sent = 0
+        self.video_frames_sent_by_codec = collections.Counter()
         self.video_keyframes_sent = 0
+        # --switch-codec-after: the codec to switch to and the index of the first video frame to
+        # encode with it (None once the switch was made or given up); `codec_switch` says, once it
+        # happened, after how many frames and to what.
+        self.switch_to, self.switch_at_frame = (switch[1], math.ceil(switch[0] * self.video.fps)) if switch else (None, None)
+        self.codec_switch = None
         self.rejected = set()  # kinds whose section an answer rejected (port 0)
         self.senders = {}
         self.joined_at = None
@@ -144,17 +181,21 @@ class Publisher:
     def attach(self, pc):
         for kind, track in (("video", self.video), ("audio", self.audio)):
             transceiver = pc.addTransceiver(track, direction="sendonly")
-            mime = MIME[self.codec] if kind == "video" else "audio/opus"
-            codecs = [c for c in RTCRtpSender.getCapabilities(kind).codecs if c.mimeType == mime]
-            if kind == "video" and self.codec == "h264":
-                codecs = [c for c in codecs if "42e01f" in (c.parameters or {}).get("profile-level-id", "")][:1] or codecs[:1]
+            if kind == "video":
+                # The codec to switch to comes second: aiortc keeps this order in what it
+                # negotiates, so its own codec is the one it starts sending whatever the answer's order.
+                codecs = video_capabilities(self.codec) + (video_capabilities(self.switch_to) if self.switch_to else [])
+            else:
+                codecs = [c for c in RTCRtpSender.getCapabilities(kind).codecs if c.mimeType == "audio/opus"]
             if kind == "video" and self.rtx:
-                # aiortc pairs the rtx capability with the chosen codec (apt) and announces the FID group.
+                # aiortc pairs the rtx capability with each chosen codec (apt) and announces the FID group.
                 codecs += [c for c in RTCRtpSender.getCapabilities(kind).codecs if c.mimeType == "video/rtx"]
             transceiver.setCodecPreferences(codecs)
             # Sora's convention: the msid stream id is the publisher's connection id.
             transceiver.sender._stream_id = self.connection_id
             self.senders[kind] = transceiver.sender
+            if kind == "video" and self.switch_to:
+                self.prepare_codec_switch(transceiver)
         self.count_video_frames(self.senders["video"])
 
     def count_video_frames(self, sender):
@@ -163,13 +204,77 @@ class Publisher:
         next_encoded_frame = sender._next_encoded_frame
 
         async def counting_next_encoded_frame(codec):
+            # Between two frames (the last encode is done, the next frame not yet taken from the
+            # track, whose `index` is the one coming): where a codec switch takes effect.
+            if self.switch_at_frame is not None and self.video.index >= self.switch_at_frame:
+                self.switch_codec(sender, codec)
             frame = await next_encoded_frame(codec)
             if frame is not None:
                 self.video_frames_sent += 1
+                self.video_frames_sent_by_codec[codec.mimeType.split("/")[1].lower()] += 1
                 self.video_keyframes_sent += video_codecs.is_keyframe(codec.mimeType, frame.payloads)
             return frame
 
         sender._next_encoded_frame = counting_next_encoded_frame
+
+    # A send codec change without renegotiation, as a browser makes one after setParameters (or
+    # setCodecPreferences) picks another of the codecs negotiated for the section. aiortc cannot:
+    # its RTP loop (RTCRtpSender._run_rtp) takes the first negotiated codec as an argument once,
+    # stamps every packet with `codec.payloadType` and makes its encoder from that codec when it
+    # has none (`__encoder`, in _next_encoded_frame); the RTX payload type for NACKed packets is
+    # the one whose apt was that codec (`__rtx_payload_type`, set once in send()). So:
+    # - prepare_codec_switch gives the RTP loop a codec object of its own (a copy: the negotiated
+    #   one is also what later offers are written from) and has every retransmission use the RTX
+    #   payload type whose apt is the payload type of the packet being resent;
+    # - switch_codec, between two frames, makes that object the new codec and drops the encoder:
+    #   the next frame goes to a new encoder of the new codec (its first frame a keyframe, forced
+    #   as well) and out with the new payload type, on the same SSRC, with the sequence numbers and
+    #   the RTP timestamps (from the frames' pts) going on as before.
+
+    def prepare_codec_switch(self, transceiver):
+        self.video_transceiver = transceiver
+        sender = transceiver.sender
+        run_rtp, retransmit = sender._run_rtp, sender._retransmit
+
+        def run_rtp_with_own_codec(codec):
+            self.sending_codec = copy.deepcopy(codec)
+            return run_rtp(self.sending_codec)
+
+        async def retransmit_with_matching_rtx(sequence_number):
+            # Before a switch, and for packets of the new codec after it, this is what aiortc picks
+            # anyway; a NACK for a packet of the old codec after the switch gets the old codec's RTX.
+            # A codec the answer kept no RTX for: its packets are resent as they were, on the media
+            # SSRC (what aiortc does without RTX). No RTX at all: nothing changes.
+            rtx = {c.parameters.get("apt"): c.payloadType for c in transceiver._codecs if is_rtx(c)}
+            packet = sender._RTCRtpSender__rtp_history.get(sequence_number % RTP_HISTORY_SIZE)
+            if rtx and packet is not None:
+                sender._RTCRtpSender__rtx_payload_type = rtx.get(packet.payload_type)
+            await retransmit(sequence_number)  # which reads __rtx_payload_type before its first await
+            if rtx:
+                sender._RTCRtpSender__rtx_payload_type = rtx.get(self.sending_codec.payloadType)
+
+        sender._run_rtp = run_rtp_with_own_codec
+        sender._retransmit = retransmit_with_matching_rtx
+
+    def switch_codec(self, sender, codec):
+        """Makes the RTP loop's codec (`codec`, its own copy) `switch_to`, once. When the answer did
+        not keep that codec the publisher goes on with its own and `codec_switch` stays None."""
+        self.switch_at_frame, to = None, self.switch_to
+        negotiated = self.video_transceiver._codecs  # what the (last) answer kept, in preference order
+        target = next((c for c in negotiated if c.mimeType.lower() == MIME[to].lower()), None)
+        if target is None:
+            print(f"publisher {self.index}: the answer did not keep {to}, no codec switch", file=sys.stderr)
+            return
+        rtx = {c.parameters.get("apt"): c.payloadType for c in negotiated if is_rtx(c)}
+        self.codec_switch = {"after_frames": self.video_frames_sent, "at_frame_index": self.video.index, "to": to,
+                             "from": codec.mimeType.split("/")[1].lower(), "from_payload_type": codec.payloadType,
+                             "payload_type": target.payloadType, "rtx_payload_type": rtx.get(target.payloadType)}
+        codec.mimeType, codec.payloadType = target.mimeType, target.payloadType
+        codec.parameters, codec.rtcpFeedback = dict(target.parameters), list(target.rtcpFeedback)
+        sender._RTCRtpSender__encoder = None
+        sender._RTCRtpSender__force_keyframe = True
+        if rtx:
+            sender._RTCRtpSender__rtx_payload_type = rtx.get(target.payloadType)
 
     def notify(self, event_type, channel_id, counts):
         return {
@@ -324,7 +429,8 @@ class Session:
         self.args = args
         self.url = url
         self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0}
-        self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after)
+        self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after,
+                                     switch=args.switch_codec_after if index == 0 else None)
                            for index, codec in enumerate(args.publisher)]
         self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms)
         self.truth["impairment"] = {"loss_percent": args.loss, "loss_seed": args.loss_seed,
@@ -658,6 +764,8 @@ class Session:
         for publisher in self.publishers:
             entry = {"connection_id": publisher.connection_id, "client_id": publisher.client_id, "codec": publisher.codec,
                      "video_frames_sent": publisher.video_frames_sent, "video_keyframes_sent": publisher.video_keyframes_sent,
+                     "video_frames_sent_by_codec": dict(publisher.video_frames_sent_by_codec),
+                     "codec_switch": publisher.codec_switch,
                      "video_sizes_sent": publisher.video.sizes, "audio_frames_sent": publisher.audio.index,
                      "rejected": sorted(publisher.rejected),
                      "on_air_seconds": (publisher.left_at - publisher.joined_at) if publisher.joined_at and publisher.left_at else 0}
@@ -667,7 +775,8 @@ class Session:
             # What the wire and the feedback saw, per kind (see RtpImpairment).
             entry["rtp"] = {kind: self.impairment.stats_for(publisher, kind) for kind in ("video", "audio")}
             for kind, sender in publisher.senders.items():
-                # Set by aiortc only when the answer kept an rtx codec whose apt is the sending codec.
+                # Set by aiortc only when the answer kept an rtx codec whose apt is the sending codec
+                # (after a codec switch: the new codec's, see Publisher.switch_codec).
                 entry["rtp"][kind]["rtx_payload_type"] = sender._RTCRtpSender__rtx_payload_type
             self.truth["publishers"].append(entry)
         await pc.close()
@@ -741,8 +850,13 @@ async def main():
                         help="VP9, AV1 and H.265 publishers send a keyframe this often (besides those PLI or FIR ask for)")
     parser.add_argument("--resolution-change-after", type=float, default=0, metavar="SECONDS",
                         help=f"every publisher's video changes from 320x240 to {RESIZED[0]}x{RESIZED[1]} this far into its own timeline")
+    parser.add_argument("--switch-codec-after", type=codec_switch_spec, metavar="SECONDS:CODEC",
+                        help="the first publisher also offers CODEC in its video section and switches to it this far "
+                             "into its own timeline, on the same SSRC and without renegotiating (e.g. 4:vp9)")
     args = parser.parse_args()
     args.publisher = args.publisher or ["vp8", "vp8"]
+    if args.switch_codec_after and args.switch_codec_after[1] == args.publisher[0]:
+        parser.error("--switch-codec-after: CODEC must differ from the first publisher's codec")
     video_codecs.register(keyframe_interval=args.keyframe_interval)
 
     finished = asyncio.Event()
