@@ -63,7 +63,7 @@ final class RecordingSet {
         guard var recorder = recorder(for: received.sender) else { return nil }
         let video = received.kind == .video
         if video, let current = recorder.tracks.videoCodec, let incoming = WebMVideoCodec(sdpName: received.codec), incoming != current {
-            guard let next = nextPart(after: recorder, videoCodec: incoming) else { return nil }
+            guard let next = nextPart(after: recorder, videoCodec: incoming, at: received.mediaTime) else { return nil }
             recorder = next
         }
         return recorder.add(received.frame, video: video, mediaTime: received.mediaTime, arrival: now, ssrc: received.ssrc)
@@ -71,9 +71,9 @@ final class RecordingSet {
 
     /// A new codec before the file started just changes the track; after, the file becomes
     /// part 1 (or stays the part it was) and the next part starts.
-    private func nextPart(after current: SenderRecorder, videoCodec: WebMVideoCodec) -> SenderRecorder? {
+    private func nextPart(after current: SenderRecorder, videoCodec: WebMVideoCodec, at boundary: MonotonicTime) -> SenderRecorder? {
         if current.changeVideoCodecBeforeStart(to: videoCodec) { return current }
-        current.becomeFirstPart()
+        current.endAsPart(boundary: boundary)
         retired.append(current)
         recorders[current.connectionID] = nil
         counters.codecChanges += 1
@@ -81,7 +81,7 @@ final class RecordingSet {
         logger.notice("video codec changed; the sender's recording continues in a new part",
                       metadata: ["sender": "\(current.connectionID)", "from": "\(current.tracks.videoCodec?.rawValue ?? "-")",
                                  "to": "\(videoCodec.rawValue)", "part": "\(current.part + 1)"])
-        return makeRecorder(current.connectionID, tracks: tracks, part: current.part + 1)
+        return makeRecorder(current.connectionID, tracks: tracks, part: current.part + 1, startsAt: boundary)
     }
 
     private func recorder(for sender: String) -> SenderRecorder? {
@@ -99,14 +99,14 @@ final class RecordingSet {
         return makeRecorder(sender, tracks: tracks, part: 0)
     }
 
-    private func makeRecorder(_ sender: String, tracks: SenderTracks, part: Int) -> SenderRecorder? {
+    private func makeRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil) -> SenderRecorder? {
         var uid = [UInt8](repeating: 0, count: 16)
         for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
         do {
             let recorder = try SenderRecorder(connectionID: sender, tracks: tracks, layout: archive,
                                               recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
                                               segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
-                                              refusedVideoCodec: refusedVideo[sender])
+                                              startsAt: boundary, refusedVideoCodec: refusedVideo[sender])
             recorders[sender] = recorder
             onRecordingStarted(recorder)
             logger.info("recording sender", metadata: ["sender": "\(sender)", "video": "\(tracks.videoCodec?.rawValue ?? "-")",

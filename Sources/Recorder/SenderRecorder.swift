@@ -136,7 +136,7 @@ public final class SenderRecorder: @unchecked Sendable {
 
     public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
                 recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000, part: Int = 0,
-                refusedVideoCodec: String? = nil) throws(RecorderError) {
+                startsAt boundary: MonotonicTime? = nil, refusedVideoCodec: String? = nil) throws(RecorderError) {
         guard ArchiveLayout.isSafeConnectionID(connectionID) else { throw .unsafeConnectionID(connectionID) }
         self.connectionID = connectionID
         self.tracks = tracks
@@ -146,6 +146,7 @@ public final class SenderRecorder: @unchecked Sendable {
         self.segmentUID = segmentUID
         self.interleaveNanoseconds = interleaveNanoseconds
         self.part = part
+        notBeforeSeconds = boundary.map { max(0, $0.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000 }
         self.refusedVideoCodec = refusedVideoCodec
         queue = DispatchQueue(label: "recbot.recorder.\(connectionID)")
     }
@@ -176,11 +177,18 @@ public final class SenderRecorder: @unchecked Sendable {
         return true
     }
 
-    /// The sender's recording is being split (its video codec changed): this file becomes
-    /// part 1, and is renamed to that name when it is finished.
-    public func becomeFirstPart() {
+    /// Another part follows this one from `boundary` on (the sender's video codec changed): a
+    /// first file becomes part 1, renamed when it is finished. Its stop offset is the boundary's
+    /// whole second, where the next part starts (hisui drops a part that starts before the
+    /// previous one stops).
+    public func endAsPart(boundary: MonotonicTime) {
         if part == 0 { part = 1 }
+        partBoundarySeconds = max(0, boundary.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000
     }
+    private var partBoundarySeconds: Int64?
+    /// For a part that follows another: its start offset is at least this whole second, and
+    /// frames before it (audio a little behind the switch) are dropped and counted.
+    private let notBeforeSeconds: Int64?
 
     /// Adds a frame. `mediaTime` is on the recording's monotonic clock. Returns the source of a
     /// video frame that had to be dropped here (this one or an earlier one released now): its
@@ -284,7 +292,7 @@ public final class SenderRecorder: @unchecked Sendable {
         guard let firstFrame = pending.map(\.frame.timestampNanoseconds).min() else { return }
         // File time 0 sits on a whole second after the recording start (Sora's readers use whole seconds).
         let sinceStart = max(0, firstFrame - recordingStartTime.nanoseconds)
-        startOffsetSeconds = sinceStart / 1_000_000_000
+        startOffsetSeconds = max(sinceStart / 1_000_000_000, notBeforeSeconds ?? 0)
         startOffsetMilliseconds = sinceStart / 1_000_000
         fileOriginNanoseconds = recordingStartTime.nanoseconds + startOffsetSeconds * 1_000_000_000
         var video: WebMVideoTrack?
@@ -330,6 +338,10 @@ public final class SenderRecorder: @unchecked Sendable {
                 return true  // already reported when the first one was dropped
             }
             videoNeedsKeyframe = false
+        }
+        if notBeforeSeconds != nil && frame.timestampNanoseconds < fileOriginNanoseconds {
+            statistics.framesDroppedBeforeStart += 1  // belongs before this part's start
+            return dropped(isVideo)
         }
         var adjusted = frame
         adjusted.timestampNanoseconds = max(0, frame.timestampNanoseconds - fileOriginNanoseconds)
@@ -406,7 +418,7 @@ public final class SenderRecorder: @unchecked Sendable {
             return writeError
         }
         let startedAt = recordingStartMilliseconds + startOffsetSeconds * 1000
-        let stopOffset = max(startOffsetSeconds, (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
+        let stopOffset = max(startOffsetSeconds, partBoundarySeconds ?? (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
         var finished = FinishedRecording(
             connectionID: connectionID, part: part, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part),
             tracks: SenderTracks(videoCodec: statistics.videoFrames == 0 ? nil : tracks.videoCodec, audioChannels: tracks.audioChannels),

@@ -100,42 +100,48 @@ public enum Sidecar {
         return object
     }
 
+    /// One `archives` entry per sender, as Sora writes it: a split sender's entry spans its
+    /// parts and names the last (`split_last_index`). `split_only` holds when every sender was
+    /// split (a codec change on each); otherwise report-driven readers find unsplit senders
+    /// through `metadata_filename`, and split ones through their first part's sidecar.
     public static func report(_ recordings: [FinishedRecording], failed: [String], context: SidecarContext, layout: ArchiveLayout,
                               startedAtMilliseconds: Int64, stoppedAtMilliseconds: Int64) -> [String: Any] {
-        [
+        let senders = Dictionary(grouping: recordings, by: \.connectionID).map { $0.value.sorted { $0.part < $1.part } }
+            .sorted { $0[0].connectionID < $1[0].connectionID }
+        return [
             "recording_id": context.recordingID,
             "channel_id": context.channelID,
             "session_id": null(context.soraSessionID),
-            "split_only": false,
+            "split_only": !senders.isEmpty && senders.allSatisfy { $0[0].part > 0 },
             "created_at": stoppedAtMilliseconds / 1000,
             "start_timestamp": rfc3339(milliseconds: startedAtMilliseconds),
             "stop_timestamp": rfc3339(milliseconds: stoppedAtMilliseconds),
             "file_written": !recordings.isEmpty,
-            "archives": recordings.map { r -> [String: Any] in
-                var entry: [String: Any] = [
-                    "connection_id": r.connectionID,
-                    "client_id": null(context.clientIDs[r.connectionID]),
-                    "bundle_id": null(context.bundleIDs[r.connectionID]),
-                    "filename": r.filename,
-                    "metadata_filename": r.sidecarFilename,
-                    "start_time_offset": r.startOffsetSeconds,
-                    "stop_time_offset": r.stopOffsetSeconds,
-                    "start_timestamp": rfc3339(milliseconds: r.startedAtMilliseconds),
-                    "stop_timestamp": rfc3339(milliseconds: r.stoppedAtMilliseconds),
-                    "size": r.size,
-                ]
-                if r.part > 0 {
-                    entry["split_index"] = ArchiveLayout.splitIndex(r.part)
-                    let last = recordings.filter { $0.connectionID == r.connectionID }.map(\.part).max() ?? r.part
-                    entry["split_last_index"] = ArchiveLayout.splitIndex(last)
-                }
-                if let refused = r.refusedVideoCodec { entry["video_refused_codec"] = refused }
-                return entry
-            },
+            "archives": senders.map { archiveEntry($0, context: context) },
             "failed_archives": failed.map { ["connection_id": $0] },
             "recbot_version": context.recbotVersion,
             "bot_connection_id": null(context.botConnectionID),
             "end_reason": null(context.endReason),
         ]
+    }
+
+    /// A sender's entry from its parts (one, unless a codec change split it), in part order.
+    static func archiveEntry(_ parts: [FinishedRecording], context: SidecarContext) -> [String: Any] {
+        let first = parts[0], last = parts[parts.count - 1]
+        var entry: [String: Any] = [
+            "connection_id": first.connectionID,
+            "client_id": null(context.clientIDs[first.connectionID]),
+            "bundle_id": null(context.bundleIDs[first.connectionID]),
+            "filename": first.filename,
+            "metadata_filename": first.sidecarFilename,
+            "start_time_offset": first.startOffsetSeconds,
+            "stop_time_offset": last.stopOffsetSeconds,
+            "start_timestamp": rfc3339(milliseconds: first.startedAtMilliseconds),
+            "stop_timestamp": rfc3339(milliseconds: last.stoppedAtMilliseconds),
+            "size": parts.reduce(UInt64(0)) { $0 + $1.size },
+        ]
+        if last.part > 0 { entry["split_last_index"] = ArchiveLayout.splitIndex(last.part) }
+        if let refused = first.refusedVideoCodec { entry["video_refused_codec"] = refused }
+        return entry
     }
 }

@@ -91,3 +91,38 @@ import Testing
         #expect(listed.stdout.contains("OPUS (H265 refused)"))
     }
 }
+
+/// A publisher that changes its video codec mid-stream: WebM cannot change a track's codec, so
+/// its recording becomes split parts, each a whole file, with Sora's end marker.
+@Suite(.serialized) struct CodecSwitchScenarioTests {
+    @Test func aCodecSwitchSplitsTheSendersRecordingIntoParts() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "h264", "--switch-codec-after", "3:vp9"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "7s"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let truth = try scenario.truth()
+        let publishers = try #require(truth["publishers"] as? [[String: Any]])
+        let switching = try #require(publishers.first { $0["codec_switch"] is [String: Any] }, "the server did not switch")
+        let id = try #require(switching["connection_id"] as? String)
+        let byCodec = try #require(switching["video_frames_sent_by_codec"] as? [String: Int])
+        let catalog = try scenario.catalog()
+        let parts = try catalog.recordings().filter { $0.connectionID == id }.sorted { $0.part < $1.part }
+        #expect(parts.map(\.part) == [1, 2] && parts.map(\.videoCodec) == ["VP8", "VP9"])
+        #expect(parts.map { ($0.path as NSString).lastPathComponent } == ["split-archive-\(id)_0001.webm", "split-archive-\(id)_0002.webm"])
+        let directory = scenario.dataDirectory + "/" + (parts[0].path as NSString).deletingLastPathComponent
+        #expect(!FileManager.default.fileExists(atPath: directory + "/archive-\(id).webm"))
+        let end = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/split-archive-end-\(id).json"))) as? [String: Any])
+        #expect(end["split_last_index"] as? String == "0002")
+        for (index, part) in parts.enumerated() {
+            let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/split-archive-\(id)_000\(index + 1).json"))) as? [String: Any])
+            #expect(sidecar["split_index"] as? String == "000\(index + 1)")
+            // Every frame of each codec is in its part (the last one may miss what the server sent as the session closed).
+            let sent = try #require(byCodec[index == 0 ? "vp8" : "vp9"])
+            #expect(Double(part.videoFrames) >= 0.95 * Double(sent), "part \(part.part): \(part.videoFrames) of \(sent)")
+        }
+        let verify = try scenario.recbot(["verify", parts[0].sessionID, "--data-dir", scenario.dataDirectory])
+        #expect(verify.status == 0, "verify: \(verify.stdout) \(verify.stderr.suffix(2_000))")
+        // The other publisher keeps its one file.
+        #expect(try catalog.recordings().filter { $0.connectionID != id }.map(\.part) == [0])
+    }
+}

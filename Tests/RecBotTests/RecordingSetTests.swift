@@ -54,6 +54,7 @@ import WireCoding
         let second = try #require(current.finish(stoppedAtMilliseconds: 5_000, now: .milliseconds(5_000), context: context))
         #expect(first.error == nil && second.error == nil)
         #expect(first.filename == "split-archive-PUB_0001.webm" && second.filename == "split-archive-PUB_0002.webm")
+        #expect(first.stopOffsetSeconds == 2 && second.startOffsetSeconds == 2, "parts meet at the switch's whole second, no overlap")
         #expect(!FileManager.default.fileExists(atPath: layout.directory + "/archive-PUB.webm"), "part 1 was renamed")
         let parts = [first, second].map { WebMReader.parse(path: layout.directory + "/" + $0.filename) }
         #expect(parts.allSatisfy { $0.isComplete })
