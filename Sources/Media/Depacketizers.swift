@@ -248,7 +248,8 @@ struct ExpGolombReader {
         var last: Int32 = 8, next: Int32 = 8
         for _ in 0..<size {
             if next != 0 {
-                guard let delta = se() else { return false }
+                // delta_scale is −128…127 (H.264 §7.4.2.1.1.1); a crafted one must not overflow.
+                guard let delta = se(), (-128...127).contains(delta) else { return false }
                 next = (last + delta + 256) % 256
             }
             last = next == 0 ? last : next

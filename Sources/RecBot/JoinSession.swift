@@ -259,7 +259,9 @@ public final class JoinSession: @unchecked Sendable {
         var timer: Task<Void, Never>?
         if let duration = options.durationMilliseconds {
             timer = Task {
-                try? await Task.sleep(nanoseconds: UInt64(max(0, duration)) * 1_000_000)
+                // Saturating: `--duration 9999999999d` is a very long wait, not an overflow trap.
+                let (nanoseconds, overflow) = UInt64(max(0, duration)).multipliedReportingOverflow(by: 1_000_000)
+                try? await Task.sleep(nanoseconds: overflow ? .max : nanoseconds)
                 if !Task.isCancelled { emit.yield(.stop("duration-elapsed")) }
             }
         }

@@ -74,7 +74,8 @@ extension MediaDescription {
         attributes(named: "extmap").compactMap { attribute in
             guard let value = attribute.value else { return nil }
             let parts = value.split(separator: " ")
-            guard parts.count >= 2, let id = Int(parts[0].split(separator: "/")[0]), (1...255).contains(id) else { return nil }
+            // `a=extmap:/ x` splits into nothing: `.first`, never `[0]`.
+            guard parts.count >= 2, let idText = parts[0].split(separator: "/").first, let id = Int(idText), (1...255).contains(id) else { return nil }
             return HeaderExtensionMap(id: id, uri: String(parts[1]))
         }
     }
@@ -84,8 +85,10 @@ extension MediaDescription {
             guard let value = attribute.value else { return nil }
             let parts = value.split(separator: " ", maxSplits: 1)
             guard parts.count == 2, let ssrc = UInt32(parts[0]) else { return nil }
+            // `a=ssrc:1 :` leaves no name: such an attribute means nothing and is skipped.
             let pair = parts[1].split(separator: ":", maxSplits: 1)
-            return SSRCAttribute(ssrc: ssrc, name: String(pair[0]), value: pair.count == 2 ? String(pair[1]) : nil)
+            guard let name = pair.first else { return nil }
+            return SSRCAttribute(ssrc: ssrc, name: String(name), value: pair.count == 2 ? String(pair[1]) : nil)
         }
     }
 

@@ -191,6 +191,25 @@ func assemble(_ packets: [RTPPacket], track: ReceiveTrack = Fixtures.videoTrack(
         #expect(H264SPS.pictureSize([0x67, 0x42]) == nil)
     }
 
+    /// Issue 12's finding: a delta_scale of 2^31 − 1 overflowed the scaling-list arithmetic.
+    @Test func aCraftedScalingListDeltaIsRejected() {
+        var bits: [Bool] = []
+        func write(_ value: UInt64, _ count: Int) { for index in stride(from: count - 1, through: 0, by: -1) { bits.append(value >> UInt64(index) & 1 == 1) } }
+        func ue(_ value: UInt64) {
+            let code = value + 1, length = 64 - code.leadingZeroBitCount
+            write(0, length - 1)
+            write(code, length)
+        }
+        write(100, 8)  // profile_idc: High, which carries chroma format and scaling lists
+        write(0, 16)  // constraint flags, level
+        ue(0); ue(1); ue(0); ue(0)  // sps id, 4:2:0, bit depths
+        write(0, 1); write(1, 1); write(1, 1)  // qpprime bypass, scaling matrix present, list 0 present
+        ue(4_294_967_293)  // delta_scale = +(2^31 − 1)
+        write(0, 64)
+        let bytes = stride(from: 0, to: bits.count - 7, by: 8).map { start in bits[start..<(start + 8)].reduce(UInt8(0)) { $0 << 1 | ($1 ? 1 : 0) } }
+        #expect(H264SPS.pictureSize([0x67] + bytes) == nil)
+    }
+
     @Test func randomPayloadsNeverCrash() {
         var state: UInt64 = 77
         func next() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1; return state >> 33 }

@@ -179,6 +179,14 @@ let local = LocalTransportParameters(iceUfrag: "rbUF", icePwd: "recbotpassword12
         #expect(throws: SDPError.tooLarge(reason: "more than 1024 media sections")) { try SessionDescription(parsing: manySections) }
     }
 
+    /// Issue 12's findings: attributes whose value splits into nothing used to index an empty array.
+    @Test func attributesThatSplitIntoNothingAreSkipped() throws {
+        let text = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=ssrc:1 :\r\na=extmap:/ x\r\na=ssrc:2 cname:x\r\na=extmap:3 urn:y\r\n"
+        let section = try #require(try SessionDescription(parsing: text).media.first)
+        #expect(section.ssrcAttributes.map(\.ssrc) == [2])
+        #expect(section.headerExtensions.map(\.id) == [3])
+    }
+
     @Test func simulcastAndRidsParse() throws {
         let text = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=rid:r0 send\r\na=rid:r1 send\r\na=simulcast:send r0;~r1,r2\r\n"
         let section = try #require(try SessionDescription(parsing: text).media.first)
