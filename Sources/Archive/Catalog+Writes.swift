@@ -68,6 +68,19 @@ extension Catalog {
         try write { db in try recording.update(db) }
     }
 
+    /// Stores a finished recording over the row its file got when it was created (found by
+    /// the path it had then: a first part is renamed when a split follows), or inserts it.
+    @discardableResult
+    public func completeRecording(_ recording: RecordingRecord, createdPath: String) throws(CatalogError) -> RecordingRecord {
+        try write { db in
+            var record = recording
+            record.id = try Int64.fetchOne(db, sql: "SELECT id FROM recordings WHERE session_id = ? AND connection_id = ? AND path = ? AND status = 'recording'",
+                                           arguments: [recording.sessionID, recording.connectionID, createdPath])
+            if record.id == nil { try record.insert(db) } else { try record.update(db) }
+            return record
+        }
+    }
+
     /// Stores `recbot verify`'s verdict on a recording (the latest run wins).
     public func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError) {
         try write { db in

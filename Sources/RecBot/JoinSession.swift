@@ -203,6 +203,14 @@ public final class JoinSession: @unchecked Sendable {
                                                               firstSeenAt: Self.nowMilliseconds(), role: "sendonly"))
             }
         }
+        // The catalog learns of each file when it is created, so a kill leaves a row to repair.
+        recordings.onFileStarted = { recorder in
+            let row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
+                                      path: "recordings/\(sessionID)/\(recorder.filename)", videoCodec: recorder.tracks.videoCodec?.rawValue,
+                                      audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
+                                      status: .recording)
+            writer.submit("recording") { catalog throws(CatalogError) in try catalog.insertRecording(row) }
+        }
         var refusals = VideoRefusals()
         refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
         _ = recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refusals.bySender)

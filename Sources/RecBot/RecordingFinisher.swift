@@ -83,7 +83,7 @@ final class RecordingFinisher: @unchecked Sendable {
             row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
             row.videoSizes = done.statistics.videoSizes.isEmpty ? nil : done.statistics.videoSizes.joined(separator: ",")
             row.videoRefused = done.refusedVideoCodec
-            try catalog.insertRecording(row)
+            try catalog.completeRecording(row, createdPath: "recordings/\(sessionID)/\(done.createdFilename)")
         }
     }
 }

@@ -30,6 +30,8 @@ final class RecordingSet {
     private let interleaveNanoseconds: Int64
     private let logger: Logger
     private let onRecordingStarted: (SenderRecorder) -> Void
+    /// A recorder created its file (the catalog then gets its `recording` row).
+    var onFileStarted: ((SenderRecorder) -> Void)?
 
     init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
          logger: Logger, onRecordingStarted: @escaping (SenderRecorder) -> Void) {
@@ -108,6 +110,7 @@ final class RecordingSet {
                                               segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
                                               startsAt: boundary, refusedVideoCodec: refusedVideo[sender])
             recorders[sender] = recorder
+            recorder.onFileStarted = onFileStarted
             onRecordingStarted(recorder)
             logger.info("recording sender", metadata: ["sender": "\(sender)", "video": "\(tracks.videoCodec?.rawValue ?? "-")",
                                                        "audio": "\(tracks.audioChannels != nil)", "part": "\(part)"])

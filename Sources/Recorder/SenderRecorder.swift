@@ -60,6 +60,8 @@ public struct FinishedRecording: Sendable {
     public var connectionID: String
     /// 0: the sender's only file; from 1: a split part.
     public var part: Int
+    /// The name the file had while it was written (its catalog row's path until it finished).
+    public var createdFilename: String
     public var filename: String
     public var sidecarFilename: String
     public var tracks: SenderTracks
@@ -96,6 +98,12 @@ public final class SenderRecorder: @unchecked Sendable {
     public let refusedVideoCodec: String?
     public private(set) var statistics = RecordingStatistics()
     public static let maximumPendingBytes = 32 << 20
+    /// Longest cluster: what a kill can cost, beyond frames still held for recovery.
+    public static let clusterMilliseconds: Int64 = 1_000
+    /// Called on the caller's loop when the file is created (for the catalog's `recording` row).
+    public var onFileStarted: ((SenderRecorder) -> Void)?
+    /// The file's time 0 in Unix milliseconds (a whole second after the recording start; valid once started).
+    public var fileStartMilliseconds: Int64 { recordingStartMilliseconds + startOffsetSeconds * 1000 }
     /// How long audio waits for the first video keyframe before the file starts with a
     /// provisional picture size (the video track is there all the same).
     public static let videoWaitNanoseconds: Int64 = 5_000_000_000
@@ -306,7 +314,10 @@ public final class SenderRecorder: @unchecked Sendable {
         }
         let audio = tracks.audioChannels.map { WebMAudioTrack(opusHead: OpusHead(channelCount: UInt8(min(2, max(1, $0))))) }
         do {
-            muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: segmentUID))
+            // One-second clusters: each is written whole as soon as it closes, so a kill costs
+            // at most about a second of media (plus what waits for retransmissions).
+            muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: segmentUID,
+                                                                        maxClusterDurationMilliseconds: SenderRecorder.clusterMilliseconds))
         } catch {
             failure = "\(error)"
             muxer = nil
@@ -315,6 +326,7 @@ public final class SenderRecorder: @unchecked Sendable {
         // mkdir and open are blocking file-system calls: they run on the writer queue, first.
         let layout = self.layout
         createdFilename = filename
+        onFileStarted?(self)
         let path = layout.directory + "/" + filename
         queue.async { [self] in
             lock.withLock {
@@ -420,7 +432,7 @@ public final class SenderRecorder: @unchecked Sendable {
         let startedAt = recordingStartMilliseconds + startOffsetSeconds * 1000
         let stopOffset = max(startOffsetSeconds, partBoundarySeconds ?? (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
         var finished = FinishedRecording(
-            connectionID: connectionID, part: part, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part),
+            connectionID: connectionID, part: part, createdFilename: createdFilename ?? filename, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part),
             tracks: SenderTracks(videoCodec: statistics.videoFrames == 0 ? nil : tracks.videoCodec, audioChannels: tracks.audioChannels),
             videoWidth: videoSize?.width, videoHeight: videoSize?.height, startedAtMilliseconds: startedAt,
             stoppedAtMilliseconds: stoppedAtMilliseconds, startOffsetSeconds: startOffsetSeconds,
