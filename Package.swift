@@ -70,6 +70,8 @@ let package = Package(
         .target(name: "CodecBindings", dependencies: ["CVPX", "COpus", "CDav1d", "COpenH264"]),
         // `recbot verify`: libwebm's reading of a file, every frame decoded.
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
+        // `recbot repair`: what a killed join left, finalized and cataloged.
+        .target(name: "Repair", dependencies: ["Archive", "Recorder", "Media", "WebM", "WebMReader"]),
         .target(
             name: "Archive",
             dependencies: [
@@ -123,7 +125,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "RecBot", "SoraSignaling", "Transport", "Verification",
+                "Archive", "RecBot", "SoraSignaling", "Transport", "Verification", "Repair",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

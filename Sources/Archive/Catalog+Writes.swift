@@ -6,7 +6,8 @@ extension Catalog {
         try write { db in try session.insert(db) }
     }
 
-    public func endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int) throws(CatalogError) {
+    /// `exitStatus` is nil when no process reported one (a session `recbot repair` ended).
+    public func endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?) throws(CatalogError) {
         let changed = try write { db in
             try db.execute(
                 sql: "UPDATE sessions SET ended_at = ?, end_reason = ?, exit_status = ? WHERE id = ?",

@@ -20,6 +20,20 @@ public struct ArchiveLayout: Sendable {
     /// Marks the last split part of a sender (JSON only).
     public func splitEndFilename(connectionID: String) -> String { "split-archive-end-\(connectionID).json" }
 
+    /// The sender and part a media file name stands for, or nil when it is not one of ours.
+    public static func parseMediaFilename(_ name: String) -> (connectionID: String, part: Int)? {
+        guard name.hasSuffix(".webm") else { return nil }
+        let base = name.dropLast(5)
+        if base.hasPrefix("archive-") {
+            let id = String(base.dropFirst(8))
+            return isSafeConnectionID(id) ? (id, 0) : nil
+        }
+        guard base.hasPrefix("split-archive-"), let underscore = base.lastIndex(of: "_") else { return nil }
+        let id = String(base[base.index(base.startIndex, offsetBy: 14)..<underscore])
+        guard isSafeConnectionID(id), let part = Int(base[base.index(after: underscore)...]), part > 0 else { return nil }
+        return (id, part)
+    }
+
     /// Sora's four-digit split index ("0001").
     public static func splitIndex(_ part: Int) -> String {
         let digits = String(part)

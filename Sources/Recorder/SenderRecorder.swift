@@ -39,6 +39,8 @@ public struct RecordingStatistics: Sendable, Equatable {
     public var videoSizes: [String] = []
 
     public var framesDropped: Int { framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe }
+
+    public init() {}
 }
 
 public enum RecorderError: Error, Sendable, CustomStringConvertible {
@@ -81,6 +83,25 @@ public struct FinishedRecording: Sendable {
     /// Video the sender offered in a codec WebM cannot hold (e.g. H265): not recorded.
     public var refusedVideoCodec: String?
     public var error: String?
+}
+
+extension FinishedRecording {
+    /// A file known from disk and the catalog rather than from a live recorder (`recbot repair`):
+    /// file time 0 is `fileStartMilliseconds`, a whole second after the recording start.
+    public static func known(connectionID: String, part: Int, filename: String, layout: ArchiveLayout, tracks: SenderTracks,
+                             videoSize: (width: Int, height: Int)?, recordingStartMilliseconds: Int64, fileStartMilliseconds: Int64,
+                             firstFrameMilliseconds: Int64, durationMilliseconds: Int64, size: UInt64, statistics: RecordingStatistics,
+                             refusedVideoCodec: String?) -> FinishedRecording {
+        let startOffset = max(0, fileStartMilliseconds - recordingStartMilliseconds) / 1000
+        let stopped = fileStartMilliseconds + durationMilliseconds
+        return FinishedRecording(
+            connectionID: connectionID, part: part, createdFilename: filename, filename: filename,
+            sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part), tracks: tracks,
+            videoWidth: videoSize?.width, videoHeight: videoSize?.height, startedAtMilliseconds: fileStartMilliseconds,
+            stoppedAtMilliseconds: stopped, startOffsetSeconds: startOffset, startOffsetMilliseconds: startOffset * 1000 + firstFrameMilliseconds,
+            stopOffsetSeconds: max(startOffset, (stopped - recordingStartMilliseconds + 999) / 1000), durationMilliseconds: durationMilliseconds,
+            size: size, statistics: statistics, reception: ReceiveCounters(), refusedVideoCodec: refusedVideoCodec, error: nil)
+    }
 }
 
 /// Records one sender (one connection id) into `archive-<id>.webm`. Frames come in on the

@@ -1,0 +1,81 @@
+import Archive
+import ArgumentParser
+import Foundation
+import Repair
+
+struct RepairCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "repair",
+        abstract: "Finish what a killed `recbot join` left: finalize its files, write sidecars and the report.",
+        discussion: """
+            Repairs sessions that never ended (or have files still marked `recording`) whose
+            process is gone: each unfinished WebM is rewritten into a finalized one (Duration,
+            Cues, known sizes; a cluster cut short keeps its whole blocks), its recording is
+            marked `repaired`, files the catalog never heard of are added, and the session ends
+            as `crashed`. Sessions whose recbot still runs on this host are left alone, so it is
+            safe to run beside other joins (the systemd unit runs it before each join).
+            Idempotent. Exit status 74 when a file could not be repaired.
+            """
+    )
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var output: OutputOptions
+    @Argument(help: ArgumentHelp("Session ids to repair.", valueName: "session")) var sessions: [ULIDArgument] = []
+    @Flag(help: "Repair every unfinished session.") var all = false
+    @Flag(help: "Also repair a session recorded on another host (its process cannot be checked from here).") var force = false
+
+    func validate() throws {
+        if sessions.isEmpty && !all { throw ValidationError("name a session, or pass --all") }
+    }
+
+    func run() throws {
+        let directory = common.dataDirectory
+        guard let catalog = try common.openCatalogForQuery() else { return }
+        let repair = SessionRepair(catalog: catalog, dataDirectory: directory.path)
+        var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory.path).unfinishedSessions() }
+        if !sessions.isEmpty {
+            targets = try sessions.map { id in
+                guard let session = try catalog.query({ c throws(CatalogError) in try c.session(id: id.value) }) else {
+                    throw Console.fail(ValidationError("no session \(id.value)"), status: .usage)
+                }
+                return session
+            }
+        }
+        var outcomes: [SessionRepairOutcome] = []
+        for session in targets { outcomes.append(try catalog.query { _ throws(CatalogError) in try repair.repair(session, force: force) }) }
+        if output.json {
+            Console.print(JSONValue.array(outcomes.map(RepairCommand.json)).rendered())
+        } else if outcomes.isEmpty {
+            Console.note("nothing to repair")
+        } else {
+            Console.print(RepairCommand.table(outcomes).rendered())
+        }
+        if outcomes.contains(where: { $0.files.contains { $0.error != nil } }) { throw ExitStatus.storage.exitCode }
+    }
+
+    static func json(_ outcome: SessionRepairOutcome) -> JSONValue {
+        .object([
+            ("session_id", .string(outcome.sessionID)), ("action", .string(outcome.action.rawValue)), ("detail", .string(outcome.detail)),
+            ("files", .array(outcome.files.map { file in
+                .object([
+                    ("path", .string(file.path)), ("repaired", .bool(file.repaired != nil && file.repaired?.wasComplete == false)),
+                    ("video_frames", .int(file.repaired?.videoFrames)), ("audio_frames", .int(file.repaired?.audioFrames)),
+                    ("bytes", .int(file.repaired.map { Int64(clamping: $0.size) })), ("error", .string(file.error)),
+                ])
+            })),
+        ])
+    }
+
+    static func table(_ outcomes: [SessionRepairOutcome]) -> TextTable {
+        var table = TextTable([("SESSION", .left), ("ACTION", .left), ("FILE", .left), ("FRAMES V/A", .right), ("RESULT", .left)])
+        for outcome in outcomes {
+            if outcome.files.isEmpty { table.add([outcome.sessionID, outcome.action.rawValue, nil, nil, outcome.detail]) }
+            for (index, file) in outcome.files.enumerated() {
+                let result = file.error ?? (file.repaired?.wasComplete == true ? "already finalized" : "finalized")
+                table.add([index == 0 ? outcome.sessionID : nil, index == 0 ? outcome.action.rawValue : nil, (file.path as NSString).lastPathComponent,
+                           file.repaired.map { "\($0.videoFrames)/\($0.audioFrames)" }, result])
+            }
+        }
+        return table
+    }
+}

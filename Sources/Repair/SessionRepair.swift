@@ -1,0 +1,189 @@
+import Archive
+import Foundation
+import Media
+import Recorder
+import WebM
+
+/// What `recbot repair` did with one session.
+public struct SessionRepairOutcome: Sendable {
+    public enum Action: String, Sendable { case repaired, stillRecording = "still recording", otherHost = "other host", nothingToDo = "nothing to do" }
+
+    public var sessionID: String
+    public var action: Action
+    public var files: [FileOutcome] = []
+    public var detail: String?
+
+    public struct FileOutcome: Sendable {
+        public var path: String
+        public var repaired: RepairedFile?
+        public var error: String?
+    }
+}
+
+/// Finishes what a killed `recbot join` left: each unfinished file rewritten into a finalized
+/// one, its catalog row marked `repaired` (or inserted, for a file the catalog never heard of),
+/// sidecars and the report written, and the session ended as `crashed`. A session whose
+/// process is still alive on this host is left alone, so it is safe beside running joins; one
+/// recorded on another host is only touched when forced.
+public struct SessionRepair {
+    public let catalog: Catalog
+    public let dataDirectory: String
+    public let hostname: String
+    public let isProcessAlive: (Int) -> Bool
+
+    public init(catalog: Catalog, dataDirectory: String, hostname: String = ProcessInfo.processInfo.hostName,
+                isProcessAlive: @escaping (Int) -> Bool = SessionRepair.processExists) {
+        self.catalog = catalog
+        self.dataDirectory = dataDirectory
+        self.hostname = hostname
+        self.isProcessAlive = isProcessAlive
+    }
+
+    /// kill(pid, 0): the process exists (EPERM: it exists but is someone else's). A zombie (a
+    /// killed recbot nobody reaped yet, state Z in /proc) is dead for this purpose.
+    public static func processExists(_ pid: Int) -> Bool {
+        guard pid > 0, pid <= Int(Int32.max) else { return false }
+        guard kill(pid_t(pid), 0) == 0 || errno == EPERM else { return false }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let afterName = stat.range(of: ") ", options: .backwards) else { return true }
+        return stat[afterName.upperBound...].first != "Z"
+    }
+
+    /// Sessions that never ended, or still have recordings in state `recording`.
+    public func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
+        let open = try catalog.sessions().filter { $0.endedAt == nil }
+        let withOpenFiles = Set(try catalog.recordings().filter { $0.status == .recording }.map(\.sessionID))
+        var sessions = open
+        for id in withOpenFiles.subtracting(open.map(\.id)) {
+            if let session = try catalog.session(id: id) { sessions.append(session) }
+        }
+        return sessions.sorted { $0.startedAt < $1.startedAt }
+    }
+
+    public func repair(_ session: SessionRecord, force: Bool = false) throws(CatalogError) -> SessionRepairOutcome {
+        var outcome = SessionRepairOutcome(sessionID: session.id, action: .repaired)
+        if session.endedAt == nil, !force {
+            if session.hostname == hostname, let pid = session.pid, isProcessAlive(pid) {
+                outcome.action = .stillRecording
+                outcome.detail = "pid \(pid) is alive"
+                return outcome
+            }
+            if let other = session.hostname, other != hostname {
+                outcome.action = .otherHost
+                outcome.detail = "recorded on \(other); --force repairs it from here"
+                return outcome
+            }
+        }
+        let layout = ArchiveLayout(recordingsRoot: dataDirectory + "/recordings", recordingID: session.id)
+        let context = try sidecarContext(session)
+        var rows = try catalog.recordings(RecordingFilter(sessionID: session.id))
+        for index in rows.indices where rows[index].status == .recording {
+            outcome.files.append(repairRow(&rows[index], session: session, layout: layout, context: context))
+            try catalog.updateRecording(rows[index])
+        }
+        for (name, sender) in unknownFiles(layout: layout, rows: rows) {
+            var row = RecordingRecord(sessionID: session.id, connectionID: sender.connectionID, part: sender.part,
+                                      path: "recordings/\(session.id)/\(name)", videoCodec: nil, audioCodec: nil, startedAt: session.startedAt)
+            row.startedAt = estimatedFileStart(layout.directory + "/" + name, session: session)
+            outcome.files.append(repairRow(&row, session: session, layout: layout, context: context))
+            rows.append(try catalog.insertRecording(row))
+        }
+        if outcome.files.isEmpty && session.endedAt != nil { outcome.action = .nothingToDo }
+        try writeReport(rows, session: session, layout: layout, context: context)
+        if session.endedAt == nil {
+            let end = rows.compactMap(\.endedAt).max() ?? session.startedAt
+            try catalog.endSession(id: session.id, endedAt: end, endReason: "crashed", exitStatus: nil)
+        }
+        return outcome
+    }
+
+    /// Rewrites one row's file and fills the row in from what the file holds.
+    private func repairRow(_ row: inout RecordingRecord, session: SessionRecord, layout: ArchiveLayout,
+                           context: SidecarContext) -> SessionRepairOutcome.FileOutcome {
+        let path = dataDirectory + "/" + row.path
+        do {
+            let file = try FileRepair.repair(path: path)
+            row.status = .repaired
+            row.bytes = Int64(clamping: file.size)
+            row.videoFrames = Int64(file.videoFrames)
+            row.audioFrames = Int64(file.audioFrames)
+            row.videoCodec = file.videoFrames > 0 ? file.videoCodec?.rawValue : row.videoCodec
+            row.audioCodec = file.audioChannels != nil ? "OPUS" : row.audioCodec
+            row.durationMs = file.lastMilliseconds.map { $0 + 20 } ?? 0
+            row.endedAt = row.startedAt + (row.durationMs ?? 0)
+            if let width = file.videoWidth, let height = file.videoHeight, row.videoSizes == nil { row.videoSizes = "\(width)x\(height)" }
+            try writeSidecar(finished(row, file: file, session: session, layout: layout), context: context, layout: layout)
+            return .init(path: path, repaired: file)
+        } catch {
+            row.status = .interrupted
+            return .init(path: path, error: "\(error)")
+        }
+    }
+
+    private func finished(_ row: RecordingRecord, file: RepairedFile?, session: SessionRecord, layout: ArchiveLayout) -> FinishedRecording {
+        var statistics = RecordingStatistics()
+        statistics.videoFrames = Int(row.videoFrames)
+        statistics.audioFrames = Int(row.audioFrames)
+        statistics.bytes = UInt64(max(0, row.bytes))
+        statistics.videoSizes = (row.videoSizes ?? "").split(separator: ",").map(String.init)
+        let name = (row.path as NSString).lastPathComponent
+        let tracks = SenderTracks(videoCodec: row.videoCodec.flatMap { WebMVideoCodec(rawValue: $0) }, audioChannels: row.audioCodec == nil ? nil : file?.audioChannels ?? 2)
+        return FinishedRecording.known(
+            connectionID: row.connectionID, part: row.part, filename: name, layout: layout, tracks: tracks,
+            videoSize: file.flatMap { f in f.videoWidth.flatMap { w in f.videoHeight.map { (w, $0) } } },
+            recordingStartMilliseconds: session.startedAt, fileStartMilliseconds: row.startedAt,
+            firstFrameMilliseconds: file?.firstMilliseconds ?? 0, durationMilliseconds: row.durationMs ?? 0,
+            size: UInt64(max(0, row.bytes)), statistics: statistics, refusedVideoCodec: row.videoRefused)
+    }
+
+    private func writeSidecar(_ recording: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) throws {
+        var object = Sidecar.object(recording, context: context, layout: layout)
+        object["repaired"] = true
+        try ArchiveLayout.writeJSON(object, to: layout.directory + "/" + recording.sidecarFilename)
+    }
+
+    private func writeReport(_ rows: [RecordingRecord], session: SessionRecord, layout: ArchiveLayout, context: SidecarContext) throws(CatalogError) {
+        let written = rows.filter { $0.status != .interrupted }
+        guard !written.isEmpty, FileManager.default.fileExists(atPath: layout.directory) else { return }
+        let recordings = written.map { finished($0, file: nil, session: session, layout: layout) }
+        let stopped = rows.compactMap(\.endedAt).max() ?? session.startedAt
+        let failed = rows.filter { $0.status == .interrupted }.map(\.connectionID)
+        do {
+            try ArchiveLayout.writeJSON(Sidecar.report(recordings, failed: failed, context: context, layout: layout,
+                                                       startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stopped), to: layout.reportPath)
+        } catch {
+            throw CatalogError(path: layout.reportPath, reason: .notFound("report not written: \(error)"))
+        }
+    }
+
+    /// Media files in the session's directory the catalog has no row for (a kill between
+    /// creating the file and cataloging it).
+    private func unknownFiles(layout: ArchiveLayout, rows: [RecordingRecord]) -> [(String, (connectionID: String, part: Int))] {
+        let known = Set(rows.map { ($0.path as NSString).lastPathComponent })
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.directory)) ?? []
+        return names.sorted().compactMap { name in
+            guard !known.contains(name), let sender = ArchiveLayout.parseMediaFilename(name) else { return nil }
+            return (name, sender)
+        }
+    }
+
+    /// Without a row the file's start is not known: its last write, less what it holds, rounded
+    /// down to the whole second after the recording start that files start on.
+    private func estimatedFileStart(_ path: String, session: SessionRecord) -> Int64 {
+        let modified = ((try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate]) as? Date).map { Int64($0.timeIntervalSince1970 * 1000) }
+        let span = max(0, (modified ?? session.startedAt) - session.startedAt)
+        return session.startedAt + span / 1000 * 1000
+    }
+
+    private func sidecarContext(_ session: SessionRecord) throws(CatalogError) -> SidecarContext {
+        let connections = try catalog.connections(sessionID: session.id)
+        var clientIDs: [String: String] = [:], bundleIDs: [String: String] = [:]
+        for connection in connections {
+            clientIDs[connection.connectionID] = connection.clientID
+            bundleIDs[connection.connectionID] = connection.bundleID
+        }
+        return SidecarContext(recordingID: session.id, channelID: session.channelID, soraSessionID: session.soraSessionID, clientIDs: clientIDs,
+                              bundleIDs: bundleIDs, botConnectionID: session.connectionID, recbotVersion: session.recbotVersion ?? "unknown",
+                              endReason: "crashed")
+    }
+}

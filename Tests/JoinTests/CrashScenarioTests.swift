@@ -1,0 +1,50 @@
+import Archive
+import Foundation
+import Testing
+
+/// A recbot killed mid-recording (SIGKILL: no chance to finalize anything), then `recbot repair`.
+@Suite(.serialized) struct CrashScenarioTests {
+    @Test func aKilledJoinIsRepairedWithAtMostAboutASecondLost() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "av1"])
+        defer { scenario.stop() }
+        let join = Process()
+        join.executableURL = URL(fileURLWithPath: Scenario.recbot)
+        join.arguments = ["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory, "--allow-address", "127.0.0.1/32"]
+        join.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        join.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try join.run()
+        // Kill it once both files have been recording for a few seconds.
+        var started: [RecordingRecord] = []
+        for _ in 0..<100 where started.count < 2 {
+            Thread.sleep(forTimeInterval: 0.1)
+            started = (try? Catalog.openExisting(path: scenario.dataDirectory + "/catalog.sqlite")?.recordings()) ?? []
+        }
+        #expect(started.count == 2 && started.allSatisfy { $0.status == .recording }, "rows exist while recording: \(started)")
+        Thread.sleep(forTimeInterval: 4)
+        let killedAt = Int64(Date().timeIntervalSince1970 * 1000)
+        kill(join.processIdentifier, SIGKILL)
+        join.waitUntilExit()
+
+        let repair = try scenario.recbot(["repair", "--all", "--json", "--data-dir", scenario.dataDirectory])
+        #expect(repair.status == 0, "repair: \(repair.stderr)")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        #expect(session.endReason == "crashed" && session.endedAt != nil)
+        let verify = try scenario.recbot(["verify", session.id, "--json", "--data-dir", scenario.dataDirectory])
+        #expect(verify.status == 0, "verify: \(verify.stderr.suffix(2_000))")
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [[String: Any]])
+        for row in try catalog.recordings() {
+            #expect(row.status == .repaired && row.verification == .verified)
+            let report = try #require(reports.first { $0["recording_id"] as? Int == row.id.map(Int.init) }?["report"] as? [String: Any])
+            let last = try #require((report["tracks"] as? [[String: Any]])?.compactMap { $0["last_ms"] as? Int }.max())
+            let lost = killedAt - (row.startedAt + Int64(last))
+            #expect(lost <= 1_600, "\(row.connectionID): \(lost) ms of media lost to the kill")
+            let sidecar = scenario.dataDirectory + "/" + (row.path as NSString).deletingPathExtension + ".json"
+            #expect(FileManager.default.fileExists(atPath: sidecar))
+        }
+        #expect(FileManager.default.fileExists(atPath: scenario.dataDirectory + "/recordings/\(session.id)/report-\(session.id).json"))
+        // Idempotent.
+        let again = try scenario.recbot(["repair", "--all", "--data-dir", scenario.dataDirectory])
+        #expect(again.status == 0 && again.stderr.contains("nothing to repair"))
+    }
+}
