@@ -15,6 +15,9 @@ public final class H264Decoder {
 
     /// Decodes one access unit (Annex-B); returns the size of each picture it produced.
     public func decode(_ accessUnit: [UInt8]) throws(CodecError) -> [(width: Int, height: Int)] {
+        guard accessUnit.count <= Int(Int32.max) else {
+            throw CodecError(codec: "H264", operation: "decode", code: -1, detail: "access unit of \(accessUnit.count) bytes")
+        }
         var width: Int32 = 0, height: Int32 = 0
         let state = accessUnit.withUnsafeBufferPointer { buffer in
             recbot_openh264_decode(decoder, buffer.baseAddress, Int32(buffer.count), &width, &height)

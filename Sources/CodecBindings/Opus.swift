@@ -72,6 +72,7 @@ public final class OpusDecoder {
 
     /// Returns the number of samples per channel decoded from one packet.
     public func decode(_ packet: [UInt8]) throws(CodecError) -> Int {
+        guard packet.count <= Int(Int32.max) else { throw CodecError(codec: "Opus", operation: "decode", code: -1, detail: "packet of \(packet.count) bytes") }
         var pcm = [Int16](repeating: 0, count: 5760 * channels)
         let samples = packet.withUnsafeBufferPointer { input in
             pcm.withUnsafeMutableBufferPointer { out in

@@ -165,6 +165,7 @@ public final class VPXDecoder {
 
     /// Decodes one frame; returns the size of each picture it produced.
     public func decode(_ data: [UInt8]) throws(CodecError) -> [(width: Int, height: Int)] {
+        guard data.count <= Int(UInt32.max) else { throw CodecError(codec: codec.name, operation: "decode", code: -1, detail: "frame of \(data.count) bytes") }
         let status = data.withUnsafeBufferPointer { buffer in
             vpx_codec_decode(&context, buffer.baseAddress, UInt32(buffer.count), nil, 0)
         }

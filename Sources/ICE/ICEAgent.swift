@@ -119,7 +119,9 @@ public final class ICEAgent {
     public var nextTimeout: MonotonicTime? {
         var deadlines = transactions.values.map(\.nextRetransmit)
         if state == .checking {
-            if hasCheckWork { deadlines.append(nextCheckSlot ?? MonotonicTime(nanoseconds: .min)) }
+            // No check sent yet: due at once (the start, already past), never a sentinel that
+            // a driver's arithmetic could overflow on.
+            if hasCheckWork { deadlines.append(nextCheckSlot ?? startedAt ?? MonotonicTime(nanoseconds: 0)) }
             if let startedAt { deadlines.append(startedAt.adding(milliseconds: configuration.connectTimeoutMilliseconds)) }
         }
         if state == .connected {

@@ -242,7 +242,8 @@ public enum RecvOnlyAnswerBuilder {
         var result: [String: String] = [:]
         for pair in (parameters ?? "").split(separator: ";") {
             let parts = pair.split(separator: "=", maxSplits: 1)
-            let key = parts[0].trimmingCharacters(in: " ").lowercased()
+            guard let name = parts.first else { continue }  // a bare "=" names nothing
+            let key = name.trimmingCharacters(in: " ").lowercased()
             result[key] = parts.count == 2 ? parts[1].trimmingCharacters(in: " ") : ""
         }
         return result

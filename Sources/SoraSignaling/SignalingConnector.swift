@@ -125,7 +125,8 @@ func withDeadline<T: Sendable>(_ deadline: Date, _ body: @escaping @Sendable () 
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {
-            try await Task.sleep(nanoseconds: UInt64(max(0, deadline.timeIntervalSinceNow) * 1_000_000_000))
+            // Clamped: a deadline centuries away is a long wait, not a trap converting to UInt64.
+            try await Task.sleep(nanoseconds: UInt64(min(max(0, deadline.timeIntervalSinceNow), 1e9) * 1_000_000_000))
             throw DeadlineExceeded()
         }
         guard let result = try await group.next() else { throw DeadlineExceeded() }

@@ -9,7 +9,7 @@ public struct IPPrefix: Equatable, Sendable, CustomStringConvertible {
 
     public init?(_ text: String) {
         let parts = text.split(separator: "/", maxSplits: 1)
-        guard let address = IPAddress(String(parts[0])) else { return nil }
+        guard let first = parts.first, let address = IPAddress(String(first)) else { return nil }  // "" and "/" name nothing
         let maximum = address.isIPv4 ? 32 : 128
         let length = parts.count == 2 ? Int(parts[1]) : maximum
         guard let length, (0...maximum).contains(length) else { return nil }

@@ -123,7 +123,8 @@ public final class UDPTransport: @unchecked Sendable {
         timer?.cancel()
         timerDeadline = next
         guard let next else { return }
-        let delay = max(0, next.nanoseconds - Self.now().nanoseconds)
+        let (difference, overflow) = next.nanoseconds.subtractingReportingOverflow(Self.now().nanoseconds)
+        let delay = overflow ? (next.nanoseconds < 0 ? 0 : Int64.max) : max(0, difference)
         timer = eventLoop.scheduleTask(in: .nanoseconds(delay)) { [self] in
             timerDeadline = nil
             guard let core = self.core else { return }

@@ -36,7 +36,9 @@ public enum RecordingVerifier {
         }
         let video = report.tracks.first { $0.kind == "video" }?.firstTimestampMilliseconds
         let audio = report.tracks.first { $0.kind == "audio" }?.firstTimestampMilliseconds
-        if let video, let audio { report.audioVideoStartOffsetMilliseconds = video - audio }
+        if let video, let audio, case let (offset, overflow) = video.subtractingReportingOverflow(audio), !overflow {
+            report.audioVideoStartOffsetMilliseconds = offset
+        }
         report.ok = report.error == nil && report.readerRulesHold && report.tracks.allSatisfy { $0.decodeErrors == 0 }
         return report
     }
@@ -71,7 +73,7 @@ struct TrackCheck {
         let kind = track.type == 1 ? "video" : track.type == 2 ? "audio" : "other"
         report = TrackReport(number: track.number, kind: kind, codecID: track.codecID)
         do {
-            decoder = try FrameDecoders.make(codecID: track.codecID, channels: Int(track.channels), codecPrivate: track.codecPrivate)
+            decoder = try FrameDecoders.make(codecID: track.codecID, channels: Int(clamping: track.channels), codecPrivate: track.codecPrivate)
             if decoder == nil { decoderProblem = "no decoder for \(track.codecID) (track \(track.number))" }
         } catch {
             decoderProblem = "cannot open a decoder for track \(track.number): \(error)"
@@ -81,7 +83,9 @@ struct TrackCheck {
     mutating func add(_ frame: WebMParsedFile.Frame) {
         report.frames += 1
         if frame.isKeyframe { report.keyframes += 1 }
-        if let last = report.lastTimestampMilliseconds, frame.timecode - last > TrackCheck.gapMilliseconds {
+        // Timecodes come from the file: any 64-bit value, so the difference may overflow.
+        if let last = report.lastTimestampMilliseconds, case let (gap, overflow) = frame.timecode.subtractingReportingOverflow(last),
+           overflow || gap > TrackCheck.gapMilliseconds {
             report.gapCount += 1
             if report.gaps.count < 20 { report.gaps.append(.init(fromMilliseconds: last, toMilliseconds: frame.timecode)) }
         }

@@ -203,9 +203,11 @@ private final class Collector {
             let collector = Collector.from(context)
             guard !collector.result.clusters.isEmpty else { return }
             let index = collector.result.clusters.count - 1
-            let base = Int64(collector.result.clusters[index].timecode)
+            // A file may claim any 64-bit cluster timecode: saturate rather than trap.
+            let base = Int64(clamping: collector.result.clusters[index].timecode)
+            let (timecode, overflow) = base.addingReportingOverflow(Int64(relative))
             let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-            let frame = WebMParsedFile.Frame(track: track, timecode: base + Int64(relative), isKeyframe: keyframe != 0,
+            let frame = WebMParsedFile.Frame(track: track, timecode: overflow ? .max : timecode, isKeyframe: keyframe != 0,
                                              isSimpleBlock: simple != 0, data: bytes)
             if let handler = collector.frameHandler { handler(frame) } else { collector.result.clusters[index].frames.append(frame) }
         }

@@ -172,6 +172,16 @@ final class SimulatedNetwork {
             .encoded(integrityKey: Array(password.utf8), fingerprint: true)
     }
 
+    /// Issue 12: a remote candidate added before any check was sent made the next deadline
+    /// Int64.min, and the UDP driver's `deadline - now` overflowed.
+    @Test func aCandidateBeforeAnyCheckIsDueAtOnceNotAtTheStartOfTime() throws {
+        let ice = agent()
+        _ = ice.start(now: .milliseconds(5_000))
+        ice.addRemoteCandidate(try #require(ICECandidate(sdp: "candidate:1 1 udp 2130706431 192.0.2.1 9 typ host")))
+        let next = try #require(ice.nextTimeout)
+        #expect(next.nanoseconds >= 0 && next <= .milliseconds(5_000))
+    }
+
     @Test func unauthenticatedRequestsGetNoAnswer() {
         let ice = agent()
         _ = ice.start(now: .milliseconds(0))

@@ -52,6 +52,14 @@ import Testing
         #expect(result.status == 78 && result.stderr.contains("--max-recovery-delay"), "\(result.status): \(result.stderr)")
     }
 
+    /// Issue 12: a connect timeout of centuries trapped converting its deadline to nanoseconds.
+    @Test func aHugeConnectTimeoutIsAWaitNotACrash() throws {
+        let result = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--connect-timeout", "20000000000"])
+        #expect(result.status == 69, "unreachable, not a trap: \(result.status) \(result.stderr.suffix(500))")
+        let prefix = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--allow-address", "/"])
+        #expect([69, 78].contains(prefix.status), "an empty address prefix is refused, not a trap: \(prefix.status)")
+    }
+
     @Test func versionAndHelp() throws {
         let version = try RecBotBinary.run(["--version"])
         #expect(version.status == 0 && version.stdout.contains("0.1.0"))

@@ -33,6 +33,15 @@ import Testing
         #expect(try fixture.jsonArray(["sessions", "list", "--channel", "nowhere"]).isEmpty)
     }
 
+    /// Issue 12: extreme times in a damaged catalog overflowed the formatting and the duration.
+    @Test func extremeCatalogTimesAreShownNotTrapped() throws {
+        try fixture.catalog.insertSession(SessionRecord(id: "01JD2K0000DDDDDDDDDDDDDDDD", channelID: "edge", startedAt: .min))
+        try fixture.catalog.endSession(id: "01JD2K0000DDDDDDDDDDDDDDDD", endedAt: .max, endReason: "x", exitStatus: 0)
+        #expect(try fixture.run(["sessions", "list", "--channel", "edge"]).status == 0)
+        #expect(try fixture.jsonArray(["sessions", "list", "--channel", "edge"]).first?["duration_ms"] is NSNull)
+        #expect(try fixture.run(["sessions", "show", "01JD2K0000DDDDDDDDDDDDDDDD"]).status == 0)
+    }
+
     @Test func sessionsListTable() throws {
         let result = try fixture.run(["sessions", "list"])
         #expect(result.status == 0)

@@ -179,6 +179,16 @@ let local = LocalTransportParameters(iceUfrag: "rbUF", icePwd: "recbotpassword12
         #expect(throws: SDPError.tooLarge(reason: "more than 1024 media sections")) { try SessionDescription(parsing: manySections) }
     }
 
+    /// Issue 12: an fmtp pair that is a bare "=" indexed an empty split, on the H.264 and RTX paths.
+    @Test func aBareEqualsInFmtpIsIgnored() throws {
+        for (maps, fmtp) in [("a=rtpmap:96 H264/90000", "a=fmtp:96 ="), ("a=rtpmap:96 VP8/90000\r\na=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96;=")] {
+            let text = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96 97\r\na=mid:0\r\n\(maps)\r\n\(fmtp)\r\n"
+            let section = try #require(try SessionDescription(parsing: text).media.first)
+            _ = RecvOnlyAnswerBuilder.negotiate(section, index: 0, capabilities: ReceiverCapabilities())
+        }
+        #expect(RecvOnlyAnswerBuilder.formatParameterDictionary("=;apt=96") == ["apt": "96"])
+    }
+
     /// Issue 12's findings: attributes whose value splits into nothing used to index an empty array.
     @Test func attributesThatSplitIntoNothingAreSkipped() throws {
         let text = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\nm=video 9 UDP/TLS/RTP/SAVPF 96\r\na=ssrc:1 :\r\na=extmap:/ x\r\na=ssrc:2 cname:x\r\na=extmap:3 urn:y\r\n"

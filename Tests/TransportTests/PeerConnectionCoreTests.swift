@@ -83,6 +83,7 @@ func makeCore() throws -> PeerConnectionCore {
         #expect(prefix.contains(IPAddress("10.1.200.3")!) && !prefix.contains(IPAddress("10.2.0.1")!))
         #expect(IPPrefix("fd00::/8")!.contains(IPAddress("fd12::1")!) && !IPPrefix("fd00::/8")!.contains(IPAddress("fe80::1")!))
         #expect(IPPrefix("1.2.3.4/33") == nil && IPPrefix("nonsense/8") == nil)
+        #expect(IPPrefix("") == nil && IPPrefix("/") == nil, "issue 12: these indexed an empty split")
         #expect(IPPrefix("0.0.0.0/0")!.contains(IPAddress("8.8.8.8")!))
     }
 

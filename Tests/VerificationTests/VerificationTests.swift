@@ -135,6 +135,21 @@ func ffprobeFrames(_ path: String, stream: String) throws -> Int? {
         #expect(report.tracks.first { $0.kind == "audio" }?.gapCount == 0)
     }
 
+    /// Issue 12: files with extreme timecodes or channel counts overflowed the reader and the checks.
+    @Test func extremeValuesInAFileAreReportedNotTrapped() {
+        let files = [
+            "1a45dfa3874282847765626d1853806701ffffffffffffff1f43b67591e7888000000000000000a3858100008000",  // cluster timecode ≥ 2^63
+            "1a45dfa3874282847765626d1853806701ffffffffffffff1f43b67591e7887fffffffffffffffa3858100018000",  // Int64.max + 1 relative
+            "1a45dfa3874282847765626d1853806701ffffffffffffff1654ae6b9cae9ad781028381028686415f4f505553e18a9f888000000000000000",  // Channels ≥ 2^63
+            "1a45dfa3874282847765626d1853806701ffffffffffffff1654ae6b8fae8dd781018381018685565f5650381f43b67591e7880000000000000000"
+                + "a38581ffff80001f43b67591e7887fffffffffffffffa3858100008000",  // frames at −1 and Int64.max
+        ]
+        for hex in files {
+            let bytes = stride(from: 0, to: hex.count, by: 2).map { UInt8(hex.dropFirst($0).prefix(2), radix: 16)! }
+            #expect(!RecordingVerifier.verify(bytes: bytes, label: "extreme").ok)
+        }
+    }
+
     @Test func damagedFilesNeverCrash() throws {
         let path = try writeRecording(video: (.vp9, try vpxFrames(.vp9, count: 20), 160, 96, nil), audioSeconds: 0.5)
         let original = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))

@@ -72,7 +72,7 @@ struct SessionsCommand: ParsableCommand {
                 ("Connection", session.connectionID), ("Client", session.clientID), ("Signaling URL", session.signalingURL),
                 ("Started", HumanFormat.localTime(milliseconds: session.startedAt)),
                 ("Ended", HumanFormat.localTime(milliseconds: session.endedAt)),
-                ("Duration", HumanFormat.duration(milliseconds: session.endedAt.map { $0 - session.startedAt })),
+                ("Duration", HumanFormat.duration(milliseconds: session.endedAt.flatMap { HumanFormat.span(from: session.startedAt, to: $0) })),
                 ("End reason", session.endReason), ("Exit status", session.exitStatus.map(String.init)),
                 ("Recordings", directory.recordingsPath + "/" + session.id),
             ]
@@ -105,7 +105,7 @@ struct SessionsCommand: ParsableCommand {
         for s in sessions {
             table.add([
                 s.id, s.channelID, s.connectionID, HumanFormat.localTime(milliseconds: s.startedAt),
-                HumanFormat.duration(milliseconds: s.endedAt.map { $0 - s.startedAt }),
+                HumanFormat.duration(milliseconds: s.endedAt.flatMap { HumanFormat.span(from: s.startedAt, to: $0) }),
                 s.endedAt == nil ? "(not ended)" : s.endReason,
             ])
         }

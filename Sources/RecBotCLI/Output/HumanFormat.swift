@@ -10,9 +10,15 @@ enum HumanFormat {
     }
 
     /// RFC 3339 in UTC with milliseconds, e.g. 2026-11-22T01:52:22.123Z.
+    /// `end - start` of catalog times, or nil when a damaged catalog makes it overflow.
+    static func span(from start: Int64, to end: Int64) -> Int64? {
+        let (difference, overflow) = end.subtractingReportingOverflow(start)
+        return overflow ? nil : difference
+    }
+
     static func rfc3339(milliseconds: Int64) -> String {
         var seconds = time_t(milliseconds.floorDivided(by: 1000))
-        let millis = Int(milliseconds - Int64(seconds) * 1000)
+        let millis = Int((milliseconds % 1000 + 1000) % 1000)  // never `seconds * 1000`: it overflows near Int64.min
         var parts = tm()
         gmtime_r(&seconds, &parts)
         return String(

@@ -18,7 +18,7 @@ enum RecordJSON {
             ("signaling_url", .string(s.signalingURL)),
             ("started_at", time(s.startedAt)),
             ("ended_at", time(s.endedAt)),
-            ("duration_ms", .int(s.endedAt.map { $0 - s.startedAt })),
+            ("duration_ms", .int(s.endedAt.flatMap { HumanFormat.span(from: s.startedAt, to: $0) })),
             ("end_reason", .string(s.endReason)),
             ("exit_status", .int(s.exitStatus)),
             ("recbot_version", .string(s.recbotVersion)),
