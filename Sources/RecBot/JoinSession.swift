@@ -65,7 +65,11 @@ public final class JoinSession: @unchecked Sendable {
     private func setPhase(_ text: String) { stateLock.withLock { phase = text } }
 
     /// Ends the session from outside (signals); `reason` goes into the catalog.
-    public func stop(reason: String) { emit.yield(.stop(reason)) }
+    public func stop(reason: String) {
+        stopRequest.request(reason)
+        emit.yield(.stop(reason))
+    }
+    private let stopRequest = StopRequest()
 
     public func run() async -> JoinOutcome {
         let catalog: Catalog
@@ -92,6 +96,7 @@ public final class JoinSession: @unchecked Sendable {
 
         let (result, reason, recordings) = await runConnected(sessionID: sessionID, startedAt: startedAt, startTime: startTime,
                                                              writer: writer, logger: logger)
+        stopRequest.close()
         writer.drain()
         var finalResult = result
         var finalReason = reason
@@ -122,6 +127,32 @@ public final class JoinSession: @unchecked Sendable {
         }
     }
 
+    enum SignalingPhase { case started(SignalingStart), failed(SignalingError), stopped(String) }
+
+    /// Connects signaling up to the offer, unless a stop is requested first: then it returns
+    /// at once (the connect attempt is cancelled and, if it still completes, closed).
+    private func startSignalingUnlessStopped(group: EventLoopGroup, logger: Logger) async -> SignalingPhase {
+        let options = self.options, stopRequest = self.stopRequest
+        return await withCheckedContinuation { (continuation: CheckedContinuation<SignalingPhase, Never>) in
+            let first = FirstOutcome()
+            let work = Task {
+                let phase: SignalingPhase
+                do throws(SignalingError) {
+                    phase = .started(try await SignalingConnector.start(urls: options.urls, options: options.connect, insecure: options.insecure,
+                                                                        group: group, timeoutSeconds: options.connectTimeoutSeconds, logger: logger))
+                } catch {
+                    phase = .failed(error)
+                }
+                if first.claim() { continuation.resume(returning: phase) } else if case .started(let late) = phase { await late.connection.close() }
+            }
+            Task {
+                guard let why = await stopRequest.wait(), first.claim() else { return }
+                work.cancel()
+                continuation.resume(returning: .stopped(why))
+            }
+        }
+    }
+
     // MARK: - Connected phase
 
     private func runConnected(sessionID: String, startedAt: Int64, startTime: MonotonicTime, writer: CatalogWriter,
@@ -132,10 +163,13 @@ public final class JoinSession: @unchecked Sendable {
         // 1. Signaling up to the offer.
         setPhase("signaling")
         let start: SignalingStart
-        do {
-            start = try await SignalingConnector.start(urls: options.urls, options: options.connect, insecure: options.insecure, group: group,
-                                                       timeoutSeconds: options.connectTimeoutSeconds, logger: logger)
-        } catch {
+        switch await startSignalingUnlessStopped(group: group, logger: logger) {
+        case .stopped(let why):
+            logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
+            return (.success, why, [])
+        case .started(let started):
+            start = started
+        case .failed(let error):
             logger.error("signaling failed", metadata: ["error": "\(error)"])
             switch error {
             case .rejected(let code, _): return (.rejected, "rejected: close \(code)", [])

@@ -41,7 +41,7 @@ struct StructuredLogHandler: LogHandler {
             let details = fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             line = "recbot: \(event.level): \(event.message)" + (details.isEmpty ? "" : " (\(details))")
         }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        StandardStreams.err(line + "\n")
     }
 
     /// logfmt quoting: bare when safe, otherwise a JSON-escaped quoted string.

@@ -1,10 +1,14 @@
 import ArgumentParser
+import Glibc
 import RecBotCLI
 
 /// Parses the command line and runs the command, async where it is (`join`).
 @main
 enum RecBotMain {
     static func main() async {
+        // A peer that closes a socket (or `recbot … | head`) must give an EPIPE error, not kill
+        // the process mid-recording.
+        signal(SIGPIPE, SIG_IGN)
         RecBotLogging.bootstrap()
         do {
             var command = try RecBot.parseAsRoot()

@@ -2,6 +2,27 @@ import Archive
 import Foundation
 import Testing
 
+/// Shutdown while signaling is still connecting: a signal is seen at once, not after the offer.
+@Suite(.serialized) struct ShutdownScenarioTests {
+    @Test func aSignalBeforeTheOfferEndsPromptly() throws {
+        let scenario = try Scenario(serverArguments: ["--silent", "--max-seconds", "6"])  // accepts connect, never offers
+        defer { scenario.stop() }
+        let join = Process()
+        join.executableURL = URL(fileURLWithPath: Scenario.recbot)
+        join.arguments = ["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory, "--allow-address", "127.0.0.1/32"]
+        join.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        join.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try join.run()
+        Thread.sleep(forTimeInterval: 1.5)
+        let signalled = Date()
+        kill(join.processIdentifier, SIGTERM)
+        join.waitUntilExit()
+        #expect(Date().timeIntervalSince(signalled) < 3, "took \(Date().timeIntervalSince(signalled)) s")
+        #expect(join.terminationStatus == 0)
+        #expect(try scenario.catalog().sessions().first?.endReason == "signal: SIGTERM")
+    }
+}
+
 /// A recbot killed mid-recording (SIGKILL: no chance to finalize anything), then `recbot repair`.
 @Suite(.serialized) struct CrashScenarioTests {
     @Test func aKilledJoinIsRepairedWithAtMostAboutASecondLost() throws {

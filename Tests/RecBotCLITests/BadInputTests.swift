@@ -60,6 +60,23 @@ import Testing
         #expect([69, 78].contains(prefix.status), "an empty address prefix is refused, not a trap: \(prefix.status)")
     }
 
+    /// A reader that goes away (`recbot … | head`) ends the command quietly (SIGPIPE's status),
+    /// never with Foundation's trap on a failed write.
+    @Test func aClosedPipeEndsQuietly() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: RecBotBinary.path)
+        process.arguments = ["sessions", "list", "--data-dir", fixture.directory]
+        let out = Pipe(), err = Pipe()
+        out.fileHandleForReading.closeFile()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit && process.terminationStatus == 141, "\(process.terminationStatus): \(stderr.prefix(300))")
+        #expect(!stderr.contains("Fatal error"))
+    }
+
     @Test func versionAndHelp() throws {
         let version = try RecBotBinary.run(["--version"])
         #expect(version.status == 0 && version.stdout.contains("0.1.0"))

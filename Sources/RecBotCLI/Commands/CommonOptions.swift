@@ -34,16 +34,16 @@ struct OutputOptions: ParsableArguments {
 
 enum Console {
     static func print(_ text: String) {
-        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+        StandardStreams.out(text + "\n")
     }
 
     static func note(_ text: String) {
-        FileHandle.standardError.write(Data(("recbot: " + text + "\n").utf8))
+        StandardStreams.err("recbot: " + text + "\n")
     }
 
     /// Reports an error on stderr and returns the exit code to throw.
     static func fail(_ error: any Error, status: ExitStatus) -> ExitCode {
-        FileHandle.standardError.write(Data(("recbot: error: \(error)\n").utf8))
+        StandardStreams.err("recbot: error: \(error)\n")
         return status.exitCode
     }
 }

@@ -34,7 +34,7 @@ final class LiveStatus: @unchecked Sendable {
 
     func stop() {
         task?.cancel()
-        if drawnLines > 0 { FileHandle.standardError.write(Data("\n".utf8)) }
+        if drawnLines > 0 { StandardStreams.err("\n") }
     }
 
     private func draw(_ status: JoinStatus, channel: String) {
@@ -54,6 +54,6 @@ final class LiveStatus: @unchecked Sendable {
         var text = drawnLines > 0 ? "\u{1B}[\(drawnLines)F" : ""
         for line in lines { text += "\u{1B}[2K" + line + "\n" }
         drawnLines = lines.count
-        FileHandle.standardError.write(Data(text.utf8))
+        StandardStreams.err(text)
     }
 }
