@@ -543,7 +543,7 @@ public final class JoinSession: @unchecked Sendable {
     static func stunServers(_ servers: [ICEServer]) -> [TransportAddress] {
         var result: [TransportAddress] = []
         for server in servers where server.username == nil {
-            for url in server.urls where url.hasPrefix("stun:") {
+            for url in server.urls where url.prefix(5).lowercased() == "stun:" {
                 let rest = url.dropFirst("stun:".count).split(separator: "?").first.map(String.init) ?? ""
                 let parts = rest.split(separator: ":")
                 guard let host = parts.first, let ip = IPAddress(String(host)) else { continue }  // numeric only, no DNS yet

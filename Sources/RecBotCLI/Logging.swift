@@ -39,7 +39,7 @@ struct StructuredLogHandler: LogHandler {
             line = parts.joined(separator: " ")
         } else {
             let details = fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "recbot: \(event.level): \(event.message)" + (details.isEmpty ? "" : " (\(details))")
+            line = TerminalText.escaped("recbot: \(event.level): \(event.message)" + (details.isEmpty ? "" : " (\(details))"))
         }
         StandardStreams.err(line + "\n")
     }

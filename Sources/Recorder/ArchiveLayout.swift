@@ -66,8 +66,17 @@ public struct ArchiveLayout: Sendable {
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: temporary))
         try handle.synchronize()
         try handle.close()
-        if FileManager.default.fileExists(atPath: path) { try FileManager.default.removeItem(atPath: path) }
-        try FileManager.default.moveItem(atPath: temporary, toPath: path)
+        // rename(2) replaces atomically: a reader sees the old sidecar or the new, never none.
+        guard rename(temporary, path) == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path]) }
+        syncDirectory(of: path)
+    }
+
+    /// fsync of the directory, so the rename itself survives a power loss.
+    static func syncDirectory(of path: String) {
+        let descriptor = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        _ = fsync(descriptor)
+        _ = close(descriptor)
     }
 }
 

@@ -46,9 +46,13 @@ public final class SignalingConnection: @unchecked Sendable {
 
     /// Opens a WebSocket to `url` (ws or wss; certificates verified unless `insecure`).
     static func open(url: String, insecure: Bool, group: EventLoopGroup, logger: Logger) async throws(SignalingError) -> SignalingConnection {
-        guard let parsed = URL(string: url), let scheme = parsed.scheme?.lowercased(), scheme == "ws" || scheme == "wss", parsed.host != nil else {
+        guard var components = URLComponents(string: url), let scheme = components.scheme?.lowercased(), scheme == "ws" || scheme == "wss",
+              components.host != nil else {
             throw .invalidURL(url)
         }
+        // Schemes are case-insensitive (RFC 3986 §3.1) but websocket-kit asserts lower case: WSS:// once trapped.
+        components.scheme = scheme
+        let connectURL = components.string ?? url
         var tls = TLSConfiguration.makeClientConfiguration()
         if insecure { tls.certificateVerification = .none }
         var configuration = WebSocketClient.Configuration(tlsConfiguration: scheme == "wss" ? tls : nil, maxFrameSize: 1 << 20)
@@ -62,7 +66,7 @@ public final class SignalingConnection: @unchecked Sendable {
         do {
             socket = try await withCheckedThrowingContinuation { continuation in
                 handoff.start(continuation)
-                WebSocket.connect(to: url, configuration: configuration, on: group) { socket in
+                WebSocket.connect(to: connectURL, configuration: configuration, on: group) { socket in
                     attach(socket, to: stream, url: url, logger: logger)
                     handoff.succeed(socket)
                 }

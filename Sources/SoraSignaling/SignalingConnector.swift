@@ -17,6 +17,9 @@ public struct SignalingStart: @unchecked Sendable {
 public enum SignalingConnector {
     public static let maximumRedirects = 3
 
+    /// wss:, in any case (URL schemes are case-insensitive, RFC 3986 §3.1).
+    public static func isSecure(_ url: String) -> Bool { url.prefix(6).lowercased() == "wss://" }
+
     public static func start(urls: [String], options: ConnectOptions, insecure: Bool, group: EventLoopGroup,
                              timeoutSeconds: Double, logger: Logger) async throws(SignalingError) -> SignalingStart {
         guard !urls.isEmpty else { throw .invalidURL("(none)") }
@@ -45,6 +48,11 @@ public enum SignalingConnector {
                     case .redirect(let location):
                         redirects += 1
                         guard redirects <= maximumRedirects else { throw SignalingError.malformedMessage("more than \(maximumRedirects) redirects") }
+                        // A redirect must not take a TLS connection to plain text (it would expose the
+                        // metadata and whatever follows to the network).
+                        if SignalingConnector.isSecure(connection.url) && !SignalingConnector.isSecure(location) {
+                            throw SignalingError.malformedMessage("redirect from \(connection.url) to \(location) would drop TLS")
+                        }
                         logger.notice("redirected", metadata: ["from": "\(connection.url)", "to": "\(location)"])
                         await connection.close()
                         connection = try await SignalingConnection.open(url: location, insecure: insecure, group: group, logger: logger)

@@ -18,9 +18,10 @@ public final class WebMFileWriter {
     public private(set) var length: UInt64 = 0
 
     /// Creates the file; fails if it already exists, so a recording is never overwritten.
+    /// Its mode is 0666 less the process umask (recbot sets 027: owner and group only).
     public init(creatingAt path: String) throws(WebMFileError) {
         self.path = path
-        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o666)
         if descriptor < 0 { throw WebMFileError(path: path, operation: "create", errno: errno) }
     }
 

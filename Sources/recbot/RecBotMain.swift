@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Glibc
 import RecBotCLI
 
@@ -9,6 +10,7 @@ enum RecBotMain {
         // A peer that closes a socket (or `recbot … | head`) must give an EPIPE error, not kill
         // the process mid-recording.
         signal(SIGPIPE, SIG_IGN)
+        FilePermissions.apply(environment: ProcessInfo.processInfo.environment)
         RecBotLogging.bootstrap()
         do {
             var command = try RecBot.parseAsRoot()

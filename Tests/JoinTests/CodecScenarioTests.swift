@@ -89,6 +89,11 @@ import Testing
         #expect(vp8.videoCodec == "VP8" && vp8.videoFrames > 100 && vp8.videoRefused == nil)
         let listed = try scenario.recbot(["recordings", "list", "--data-dir", scenario.dataDirectory])
         #expect(listed.stdout.contains("OPUS (H265 refused)"))
+        // Participants' media and metadata are owner/group-only (umask 027 by default).
+        let directory = scenario.dataDirectory + "/recordings/\(session.id)"
+        func mode(_ path: String) throws -> Int { try #require(FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) }
+        #expect(try mode(directory) == 0o750 && mode(scenario.dataDirectory + "/catalog.sqlite") == 0o640)
+        for name in try FileManager.default.contentsOfDirectory(atPath: directory) { #expect(try mode(directory + "/" + name) == 0o640, "\(name)") }
     }
 }
 

@@ -368,6 +368,14 @@ struct Scenario {
         #expect(session.endReason == "rejected: close 4490" && session.exitStatus == 77)
     }
 
+    /// A redirect that would take a wss:// session to plain ws:// is refused (issue 12).
+    @Test func aRedirectThatDropsTLSIsRefused() throws {
+        let scenario = try Scenario(serverArguments: ["--tls", "--redirect-to", "ws://127.0.0.1:9/signaling", "--max-seconds", "6"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--insecure"])
+        #expect(result.status == 76 && result.stderr.contains("drop TLS"), "\(result.status): \(result.stderr.suffix(1_000))")
+    }
+
     @Test func redirectIsFollowed() throws {
         let scenario = try Scenario(serverArguments: ["--redirect", "--publisher", "vp8"])
         defer { scenario.stop() }

@@ -462,9 +462,9 @@ class Session:
             self.truth["end"] = "rejected"
             await ws.close(4490, "AUTHENTICATION-FAILED")
             return
-        if args.redirect and not connect.get("redirect"):
+        if (args.redirect or args.redirect_to) and not connect.get("redirect"):
             self.truth["redirected"] = True
-            await self.send(ws, {"type": "redirect", "location": self.url})
+            await self.send(ws, {"type": "redirect", "location": args.redirect_to or self.url})
             await ws.close()
             return
         channel = connect["channel_id"]
@@ -823,6 +823,7 @@ async def main():
     parser.add_argument("--ping-interval", type=float, default=2.0)
     parser.add_argument("--reject", action="store_true", help="close 4490 after connect, like an auth rejection")
     parser.add_argument("--redirect", action="store_true", help="answer the first connect with redirect to itself")
+    parser.add_argument("--redirect-to", metavar="URL", help="answer the first connect with redirect to this URL (e.g. a ws:// one from --tls)")
     parser.add_argument("--abrupt-close-after", type=float, default=0)
     parser.add_argument("--end-after", type=float, default=0,
                         help="end the session from the server side: WebSocket close 1000, or after a switch that dropped "

@@ -56,6 +56,8 @@ import Testing
     @Test func aHugeConnectTimeoutIsAWaitNotACrash() throws {
         let result = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--connect-timeout", "20000000000"])
         #expect(result.status == 69, "unreachable, not a trap: \(result.status) \(result.stderr.suffix(500))")
+        let upperCase = try fixture.run(["join", "--channel", "c", "--url", "WS://127.0.0.1:9/signaling"])
+        #expect(upperCase.status == 69, "URL schemes are case-insensitive: \(upperCase.status) \(upperCase.stderr.suffix(300))")
         let prefix = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--allow-address", "/"])
         #expect([69, 78].contains(prefix.status), "an empty address prefix is refused, not a trap: \(prefix.status)")
     }

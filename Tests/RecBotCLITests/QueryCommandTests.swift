@@ -58,6 +58,15 @@ import Testing
         #expect(try #require(lines.first { $0.hasPrefix(Fixture.s2) }).contains("(not ended)"))
     }
 
+    /// Remote strings never reach the terminal raw: an escape sequence in a client id is shown, not run.
+    @Test func controlCharactersAreMadeVisible() throws {
+        try fixture.catalog.upsertConnection(ConnectionRecord(sessionID: Fixture.s1, connectionID: "EVIL1", firstSeenAt: Fixture.t0 + 900,
+                                                              clientID: "cam\u{1B}[2J\u{202E}txt"))
+        let text = try fixture.run(["sessions", "show", Fixture.s1])
+        #expect(text.status == 0 && !text.stdout.contains("\u{1B}") && !text.stdout.contains("\u{202E}"))
+        #expect(text.stdout.contains("cam\\u{1b}[2J\\u{202e}txt"))
+    }
+
     @Test func sessionsShow() throws {
         let text = try fixture.run(["sessions", "show", Fixture.s1.lowercased()])
         #expect(text.status == 0, "\(text.stderr)")

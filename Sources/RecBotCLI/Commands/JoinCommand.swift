@@ -122,7 +122,7 @@ struct JoinCommand: AsyncParsableCommand {
         let urls = !self.urls.isEmpty ? self.urls
             : (settings["RECBOT_URLS"] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
         guard !urls.isEmpty else { throw ValidationError("--url (or RECBOT_URLS) is required") }
-        for url in urls where !(url.hasPrefix("ws://") || url.hasPrefix("wss://")) {
+        for url in urls where !(url.prefix(5).lowercased() == "ws://" || url.prefix(6).lowercased() == "wss://") {
             throw ValidationError("signaling URL \(url) must start with ws:// or wss://")
         }
         var connect = ConnectOptions(channelID: channel, soraClient: "recbot \(RecBot.version)", environment: "[\(Self.architecture)] Linux")

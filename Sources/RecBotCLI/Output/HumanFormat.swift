@@ -5,17 +5,17 @@ enum HumanFormat {
     /// "Name:  value" lines with the values aligned; absent values show as "-".
     static func fields(_ fields: [(String, String?)]) -> String {
         let width = fields.map(\.0.count).max() ?? 0
-        return fields.map { name, value in name + ":" + String(repeating: " ", count: width - name.count + 1) + (value ?? "-") }
+        return fields.map { name, value in name + ":" + String(repeating: " ", count: width - name.count + 1) + TerminalText.escaped(value ?? "-") }
             .joined(separator: "\n")
     }
 
-    /// RFC 3339 in UTC with milliseconds, e.g. 2026-11-22T01:52:22.123Z.
     /// `end - start` of catalog times, or nil when a damaged catalog makes it overflow.
     static func span(from start: Int64, to end: Int64) -> Int64? {
         let (difference, overflow) = end.subtractingReportingOverflow(start)
         return overflow ? nil : difference
     }
 
+    /// RFC 3339 in UTC with milliseconds, e.g. 2026-11-22T01:52:22.123Z.
     static func rfc3339(milliseconds: Int64) -> String {
         var seconds = time_t(milliseconds.floorDivided(by: 1000))
         let millis = Int((milliseconds % 1000 + 1000) % 1000)  // never `seconds * 1000`: it overflows near Int64.min

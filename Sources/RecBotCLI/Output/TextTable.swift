@@ -12,8 +12,8 @@ struct TextTable {
     mutating func add(_ row: [String?]) {
         rows.append(row.map { value in
             guard let value, !value.isEmpty else { return "-" }
-            // One line per row, whatever the data holds.
-            return String(value.map { $0.isNewline || $0 == "\t" ? " " : $0 })
+            // One line per row, whatever the data holds; other control characters made visible.
+            return TerminalText.escaped(String(value.map { $0.isNewline || $0 == "\t" ? " " : $0 }))
         })
     }
 
