@@ -32,6 +32,10 @@ public final class Catalog: Sendable {
             }
         }
         do {
+            // Joins that start together on a fresh or older catalog would race through the
+            // migrations ("table already exists"): one process migrates at a time.
+            let lock = try MigrationLock(catalogPath: path)
+            defer { lock.release() }
             pool = try DatabasePool(path: path, configuration: Catalog.configuration(readonly: false))
             let migrator = Catalog.migrator()
             let before = try pool.read { db in try migrator.appliedIdentifiers(db) }
@@ -47,10 +51,31 @@ public final class Catalog: Sendable {
         }
     }
 
-    /// Opens an existing catalog for queries, or returns nil when there is none yet.
+    /// Opens an existing catalog to write (verify, repair), migrating it; nil when there is none yet.
     public static func openExisting(path: String) throws(CatalogError) -> Catalog? {
         guard FileManager.default.fileExists(atPath: path) else { return nil }
         return try Catalog(path: path)
+    }
+
+    /// Opens an existing catalog read-only for the query commands, or returns nil when there is
+    /// none yet. It never migrates: a newer or older schema is an error that says so.
+    public static func openForQuery(path: String) throws(CatalogError) -> Catalog? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        try inspectExisting(path: path)
+        do {
+            let pool = try DatabasePool(path: path, configuration: configuration(readonly: true))
+            let applied = try pool.read { db in try db.tableExists("grdb_migrations") ? Set(String.fetchAll(db, sql: "SELECT identifier FROM grdb_migrations")) : [] }
+            let missing = knownMigrations.filter { !applied.contains($0) }
+            if !missing.isEmpty { throw CatalogError(path: path, reason: .olderSchema(missing: missing)) }
+            return Catalog(path: path, pool: pool)
+        } catch {
+            throw CatalogError(path: path, error)
+        }
+    }
+
+    private init(path: String, pool: DatabasePool) {
+        self.path = path
+        self.pool = pool
     }
 
     /// Migration identifiers recorded as applied.

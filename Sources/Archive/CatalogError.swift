@@ -7,6 +7,8 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
         case corrupt(String)
         /// Migrations this binary does not know were applied: a newer recbot wrote it.
         case newerSchema(unknown: [String])
+        /// Migrations this binary has are missing: an older recbot wrote it (queries do not migrate).
+        case olderSchema(missing: [String])
         case cannotCreateDirectory(String)
         case sqlite(String)
         case notFound(String)
@@ -28,6 +30,8 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
             "catalog \(path) is corrupt (\(detail)); refusing to touch it"
         case .newerSchema(let unknown):
             "catalog \(path) has a newer schema than this recbot knows (migrations \(unknown.joined(separator: ", "))); upgrade recbot"
+        case .olderSchema(let missing):
+            "catalog \(path) has an older schema (missing \(missing.joined(separator: ", "))); queries never change it: run `recbot repair --all` (or the next `recbot join`) once to upgrade it"
         case .cannotCreateDirectory(let detail):
             "cannot create the directory for catalog \(path): \(detail)"
         case .sqlite(let detail):

@@ -104,6 +104,35 @@ func snapshot(_ path: String) throws -> (bytes: Data, siblings: [String]) {
         #expect(after.bytes == before.bytes)
     }
 
+    /// Issue 12: joins starting together on a fresh (or older) catalog raced through the
+    /// migrations ("table already exists"). Twenty openers, one catalog, all must succeed.
+    @Test(arguments: [nil, "0001_catalog"])
+    func twentyOpenersAtOnceMigrateOnce(startingAt: String?) async throws {
+        let path = try temporaryCatalogPath()
+        if let startingAt { try Catalog.migrator(upTo: startingAt).migrate(try DatabaseQueue(path: path)) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 { group.addTask { _ = try Catalog(path: path) } }
+            try await group.waitForAll()
+        }
+        #expect(try Catalog(path: path).appliedMigrations() == Catalog.knownMigrations)
+    }
+
+    /// Query commands never migrate: an older catalog is read as it is, and says what it lacks.
+    @Test func queriesOpenReadOnlyAndNeverMigrate() throws {
+        let path = try temporaryCatalogPath()
+        try Catalog.migrator(upTo: "0001_catalog").migrate(try DatabaseQueue(path: path))
+        #expect { try Catalog.openForQuery(path: path) } throws: { error in
+            guard case .olderSchema(let missing)? = (error as? CatalogError)?.reason else { return false }
+            return missing.first == "0002_query_indexes" && "\(error)".contains("recbot repair")
+        }
+        #expect(try DatabaseQueue(path: path).read { db in try Catalog.migrator().appliedIdentifiers(db) } == ["0001_catalog"], "not migrated")
+        _ = try Catalog(path: path)
+        let reader = try #require(try Catalog.openForQuery(path: path))
+        #expect(try reader.sessions().isEmpty)
+        #expect(throws: CatalogError.self) { try reader.insertSession(SessionRecord(id: "01JD0000000000000000000000", channelID: "x", startedAt: 1)) }
+        #expect(try Catalog.openForQuery(path: path + ".missing") == nil)
+    }
+
     @Test func writersInSeveralConnectionsCoexist() async throws {
         // Each Catalog has its own pool and SQLite connections, as separate processes would.
         let path = try temporaryCatalogPath()

@@ -101,8 +101,12 @@ import Testing
         try Catalog.migrator(upTo: "0001_catalog").migrate(queue)
         try queue.close()
 
-        let result = try RecBotBinary.run(["sessions", "list", "--json", "--data-dir", data], executable: copy)
+        // Queries never migrate; they say what to do.
+        let query = try RecBotBinary.run(["sessions", "list", "--json", "--data-dir", data], executable: copy)
+        #expect(query.status == 74 && query.stderr.contains("older schema") && query.stderr.contains("recbot repair --all"), "\(query.stderr)")
+        let result = try RecBotBinary.run(["repair", "--all", "--data-dir", data], executable: copy)
         #expect(result.status == 0, "\(result.stderr)")
+        #expect(try RecBotBinary.run(["sessions", "list", "--json", "--data-dir", data], executable: copy).status == 0)
         let catalog = try Catalog(path: data + "/catalog.sqlite")
         #expect(try catalog.appliedMigrations() == Catalog.knownMigrations)
     }

@@ -12,11 +12,21 @@ struct CommonOptions: ParsableArguments {
         DataDirectory.resolve(flag: dataDir, environment: ProcessInfo.processInfo.environment, isRoot: getuid() == 0)
     }
 
-    /// Opens the catalog for a query. Returns nil (after a note on stderr) when nothing was recorded yet.
+    /// Opens the catalog read-only for a query (never migrating it). Returns nil (after a note
+    /// on stderr) when nothing was recorded yet.
     func openCatalogForQuery() throws -> Catalog? {
+        try open { path throws(CatalogError) in try Catalog.openForQuery(path: path) }
+    }
+
+    /// Opens the catalog to write to it (verify, repair), upgrading an older schema.
+    func openCatalogForWriting() throws -> Catalog? {
+        try open { path throws(CatalogError) in try Catalog.openExisting(path: path) }
+    }
+
+    private func open(_ opener: (String) throws(CatalogError) -> Catalog?) throws -> Catalog? {
         let path = dataDirectory.catalogPath
         do {
-            guard let catalog = try Catalog.openExisting(path: path) else {
+            guard let catalog = try opener(path) else {
                 Console.note("no catalog at \(path) yet: nothing has been recorded there")
                 return nil
             }

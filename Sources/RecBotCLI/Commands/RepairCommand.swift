@@ -30,7 +30,7 @@ struct RepairCommand: ParsableCommand {
 
     func run() throws {
         let directory = common.dataDirectory
-        guard let catalog = try common.openCatalogForQuery() else { return }
+        guard let catalog = try common.openCatalogForWriting() else { return }
         let repair = SessionRepair(catalog: catalog, dataDirectory: directory.path)
         var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory.path).unfinishedSessions() }
         if !sessions.isEmpty {
