@@ -65,13 +65,13 @@ let package = Package(
         .target(name: "WebM", dependencies: ["Bitstreams"], swiftSettings: fuzzSwiftSettings),
 
         // MARK: Readers, codecs, catalog
-        .target(name: "WebMReader", dependencies: ["CWebMParser"]),
-        .target(name: "Recorder", dependencies: ["WebM", "Media", "WireCoding"]),
+        .target(name: "WebMReader", dependencies: ["CWebMParser"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "Recorder", dependencies: ["WebM", "Media", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "CodecBindings", dependencies: ["CVPX", "COpus", "CDav1d", "COpenH264"]),
         // `recbot verify`: libwebm's reading of a file, every frame decoded.
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
-        .target(name: "Repair", dependencies: ["Archive", "Recorder", "Media", "WebM", "WebMReader"]),
+        .target(name: "Repair", dependencies: ["Archive", "Recorder", "Media", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
         .target(
             name: "Archive",
             dependencies: [
@@ -93,7 +93,7 @@ let package = Package(
             .product(name: "NIOWebSocket", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: fuzzSwiftSettings),
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
@@ -110,6 +110,12 @@ let package = Package(
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSignaling", dependencies: ["SoraSignaling", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+                          linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzDepacketizers", dependencies: ["Media", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+                          linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzRepair", dependencies: ["Repair", "WebMReader", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+                          linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzVerify", dependencies: ["Verification", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzVP9", dependencies: ["Media", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 only="${2:-}"
 scratch=.build-fuzz
-targets=(stun:FuzzSTUN sdp:FuzzSDP rtp:FuzzRTP av1:FuzzAV1 sctp:FuzzSCTP sctp-reassembly:FuzzSCTPReassembly media-receiver:FuzzMediaReceiver vp9:FuzzVP9 verify:FuzzVerify)
+targets=(stun:FuzzSTUN sdp:FuzzSDP rtp:FuzzRTP av1:FuzzAV1 sctp:FuzzSCTP sctp-reassembly:FuzzSCTPReassembly media-receiver:FuzzMediaReceiver vp9:FuzzVP9 verify:FuzzVerify signaling:FuzzSignaling depacketizers:FuzzDepacketizers repair:FuzzRepair)
 export RECBOT_FUZZ=1  # Package.swift then instruments the parsers and links libFuzzer
 
 mkdir -p fuzz-artifacts
