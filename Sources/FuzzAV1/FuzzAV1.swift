@@ -8,7 +8,7 @@ import WebM
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzAV1(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
-    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    let bytes = fuzzInput(data, size)
     fuzzDepacketizer(splitPayloads(bytes))
     if let configuration = try? AV1CodecConfiguration(temporalUnit: bytes) {
         _ = configuration.codecPrivate
@@ -17,17 +17,6 @@ public func fuzzAV1(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     }
     _ = try? AV1CodecConfiguration(sequenceHeaderPayload: bytes)
     return 0
-}
-
-func splitPayloads(_ bytes: [UInt8]) -> [ArraySlice<UInt8>] {
-    var payloads: [ArraySlice<UInt8>] = []
-    var offset = 0
-    while offset < bytes.count, payloads.count < 64 {
-        let end = min(bytes.count, offset + 1 + Int(bytes[offset]))
-        payloads.append(bytes[(offset + 1)..<end])
-        offset = end
-    }
-    return payloads
 }
 
 func fuzzDepacketizer(_ payloads: [ArraySlice<UInt8>]) {

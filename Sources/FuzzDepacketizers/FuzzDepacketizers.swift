@@ -6,14 +6,8 @@ import Media
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzDepacketizers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
-    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-    var payloads: [ArraySlice<UInt8>] = []
-    var offset = 0
-    while offset < bytes.count, payloads.count < 64 {
-        let end = min(bytes.count, offset + 1 + Int(bytes[offset]))
-        payloads.append(bytes[(offset + 1)..<end])
-        offset = end
-    }
+    let bytes = fuzzInput(data, size)
+    let payloads = splitPayloads(bytes)
     let depacketizers: [any Depacketizer] = [VP8Depacketizer(), H264Depacketizer(), OpusDepacketizer()]
     for depacketizer in depacketizers {
         _ = payloads.first.map { depacketizer.isFrameStart($0) }

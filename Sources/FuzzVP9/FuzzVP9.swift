@@ -7,15 +7,8 @@ import Media
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzVP9(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
-    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-    var payloads: [ArraySlice<UInt8>] = []
-    var offset = 0
-    while offset < bytes.count, payloads.count < 64 {
-        let length = Int(bytes[offset])
-        let end = min(bytes.count, offset + 1 + length)
-        payloads.append(bytes[(offset + 1)..<end])
-        offset = end
-    }
+    let bytes = fuzzInput(data, size)
+    let payloads = splitPayloads(bytes)
     for payload in payloads { _ = try? VP9PayloadDescriptor.parse(payload) }
     let depacketizer = VP9Depacketizer()
     _ = payloads.first.map { depacketizer.isFrameStart($0) }

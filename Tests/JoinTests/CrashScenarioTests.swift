@@ -7,12 +7,7 @@ import Testing
     @Test func aSignalBeforeTheOfferEndsPromptly() throws {
         let scenario = try Scenario(serverArguments: ["--silent", "--max-seconds", "6"])  // accepts connect, never offers
         defer { scenario.stop() }
-        let join = Process()
-        join.executableURL = URL(fileURLWithPath: Scenario.recbot)
-        join.arguments = ["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory, "--allow-address", "127.0.0.1/32"]
-        join.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        join.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try join.run()
+        let join = try scenario.startJoin()
         Thread.sleep(forTimeInterval: 1.5)
         let signalled = Date()
         kill(join.processIdentifier, SIGTERM)
@@ -28,12 +23,7 @@ import Testing
     @Test func aKilledJoinIsRepairedWithAtMostAboutASecondLost() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "av1"])
         defer { scenario.stop() }
-        let join = Process()
-        join.executableURL = URL(fileURLWithPath: Scenario.recbot)
-        join.arguments = ["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory, "--allow-address", "127.0.0.1/32"]
-        join.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        join.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try join.run()
+        let join = try scenario.startJoin()
         // Kill it once both files have been recording for a few seconds.
         var started: [RecordingRecord] = []
         for _ in 0..<100 where started.count < 2 {

@@ -52,6 +52,17 @@ struct Scenario {
         try recbot(["join", "--channel", "sora", "--url", url ?? self.url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"] + extra)
     }
 
+    /// Starts `recbot join` without waiting for it (to signal or kill it).
+    func startJoin() throws -> Process {
+        let join = Process()
+        join.executableURL = URL(fileURLWithPath: Scenario.recbot)
+        join.arguments = ["join", "--channel", "sora", "--url", url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"]
+        join.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        join.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try join.run()
+        return join
+    }
+
     /// Runs any recbot command (the caller names the data directory where it needs one).
     func recbot(_ arguments: [String]) throws -> Result {
         let process = Process()
