@@ -185,7 +185,7 @@ public final class JoinSession: @unchecked Sendable {
             try catalog.updateSession(id: sessionID, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
                                       clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: connection.url)
         }
-        let eventLog = SignalingEventLog(sessionID: sessionID, writer: writer, logger: logger)
+        let eventLog = SignalingEventLog(sessionID: sessionID, writer: writer, logger: logger, limits: options.eventLimits)
         for message in start.earlier { eventLog.record(message) }
 
         // 2. Transport and answer.
@@ -490,11 +490,19 @@ public final class JoinSession: @unchecked Sendable {
         let finished = all.filter { $0.error == nil }
         let failed = all.filter { $0.error != nil }.map(\.connectionID)
         endContext.endReason = reason
+        if eventLog.refused > 0 {
+            logger.warning("events not stored: the session's event limit was reached",
+                           metadata: ["refused": "\(eventLog.refused)", "refused_bytes": "\(eventLog.refusedBytes)", "stored": "\(eventLog.stored)"])
+        }
         if !finished.isEmpty || !failed.isEmpty {
             do {
                 try layout.createDirectory()
-                try ArchiveLayout.writeJSON(Sidecar.report(finished, failed: failed, context: endContext, layout: layout,
-                                                           startedAtMilliseconds: startedAt, stoppedAtMilliseconds: stoppedAt), to: layout.reportPath)
+                var report = Sidecar.report(finished, failed: failed, context: endContext, layout: layout,
+                                            startedAtMilliseconds: startedAt, stoppedAtMilliseconds: stoppedAt)
+                report["events_stored"] = eventLog.stored
+                report["events_refused"] = eventLog.refused
+                report["events_refused_bytes"] = eventLog.refusedBytes
+                try ArchiveLayout.writeJSON(report, to: layout.reportPath)
             } catch {
                 return (.storage, "storage: report: \(error)", finished)
             }

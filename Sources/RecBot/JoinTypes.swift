@@ -54,6 +54,8 @@ public struct JoinOptions: Sendable {
     public var hostPolicy = HostAddressPolicy()
     /// How lost packets are recovered (NACK/RTX) and how long a gap is waited for.
     public var recovery = RecoveryPolicy()
+    /// What one session may store in the events table; beyond it events are counted, not stored.
+    public var eventLimits = EventLimits()
     public var recbotVersion: String
 
     public init(urls: [String], connect: ConnectOptions, catalogPath: String, recordingsRoot: String, recbotVersion: String) {
@@ -62,5 +64,17 @@ public struct JoinOptions: Sendable {
         self.catalogPath = catalogPath
         self.recordingsRoot = recordingsRoot
         self.recbotVersion = recbotVersion
+    }
+}
+
+/// A per-session cap on stored events (notify, push, data-channel messages): a hostile or
+/// runaway channel cannot fill the disk through the catalog.
+public struct EventLimits: Sendable, Equatable {
+    public var maximumCount: Int
+    public var maximumBytes: Int
+
+    public init(maximumCount: Int = 1_000_000, maximumBytes: Int = 1 << 30) {
+        self.maximumCount = maximumCount
+        self.maximumBytes = maximumBytes
     }
 }

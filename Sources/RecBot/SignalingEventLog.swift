@@ -3,11 +3,41 @@ import Foundation
 import Logging
 import SoraSignaling
 
-/// Stores what Sora says: every notify and push, raw, and any message recbot does not act on.
-struct SignalingEventLog {
+/// Stores what Sora says: every notify and push, raw, and any message recbot does not act on,
+/// up to the session's event limits; beyond them events are counted (and logged once), not stored.
+final class SignalingEventLog {
     let sessionID: String
     let writer: CatalogWriter
     let logger: Logger
+    let limits: EventLimits
+    private(set) var stored = 0
+    private(set) var storedBytes = 0
+    private(set) var refused = 0
+    private(set) var refusedBytes = 0
+
+    init(sessionID: String, writer: CatalogWriter, logger: Logger, limits: EventLimits = EventLimits()) {
+        self.sessionID = sessionID
+        self.writer = writer
+        self.logger = logger
+        self.limits = limits
+    }
+
+    /// Submits an event unless the session's limits are reached.
+    private func store(_ event: EventRecord) {
+        let size = event.payloadSize
+        guard stored < limits.maximumCount, storedBytes + size <= limits.maximumBytes else {
+            if refused == 0 {
+                logger.warning("event limit reached: further events are counted, not stored",
+                               metadata: ["stored": "\(stored)", "stored_bytes": "\(storedBytes)"])
+            }
+            refused += 1
+            refusedBytes += size
+            return
+        }
+        stored += 1
+        storedBytes += size
+        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+    }
 
     /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
     /// `label`: the data channel it came on (nil: the WebSocket).
@@ -30,7 +60,7 @@ struct SignalingEventLog {
         default:
             return
         }
-        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+        store(event)
     }
 
     /// A video section refused because WebM cannot hold its codec: kept as a `recbot` event.
@@ -39,7 +69,7 @@ struct SignalingEventLog {
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
         let event = EventRecord(sessionID: sessionID, kind: .recbot, eventType: "video.refused", senderConnectionID: sender,
                                 receivedAt: JoinSession.nowMilliseconds(), payload: .json(String(decoding: data, as: UTF8.self)))
-        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+        store(event)
     }
 
     /// A message on a messaging channel (`#label`, `e2ee`, `rpc`): text that is JSON is stored as
@@ -54,7 +84,7 @@ struct SignalingEventLog {
         }
         let event = EventRecord(sessionID: sessionID, kind: .datachannel, label: label, senderConnectionID: sender,
                                 receivedAt: JoinSession.nowMilliseconds(), payload: payload)
-        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+        store(event)
     }
 }
 
@@ -76,5 +106,15 @@ struct ConnectionNotice {
                                   bundleID: object["bundle_id"] as? String, role: object["role"] as? String, metadata: json("metadata"),
                                   authnMetadata: json("authn_metadata"), authzMetadata: json("authz_metadata"),
                                   leftAt: type == "connection.destroyed" ? time : nil)
+    }
+}
+
+extension EventRecord {
+    /// Bytes the event's payload takes in the catalog.
+    var payloadSize: Int {
+        switch payload {
+        case .json(let text), .text(let text): text.utf8.count
+        case .binary(let bytes): bytes.count
+        }
     }
 }

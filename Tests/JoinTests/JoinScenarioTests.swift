@@ -161,6 +161,24 @@ struct Scenario {
         }
     }
 
+    /// A per-session cap on stored events (issue 12): past it events are counted, not stored,
+    /// and the recording is untouched.
+    @Test func theEventLimitStoresThatManyAndCountsTheRest() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "h264"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "4s", "--max-events", "2"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
+        #expect(result.stderr.components(separatedBy: "event limit reached").count == 2, "logged once")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        #expect(try catalog.events(EventFilter(sessionID: session.id)).count == 2)
+        let sent = try #require(try scenario.truth()["messages_sent"] as? [String])
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath:
+            scenario.dataDirectory + "/recordings/\(session.id)/report-\(session.id).json"))) as? [String: Any])
+        #expect(report["events_stored"] as? Int == 2 && (report["events_refused"] as? Int ?? 0) >= sent.count - 2)
+        #expect(try catalog.recordings().count == 2)
+    }
+
     @Test func aLatePublisherArrivesThroughReOffer() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8", "--late-publishers", "1", "--late-after", "2"])
         defer { scenario.stop() }

@@ -89,6 +89,13 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-recovery-delay"), help: ArgumentHelp(
         "How long a lost packet is asked for again (NACK) before it counts as lost (default 1s; 200ms…10s).", valueName: "duration"))
     var maxRecoveryDelay: DurationArgument?
+    @Option(name: .customLong("max-events"), help: ArgumentHelp(
+        "Store at most this many events (notify, push, data-channel messages) per session; more are counted, not stored (default 1000000).",
+        valueName: "count"))
+    var maxEvents: Int?
+    @Option(name: .customLong("max-event-bytes"), help: ArgumentHelp(
+        "Store at most this many bytes of event payloads per session (default 1073741824, 1 GiB).", valueName: "bytes"))
+    var maxEventBytes: Int?
     @Option(help: ArgumentHelp("Config file of RECBOT_NAME=value lines.", valueName: "file")) var config: String?
 
     func run() async throws {
@@ -180,6 +187,14 @@ struct JoinCommand: AsyncParsableCommand {
         if let delay = maxRecoveryDelay ?? settings["RECBOT_MAX_RECOVERY_DELAY"].flatMap({ DurationArgument(argument: $0) }) {
             guard (200...10_000).contains(delay.milliseconds) else { throw ValidationError("--max-recovery-delay must be between 200ms and 10s") }
             options.recovery.maximumRecoveryDelayNanoseconds = delay.milliseconds * 1_000_000
+        }
+        if let count = maxEvents ?? settings["RECBOT_MAX_EVENTS"].flatMap({ Int($0) }) {
+            guard count >= 0 else { throw ValidationError("--max-events must not be negative") }
+            options.eventLimits.maximumCount = count
+        }
+        if let bytes = maxEventBytes ?? settings["RECBOT_MAX_EVENT_BYTES"].flatMap({ Int($0) }) {
+            guard bytes >= 0 else { throw ValidationError("--max-event-bytes must not be negative") }
+            options.eventLimits.maximumBytes = bytes
         }
         func prefixes(_ flags: [String], _ key: String) throws -> [IPPrefix] {
             let texts = !flags.isEmpty ? flags : (settings[key] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
