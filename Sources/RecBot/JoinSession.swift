@@ -127,32 +127,6 @@ public final class JoinSession: @unchecked Sendable {
         }
     }
 
-    enum SignalingPhase { case started(SignalingStart), failed(SignalingError), stopped(String) }
-
-    /// Connects signaling up to the offer, unless a stop is requested first: then it returns
-    /// at once (the connect attempt is cancelled and, if it still completes, closed).
-    private func startSignalingUnlessStopped(group: EventLoopGroup, logger: Logger) async -> SignalingPhase {
-        let options = self.options, stopRequest = self.stopRequest
-        return await withCheckedContinuation { (continuation: CheckedContinuation<SignalingPhase, Never>) in
-            let first = FirstOutcome()
-            let work = Task {
-                let phase: SignalingPhase
-                do throws(SignalingError) {
-                    phase = .started(try await SignalingConnector.start(urls: options.urls, options: options.connect, insecure: options.insecure,
-                                                                        group: group, timeoutSeconds: options.connectTimeoutSeconds, logger: logger))
-                } catch {
-                    phase = .failed(error)
-                }
-                if first.claim() { continuation.resume(returning: phase) } else if case .started(let late) = phase { await late.connection.close() }
-            }
-            Task {
-                guard let why = await stopRequest.wait(), first.claim() else { return }
-                work.cancel()
-                continuation.resume(returning: .stopped(why))
-            }
-        }
-    }
-
     // MARK: - Connected phase
 
     private func runConnected(sessionID: String, startedAt: Int64, startTime: MonotonicTime, writer: CatalogWriter,
@@ -163,7 +137,7 @@ public final class JoinSession: @unchecked Sendable {
         // 1. Signaling up to the offer.
         setPhase("signaling")
         let start: SignalingStart
-        switch await startSignalingUnlessStopped(group: group, logger: logger) {
+        switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: group, logger: logger) {
         case .stopped(let why):
             logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
             return (.success, why, [])
