@@ -131,7 +131,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "RecBot", "SoraSignaling", "Transport", "Verification", "Repair",
+                "Archive", "RecBot", "Recorder", "SoraSignaling", "Transport", "Verification", "Repair",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

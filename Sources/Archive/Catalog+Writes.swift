@@ -82,6 +82,29 @@ extension Catalog {
         }
     }
 
+    /// What a file holds so far, while it is still being written (every few seconds), so the
+    /// catalog is close to the truth even after a kill.
+    public func updateRecordingProgress(sessionID: String, path: String, progress: RecordingProgress) throws(CatalogError) {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE recordings SET bytes = ?, duration_ms = ?, video_frames = ?, audio_frames = ?, video_codec = COALESCE(?, video_codec)
+                WHERE session_id = ? AND path = ? AND status = 'recording'
+                """, arguments: [progress.bytes, progress.durationMs, progress.videoFrames, progress.audioFrames, progress.videoCodec,
+                                 sessionID, path])
+        }
+    }
+
+    /// What the session refused or dropped (events over its limits, messages it could not keep up with).
+    public func recordSessionCounters(id: String, counters: SessionCounters) throws(CatalogError) {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE sessions SET events_stored = ?, events_refused = ?, events_refused_bytes = ?, messages_dropped = ?,
+                catalog_writes_dropped = ? WHERE id = ?
+                """, arguments: [counters.eventsStored, counters.eventsRefused, counters.eventsRefusedBytes, counters.messagesDropped,
+                                 counters.catalogWritesDropped, id])
+        }
+    }
+
     /// Stores `recbot verify`'s verdict on a recording (the latest run wins).
     public func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError) {
         try write { db in

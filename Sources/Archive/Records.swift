@@ -19,6 +19,12 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
     public var endedAt: Int64?
     public var endReason: String?
     public var exitStatus: Int?
+    /// Set when the session ends (nil for one a repair ended).
+    public var eventsStored: Int64?
+    public var eventsRefused: Int64?
+    public var eventsRefusedBytes: Int64?
+    public var messagesDropped: Int64?
+    public var catalogWritesDropped: Int64?
 
     public init(
         id: String, channelID: String, startedAt: Int64, soraSessionID: String? = nil, connectionID: String? = nil,
@@ -47,6 +53,8 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
         case clientID = "client_id", bundleID = "bundle_id", signalingURL = "signaling_url"
         case recbotVersion = "recbot_version", startedAt = "started_at", endedAt = "ended_at"
         case endReason = "end_reason", exitStatus = "exit_status"
+        case eventsStored = "events_stored", eventsRefused = "events_refused", eventsRefusedBytes = "events_refused_bytes"
+        case messagesDropped = "messages_dropped", catalogWritesDropped = "catalog_writes_dropped"
     }
 }
 
@@ -147,6 +155,8 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var verifiedAt: Int64?
     /// The verification result as JSON.
     public var verificationReport: String?
+    /// Why the recording is `interrupted` (nil otherwise).
+    public var error: String?
 
     public init(
         sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
@@ -184,8 +194,32 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
         case jitterMs = "jitter_ms", framesDroppedIncomplete = "frames_dropped_incomplete"
         case framesDroppedKeyframeWait = "frames_dropped_keyframe_wait", framesDroppedMalformed = "frames_dropped_malformed"
         case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes", videoRefused = "video_refused"
-        case verification, verifiedAt = "verified_at", verificationReport = "verification_report"
+        case verification, verifiedAt = "verified_at", verificationReport = "verification_report", error
     }
+}
+
+/// A live file's progress, written to its catalog row every few seconds.
+public struct RecordingProgress: Sendable, Equatable {
+    public var bytes: Int64
+    public var durationMs: Int64
+    public var videoFrames: Int64
+    public var audioFrames: Int64
+    public var videoCodec: String?
+
+    public init(bytes: Int64, durationMs: Int64, videoFrames: Int64, audioFrames: Int64, videoCodec: String?) {
+        (self.bytes, self.durationMs, self.videoFrames, self.audioFrames, self.videoCodec) = (bytes, durationMs, videoFrames, audioFrames, videoCodec)
+    }
+}
+
+/// What a session refused or dropped, stored when it ends.
+public struct SessionCounters: Sendable, Equatable {
+    public var eventsStored: Int64 = 0
+    public var eventsRefused: Int64 = 0
+    public var eventsRefusedBytes: Int64 = 0
+    public var messagesDropped: Int64 = 0
+    public var catalogWritesDropped: Int64 = 0
+
+    public init() {}
 }
 
 public enum EventKind: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {

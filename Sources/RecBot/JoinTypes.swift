@@ -1,17 +1,8 @@
 import Foundation
 import Media
+import Recorder
 import SoraSignaling
 import Transport
-
-/// How a join ended, for the exit code.
-public enum JoinResult: Sendable, Equatable {
-    case success
-    case configuration
-    case rejected
-    case network
-    case protocolError
-    case storage
-}
 
 /// A moment's view of a running session, for the live status.
 public struct JoinStatus: Sendable {
@@ -38,7 +29,7 @@ public struct JoinStatus: Sendable {
 }
 
 public struct JoinOutcome: Sendable {
-    public var result: JoinResult
+    public var result: ExitStatus
     public var endReason: String
     public var sessionID: String?
 }
@@ -48,8 +39,8 @@ public struct JoinOptions: Sendable {
     public var connect: ConnectOptions
     public var durationMilliseconds: Int64?
     public var insecure = false
-    public var catalogPath: String
-    public var recordingsRoot: String
+    /// Catalog and recordings.
+    public var dataDirectory: DataDirectory
     public var connectTimeoutSeconds: Double = 30
     public var hostPolicy = HostAddressPolicy()
     /// How lost packets are recovered (NACK/RTX) and how long a gap is waited for.
@@ -58,11 +49,14 @@ public struct JoinOptions: Sendable {
     public var eventLimits = EventLimits()
     public var recbotVersion: String
 
-    public init(urls: [String], connect: ConnectOptions, catalogPath: String, recordingsRoot: String, recbotVersion: String) {
+    /// How long finishing the files may take at the end; past it recbot exits with 74 and
+    /// leaves the rest to `recbot repair` (a hung disk must not hang a cron job for ever).
+    public var finalizeTimeoutSeconds: Double = 60
+
+    public init(urls: [String], connect: ConnectOptions, dataDirectory: DataDirectory, recbotVersion: String) {
         self.urls = urls
         self.connect = connect
-        self.catalogPath = catalogPath
-        self.recordingsRoot = recordingsRoot
+        self.dataDirectory = dataDirectory
         self.recbotVersion = recbotVersion
     }
 }

@@ -10,6 +10,8 @@ final class RecordingFinisher: @unchecked Sendable {
     private let writer: CatalogWriter
     private let lock = NSLock()
     private var items: [FinishedRecording] = []
+    /// Senders (and parts) being finished right now.
+    private var inFlight: [String: Int] = [:]
     private let group = DispatchGroup()
 
     init(sessionID: String, writer: CatalogWriter) {
@@ -23,12 +25,20 @@ final class RecordingFinisher: @unchecked Sendable {
     /// sender then gets its end marker. A part retired by a codec change is not the last.
     func finish(_ recorder: SenderRecorder, counts: ReceiveCounters, context: SidecarContext, isLastPart: Bool = true) {
         group.enter()
+        let name = recorder.connectionID
+        lock.withLock { inFlight[name, default: 0] += 1 }
         DispatchQueue.global().async { [self] in
-            defer { group.leave() }
+            defer {
+                lock.withLock {
+                    inFlight[name, default: 1] -= 1
+                    if inFlight[name] == 0 { inFlight[name] = nil }
+                }
+                group.leave()
+            }
             guard let done = recorder.finish(stoppedAtMilliseconds: JoinSession.nowMilliseconds(), now: JoinSession.monotonicNow(),
                                              context: context, reception: counts) else { return }
             lock.withLock { items.append(done) }
-            catalog(done, sender: recorder.connectionID, counts: counts)
+            catalog(done, sender: recorder.connectionID, layout: recorder.layout, counts: counts)
             if isLastPart && done.part > 0 { writeSplitEnd(done, layout: recorder.layout, context: context) }
         }
     }
@@ -47,20 +57,27 @@ final class RecordingFinisher: @unchecked Sendable {
         }
     }
 
-    /// Waits until every file being finished is done.
-    func waitForAll() async {
+    /// Waits until every file being finished is done, or `timeoutSeconds` passed; returns the
+    /// senders still being finished then (their files stay `recording` in the catalog, for
+    /// `recbot repair`).
+    func waitForAll(timeoutSeconds: Double) async -> [String] {
+        let first = FirstOutcome()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            group.notify(queue: .global()) { continuation.resume() }
+            group.notify(queue: .global()) { if first.claim() { continuation.resume() } }
+            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeoutSeconds)) { if first.claim() { continuation.resume() } }
         }
+        return lock.withLock { inFlight.keys.sorted() }
     }
 
-    private func catalog(_ done: FinishedRecording, sender: String, counts: ReceiveCounters) {
+    private func catalog(_ done: FinishedRecording, sender: String, layout: ArchiveLayout, counts: ReceiveCounters) {
         let sessionID = self.sessionID
-        let path = "recordings/\(sessionID)/\(done.filename)"
+        let path = layout.catalogPath(done.filename)
         writer.submit("recording") { catalog throws(CatalogError) in
             var row = RecordingRecord(sessionID: sessionID, connectionID: sender, part: done.part, path: path,
                                       videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
-                                      startedAt: done.startedAtMilliseconds, status: done.error == nil ? .complete : .interrupted)
+                                      startedAt: done.startedAtMilliseconds,
+                                      status: done.error == nil && done.interruption == nil ? .complete : .interrupted)
+            row.error = done.error ?? done.interruption
             row.endedAt = done.stoppedAtMilliseconds
             row.durationMs = done.durationMilliseconds
             row.bytes = Int64(done.size)
@@ -83,7 +100,7 @@ final class RecordingFinisher: @unchecked Sendable {
             row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
             row.videoSizes = done.statistics.videoSizes.isEmpty ? nil : done.statistics.videoSizes.joined(separator: ",")
             row.videoRefused = done.refusedVideoCodec
-            try catalog.completeRecording(row, createdPath: "recordings/\(sessionID)/\(done.createdFilename)")
+            try catalog.completeRecording(row, createdPath: layout.catalogPath(done.createdFilename))
         }
     }
 }

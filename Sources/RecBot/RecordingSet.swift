@@ -111,6 +111,12 @@ final class RecordingSet {
                                               startsAt: boundary, refusedVideoCodec: refusedVideo[sender])
             recorders[sender] = recorder
             recorder.onFileStarted = onFileStarted
+            let logger = self.logger
+            recorder.onWriteFailed = { recorder, error in
+                // Loud at once: this sender's recording stops here; the others go on.
+                logger.error("recording storage failed; the sender's file keeps what was written",
+                             metadata: ["sender": "\(recorder.connectionID)", "part": "\(recorder.part)", "error": "\(error)"])
+            }
             onRecordingStarted(recorder)
             logger.info("recording sender", metadata: ["sender": "\(sender)", "video": "\(tracks.videoCodec?.rawValue ?? "-")",
                                                        "audio": "\(tracks.audioChannels != nil)", "part": "\(part)"])

@@ -39,6 +39,18 @@ final class SignalingEventLog {
         writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
     }
 
+    /// What the signaling session asked to keep.
+    func store(_ record: SignalingRecord) {
+        switch record {
+        case .message(let message, let label): self.record(message, label: label)
+        case .dataChannelMessage(let label, let sender, let isBinary, let data):
+            recordDataChannelMessage(label: label, sender: sender, isBinary: isBinary, data: data)
+        case .malformed(let text):
+            store(EventRecord(sessionID: sessionID, kind: .signaling, eventType: "malformed", receivedAt: JoinSession.nowMilliseconds(),
+                              payload: .text(text)))
+        }
+    }
+
     /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
     /// `label`: the data channel it came on (nil: the WebSocket).
     func record(_ message: IncomingMessage, label: String? = nil) {

@@ -13,6 +13,9 @@ public struct ArchiveLayout: Sendable {
 
     public var directory: String { recordingsRoot + "/" + recordingID }
     public var reportPath: String { directory + "/report-\(recordingID).json" }
+    /// A file of this session as the catalog names it: relative to the data directory, so the
+    /// directory can move.
+    public func catalogPath(_ filename: String) -> String { "\(DataDirectory.recordingsFolder)/\(recordingID)/\(filename)" }
 
     /// Part 0 is the sender's one file; parts from 1 are split parts (a codec change starts one).
     public func mediaFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ".webm" }

@@ -82,7 +82,11 @@ public struct FinishedRecording: Sendable {
     public var reception: ReceiveCounters
     /// Video the sender offered in a codec WebM cannot hold (e.g. H265): not recorded.
     public var refusedVideoCodec: String?
+    /// Nothing usable was recorded (the file could not be created or finished).
     public var error: String?
+    /// The file is finished but cut short: a write failed mid-file (a full disk), so it ends
+    /// at its last whole cluster. Its sidecar is written; the recording counts as interrupted.
+    public var interruption: String?
 }
 
 extension FinishedRecording {
@@ -100,7 +104,7 @@ extension FinishedRecording {
             videoWidth: videoSize?.width, videoHeight: videoSize?.height, startedAtMilliseconds: fileStartMilliseconds,
             stoppedAtMilliseconds: stopped, startOffsetSeconds: startOffset, startOffsetMilliseconds: startOffset * 1000 + firstFrameMilliseconds,
             stopOffsetSeconds: max(startOffset, (stopped - recordingStartMilliseconds + 999) / 1000), durationMilliseconds: durationMilliseconds,
-            size: size, statistics: statistics, reception: ReceiveCounters(), refusedVideoCodec: refusedVideoCodec, error: nil)
+            size: size, statistics: statistics, reception: ReceiveCounters(), refusedVideoCodec: refusedVideoCodec, error: nil, interruption: nil)
     }
 }
 
@@ -123,6 +127,9 @@ public final class SenderRecorder: @unchecked Sendable {
     public static let clusterMilliseconds: Int64 = 1_000
     /// Called on the caller's loop when the file is created (for the catalog's `recording` row).
     public var onFileStarted: ((SenderRecorder) -> Void)?
+    /// Called on the writer queue, once, when the file cannot be created or written (with the
+    /// error and its errno): the recorder stops taking frames; `finish` keeps what was written.
+    public var onWriteFailed: (@Sendable (SenderRecorder, String) -> Void)?
     /// The file's time 0 in Unix milliseconds (a whole second after the recording start; valid once started).
     public var fileStartMilliseconds: Int64 { recordingStartMilliseconds + startOffsetSeconds * 1000 }
     /// How long audio waits for the first video keyframe before the file starts with a
@@ -355,7 +362,7 @@ public final class SenderRecorder: @unchecked Sendable {
                     try layout.createDirectory()
                     writer = try WebMFileWriter(creatingAt: path)
                 } catch {
-                    writeError = "\(error)"
+                    failWriting("\(error)")
                 }
             }
         }
@@ -385,7 +392,8 @@ public final class SenderRecorder: @unchecked Sendable {
         }
         let size = frame.data.count
         let accepted = lock.withLock { () -> Bool in
-            guard pendingBytes + size <= SenderRecorder.maximumPendingBytes else { return false }
+            // After a write error nothing more can reach the file: frames are counted, not muxed.
+            guard writeError == nil, pendingBytes + size <= SenderRecorder.maximumPendingBytes else { return false }
             pendingBytes += size
             return true
         }
@@ -419,8 +427,27 @@ public final class SenderRecorder: @unchecked Sendable {
             lock.lock()
             defer { pendingBytes -= size; lock.unlock() }
             guard let writer, writeError == nil, !writes.isEmpty else { return }
-            do { try writer.apply(writes) } catch { writeError = "\(error)" }
+            do { try writer.apply(writes) } catch {
+                // Back to the last whole cluster, so the file on disk stays one a repair (or
+                // `finish`) can finalize; if even that fails, repair cuts the partial cluster.
+                try? writer.truncate(toLength: writer.length)
+                failWriting("\(error)")
+            }
         }
+    }
+
+    /// On the writer queue, with `lock` held.
+    private func failWriting(_ error: String) {
+        guard writeError == nil else { return }
+        writeError = error
+        onWriteFailed?(self, error)
+    }
+
+    /// What the file holds so far, for the catalog while recording (nil before it started).
+    public func progress(now: MonotonicTime) -> (bytes: UInt64, durationMilliseconds: Int64, statistics: RecordingStatistics)? {
+        guard muxer != nil else { return nil }
+        let written = lock.withLock { writer?.length }
+        return (written ?? 0, max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000), statistics)
     }
 
     /// Ends the file: flushes frames, finalizes the WebM (Cues, Duration, sizes), fsyncs,
@@ -429,29 +456,17 @@ public final class SenderRecorder: @unchecked Sendable {
     public func finish(stoppedAtMilliseconds: Int64, now: MonotonicTime, context: SidecarContext,
                        reception: ReceiveCounters = ReceiveCounters()) -> FinishedRecording? {
         _ = drain(now: now, force: true)  // nothing to ask for a keyframe any more
-        guard var muxer else { return nil }
-        let durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
-        let writes = (try? muxer.finalize(durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0))) ?? []
-        self.muxer = muxer
-        statistics.bytes = muxer.statistics.bytes
-        let error: String? = queue.sync {
-            lock.lock()
-            defer { lock.unlock() }
-            guard let writer else { return writeError ?? "no file" }
-            do {
-                try writer.apply(writes)
-                try writer.sync()
-                try writer.close()
-                if let createdFilename, createdFilename != filename {
-                    try FileManager.default.moveItem(atPath: layout.directory + "/" + createdFilename, toPath: layout.directory + "/" + filename)
-                }
-            } catch {
-                writeError = writeError ?? "\(error)"
-            }
-            return writeError
+        guard let muxer else { return nil }
+        var durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
+        let (error, interruption, size, finalMuxer) = queue.sync {
+            lock.withLock { finalizeFile(muxer, durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0)) }
         }
+        self.muxer = finalMuxer
+        statistics.bytes = size
+        if interruption != nil { durationMilliseconds = finalMuxer.statistics.lastTimestampMilliseconds ?? 0 }
         let startedAt = recordingStartMilliseconds + startOffsetSeconds * 1000
-        let stopOffset = max(startOffsetSeconds, partBoundarySeconds ?? (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
+        var stopOffset = max(startOffsetSeconds, partBoundarySeconds ?? (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
+        if interruption != nil { stopOffset = startOffsetSeconds + (durationMilliseconds + 999) / 1000 }  // where the media really ends
         var finished = FinishedRecording(
             connectionID: connectionID, part: part, createdFilename: createdFilename ?? filename, filename: filename, sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part),
             tracks: SenderTracks(videoCodec: statistics.videoFrames == 0 ? nil : tracks.videoCodec, audioChannels: tracks.audioChannels),
@@ -459,7 +474,7 @@ public final class SenderRecorder: @unchecked Sendable {
             stoppedAtMilliseconds: stoppedAtMilliseconds, startOffsetSeconds: startOffsetSeconds,
             startOffsetMilliseconds: startOffsetMilliseconds, stopOffsetSeconds: stopOffset,
             durationMilliseconds: durationMilliseconds, size: statistics.bytes, statistics: statistics, reception: reception,
-            refusedVideoCodec: refusedVideoCodec, error: error)
+            refusedVideoCodec: refusedVideoCodec, error: error, interruption: interruption)
         if error == nil {
             // Media first, sidecar second (the uploader queues a sidecar only once its media exists).
             do {
@@ -470,5 +485,53 @@ public final class SenderRecorder: @unchecked Sendable {
             }
         }
         return finished
+    }
+
+    /// Finalizes the file (on the writer queue, `lock` held): Cues, Duration and sizes, fsync,
+    /// then the rename a split part needs. After a mid-file write error the file is finalized
+    /// at its last whole cluster instead, without Cues if the disk still refuses them.
+    /// Returns the error (nothing usable), the interruption (usable but cut short) and the size.
+    private func finalizeFile(_ muxer: WebMMuxer, durationMilliseconds: Int64) -> (String?, String?, UInt64, WebMMuxer) {
+        guard let writer else { return (writeError ?? "no file", nil, 0, muxer) }
+        var finished = muxer
+        var interruption: String?
+        do {
+            if let failed = writeError {
+                finished = try finalizeCutShort(muxer, writer: writer)
+                interruption = "\(failed); the file ends at its last whole cluster (\(finished.statistics.lastTimestampMilliseconds ?? 0) ms)"
+            } else {
+                try writer.apply(try finished.finalize(durationMilliseconds: durationMilliseconds))
+            }
+            try writer.sync()
+            try writer.close()
+            if let createdFilename, createdFilename != filename {
+                try FileManager.default.moveItem(atPath: layout.directory + "/" + createdFilename, toPath: layout.directory + "/" + filename)
+            }
+        } catch {
+            return ("\(error)", nil, writer.length, finished)
+        }
+        return (nil, interruption, writer.length, finished)
+    }
+
+    private func finalizeCutShort(_ muxer: WebMMuxer, writer: WebMFileWriter) throws -> WebMMuxer {
+        var withCues = muxer
+        let writes = try withCues.finalizeTruncated(toLength: writer.length)
+        try writer.truncate(toLength: withCues.statistics.bytes - UInt64(writes.appendedByteCount))
+        do {
+            try writer.apply(writes)
+            return withCues
+        } catch {
+            var withoutCues = muxer  // a disk still full takes the in-place patches only
+            let patches = try withoutCues.finalizeTruncated(toLength: writer.length, includeCues: false)
+            try writer.truncate(toLength: withoutCues.statistics.bytes)
+            try writer.apply(patches)
+            return withoutCues
+        }
+    }
+}
+
+extension Array where Element == WebMWrite {
+    var appendedByteCount: Int {
+        reduce(0) { total, write in if case .append(let bytes) = write { total + bytes.count } else { total } }
     }
 }

@@ -27,11 +27,11 @@ public struct SessionRepairOutcome: Sendable {
 /// recorded on another host is only touched when forced.
 public struct SessionRepair {
     public let catalog: Catalog
-    public let dataDirectory: String
+    public let dataDirectory: DataDirectory
     public let hostname: String
     public let isProcessAlive: (Int) -> Bool
 
-    public init(catalog: Catalog, dataDirectory: String, hostname: String = ProcessInfo.processInfo.hostName,
+    public init(catalog: Catalog, dataDirectory: DataDirectory, hostname: String = ProcessInfo.processInfo.hostName,
                 isProcessAlive: @escaping (Int) -> Bool = SessionRepair.processExists) {
         self.catalog = catalog
         self.dataDirectory = dataDirectory
@@ -74,7 +74,7 @@ public struct SessionRepair {
                 return outcome
             }
         }
-        let layout = ArchiveLayout(recordingsRoot: dataDirectory + "/recordings", recordingID: session.id)
+        let layout = dataDirectory.layout(session: session.id)
         let context = try sidecarContext(session)
         var rows = try catalog.recordings(RecordingFilter(sessionID: session.id))
         for index in rows.indices where rows[index].status == .recording {
@@ -83,7 +83,7 @@ public struct SessionRepair {
         }
         for (name, sender) in unknownFiles(layout: layout, rows: rows) {
             var row = RecordingRecord(sessionID: session.id, connectionID: sender.connectionID, part: sender.part,
-                                      path: "recordings/\(session.id)/\(name)", videoCodec: nil, audioCodec: nil, startedAt: session.startedAt)
+                                      path: layout.catalogPath(name), videoCodec: nil, audioCodec: nil, startedAt: session.startedAt)
             row.startedAt = estimatedFileStart(layout.directory + "/" + name, session: session)
             outcome.files.append(repairRow(&row, session: session, layout: layout, context: context))
             rows.append(try catalog.insertRecording(row))
@@ -100,7 +100,7 @@ public struct SessionRepair {
     /// Rewrites one row's file and fills the row in from what the file holds.
     private func repairRow(_ row: inout RecordingRecord, session: SessionRecord, layout: ArchiveLayout,
                            context: SidecarContext) -> SessionRepairOutcome.FileOutcome {
-        let path = dataDirectory + "/" + row.path
+        let path = dataDirectory.absolute(catalogPath: row.path)
         do {
             let file = try FileRepair.repair(path: path)
             row.status = .repaired

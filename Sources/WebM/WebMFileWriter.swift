@@ -6,7 +6,7 @@ public struct WebMFileError: Error, Equatable, CustomStringConvertible {
     public var errno: Int32
 
     public var description: String {
-        "\(operation) \(path): \(String(cString: strerror(errno)))"
+        "\(operation) \(path): \(String(cString: strerror(errno))) (errno \(errno))"
     }
 }
 
@@ -39,6 +39,12 @@ public final class WebMFileWriter {
                 try writeAll(bytes, at: offset)
             }
         }
+    }
+
+    /// Cuts the file back to `length` (after a failed write: the last whole append).
+    public func truncate(toLength newLength: UInt64) throws(WebMFileError) {
+        if ftruncate(descriptor, off_t(newLength)) != 0 { throw WebMFileError(path: path, operation: "truncate", errno: errno) }
+        length = newLength
     }
 
     public func sync() throws(WebMFileError) {

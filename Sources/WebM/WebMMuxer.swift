@@ -33,6 +33,7 @@ public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
     case negativeTimestamp(WebMTrackKind, nanoseconds: Int64)
     case timestampDecreased(WebMTrackKind, previousMilliseconds: Int64, milliseconds: Int64)
     case alreadyFinalized
+    case truncatedBeforeHeader(length: UInt64)
 
     public var description: String {
         switch self {
@@ -48,6 +49,7 @@ public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
         case .timestampDecreased(let track, let previous, let now):
             "\(track) frame at \(now) ms is earlier than the previous block at \(previous) ms"
         case .alreadyFinalized: "the file is already finalized"
+        case .truncatedBeforeHeader(let length): "only \(length) bytes reached the file: not even its header is whole"
         }
     }
 }
@@ -108,6 +110,9 @@ public struct WebMMuxer: Sendable {
     private var clusterTimestamp: Int64?
     private var clusterIsCuePoint = false
     private var cuePoints: [CuePoint] = []
+    /// Where each emitted cluster ends in the file and its last block's time, so a file cut
+    /// short by a write error can be finalized at its last whole cluster (16 bytes a cluster).
+    private var clusterEnds: [(end: UInt64, lastMilliseconds: Int64)] = []
 
     /// SeekHead with three fixed-width entries is 68 bytes; the rest of the area is Void.
     static let seekAreaLength = 96
@@ -270,6 +275,29 @@ public struct WebMMuxer: Sendable {
         return writes
     }
 
+    /// Ends a file of which only the first `length` bytes reached the disk (a write failed
+    /// after that; the caller truncated the file there). Everything from the first cluster that
+    /// is not whole is dropped, with its Cues; Duration is the last kept block's time. With
+    /// `includeCues` false nothing is appended (a disk that is still full only takes the
+    /// in-place patches). Throws when not even the header is whole: nothing can be kept.
+    public mutating func finalizeTruncated(toLength length: UInt64, includeCues: Bool = true) throws(WebMMuxerError) -> [WebMWrite] {
+        if isFinalized { throw .alreadyFinalized }
+        guard headerWritten, length >= headerEnd else { throw .truncatedBeforeHeader(length: length) }
+        let kept = clusterEnds.lastIndex { $0.end <= length }
+        let end = kept.map { clusterEnds[$0].end } ?? headerEnd
+        cuePoints.removeAll { $0.clusterPosition + layout.segmentDataOffset >= end }
+        if let kept { clusterEnds.removeSubrange((kept + 1)...) } else { clusterEnds.removeAll() }
+        statistics.bytes = end
+        statistics.lastTimestampMilliseconds = kept.map { clusterEnds[$0].lastMilliseconds }
+        clusterTimestamp = nil
+        cluster.removeAll()
+        if !includeCues { cuePoints.removeAll() }
+        return try finalize(durationMilliseconds: statistics.lastTimestampMilliseconds ?? 0)
+    }
+
+    /// Where the first cluster starts (the header's end), once the header is written.
+    private var headerEnd: UInt64 = 0
+
     // MARK: - Header
 
     private mutating func makeHeader() -> [UInt8] {
@@ -311,6 +339,7 @@ public struct WebMMuxer: Sendable {
         out.append(tracks)
         headerWritten = true
         statistics.bytes = UInt64(out.count)
+        headerEnd = statistics.bytes
         return out.bytes
     }
 
@@ -433,6 +462,7 @@ public struct WebMMuxer: Sendable {
         }
         statistics.bytes += UInt64(out.count)
         statistics.clusters += 1
+        clusterEnds.append((statistics.bytes, statistics.lastTimestampMilliseconds ?? timestamp))
         clusterTimestamp = nil
         cluster.removeAll()
         return out.bytes

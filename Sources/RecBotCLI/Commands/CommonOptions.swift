@@ -1,15 +1,28 @@
 import Archive
 import ArgumentParser
 import Foundation
+import RecBot
+import Recorder
 
 /// Options every command takes.
 struct CommonOptions: ParsableArguments {
     @Option(name: .customLong("data-dir"), help: ArgumentHelp(
         "Data directory (catalog and recordings). Overrides RECBOT_DATA_DIR.", valueName: "dir"))
     var dataDir: String?
+    @Option(help: ArgumentHelp("Config file of RECBOT_NAME=value lines (also RECBOT_CONFIG).", valueName: "file")) var config: String?
 
+    /// The environment over the config file (--config or RECBOT_CONFIG).
+    func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Settings {
+        try Settings.load(environment: environment, configPath: config ?? environment["RECBOT_CONFIG"])
+    }
+
+    /// Resolved the same way for every command, so `join` and the queries agree even when the
+    /// data directory is set only in a config file. An unreadable config file is an error
+    /// thrown by `settings()`; here it just does not count.
     var dataDirectory: DataDirectory {
-        DataDirectory.resolve(flag: dataDir, environment: ProcessInfo.processInfo.environment, isRoot: getuid() == 0)
+        let environment = ProcessInfo.processInfo.environment
+        return DataDirectory.resolve(flag: dataDir, environment: environment, configured: (try? settings(environment: environment))?["RECBOT_DATA_DIR"],
+                                     isRoot: getuid() == 0)
     }
 
     /// Opens the catalog read-only for a query (never migrating it). Returns nil (after a note

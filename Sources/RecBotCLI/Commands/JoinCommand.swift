@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Logging
 import RecBot
+import Recorder
 import SoraSignaling
 import Transport
 
@@ -48,9 +49,8 @@ struct JoinCommand: AsyncParsableCommand {
             RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
             RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR.
             Precedence: flag, then environment, then config file.
-            Exit codes: 0 done, 69 network/ICE/DTLS failure, 74 storage failure, 76 protocol error,
-            77 rejected by the server, 78 configuration error.
-            """)
+
+            """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration]))
 
     @OptionGroup var common: CommonOptions
     @Option(help: "Channel id to record.") var channel: String?
@@ -96,7 +96,6 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-event-bytes"), help: ArgumentHelp(
         "Store at most this many bytes of event payloads per session (default 1073741824, 1 GiB).", valueName: "bytes"))
     var maxEventBytes: Int?
-    @Option(help: ArgumentHelp("Config file of RECBOT_NAME=value lines.", valueName: "file")) var config: String?
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -118,11 +117,11 @@ struct JoinCommand: AsyncParsableCommand {
             StandardStreams.err("recbot: \(outcome.endReason)\n")
         }
         if let id = outcome.sessionID { Console.print("session \(id): \(outcome.endReason)") }
-        throw ExitCode(JoinSession.exitCode(outcome.result))
+        throw outcome.result.exitCode
     }
 
     func makeOptions(environment: [String: String]) throws -> JoinOptions {
-        let settings = try Settings.load(environment: environment, configPath: config ?? environment["RECBOT_CONFIG"])
+        let settings = try common.settings(environment: environment)
         guard let channel = channel ?? settings["RECBOT_CHANNEL"], !channel.isEmpty else {
             throw ValidationError("--channel (or RECBOT_CHANNEL) is required")
         }
@@ -170,10 +169,7 @@ struct JoinCommand: AsyncParsableCommand {
             let data = try JSONSerialization.data(withJSONObject: entries, options: [.sortedKeys])
             connect.dataChannelsJSON = String(decoding: data, as: UTF8.self)
         }
-        let directory = DataDirectory.resolve(flag: common.dataDir, environment: environment.merging(settings.values) { current, _ in current },
-                                              isRoot: getuid() == 0)
-        var options = JoinOptions(urls: urls, connect: connect, catalogPath: directory.catalogPath, recordingsRoot: directory.recordingsPath,
-                                  recbotVersion: RecBot.version)
+        var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
         if let duration = duration ?? settings["RECBOT_DURATION"].map({ DurationArgument(argument: $0) }) ?? nil {
             guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
             options.durationMilliseconds = duration.milliseconds

@@ -1,3 +1,5 @@
+import RecBot
+import Recorder
 import Archive
 import ArgumentParser
 

@@ -1,6 +1,8 @@
 import Archive
 import ArgumentParser
 import Foundation
+import RecBot
+import Recorder
 import Repair
 
 struct RepairCommand: ParsableCommand {
@@ -14,8 +16,9 @@ struct RepairCommand: ParsableCommand {
             marked `repaired`, files the catalog never heard of are added, and the session ends
             as `crashed`. Sessions whose recbot still runs on this host are left alone, so it is
             safe to run beside other joins (the systemd unit runs it before each join).
-            Idempotent. Exit status 74 when a file could not be repaired.
-            """
+            Idempotent.
+
+            """ + ExitStatus.helpLine([.success, .storage])
     )
 
     @OptionGroup var common: CommonOptions
@@ -31,8 +34,8 @@ struct RepairCommand: ParsableCommand {
     func run() throws {
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
-        let repair = SessionRepair(catalog: catalog, dataDirectory: directory.path)
-        var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory.path).unfinishedSessions() }
+        let repair = SessionRepair(catalog: catalog, dataDirectory: directory)
+        var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory).unfinishedSessions() }
         if !sessions.isEmpty {
             targets = try sessions.map { id in
                 guard let session = try catalog.query({ c throws(CatalogError) in try c.session(id: id.value) }) else {

@@ -1,6 +1,8 @@
 import Archive
 import ArgumentParser
 import Foundation
+import RecBot
+import Recorder
 import Verification
 
 struct VerifyCommand: ParsableCommand {
@@ -11,8 +13,9 @@ struct VerifyCommand: ParsableCommand {
             TARGET is a session id (all its recordings), a recording id (the ID column of
             `recordings list`), or the path of a WebM file. --pending verifies every finished
             recording not verified yet (for cron). Results of cataloged recordings are stored:
-            `recordings list` then shows verified / failed. Exit status 65 when any file fails.
-            """
+            `recordings list` then shows verified / failed.
+
+            """ + ExitStatus.helpLine([.success, .dataError, .storage])
     )
 
     @OptionGroup var common: CommonOptions

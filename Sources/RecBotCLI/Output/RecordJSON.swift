@@ -1,5 +1,6 @@
 import Archive
 import Foundation
+import Recorder
 
 /// How catalog rows look in `--json` output. Keys are stable: scripts depend on them.
 enum RecordJSON {

@@ -1,17 +1,21 @@
 import Foundation
 
-/// Where recbot keeps its catalog and recordings.
+/// Where recbot keeps its catalog and recordings: the one owner of those paths, for `join`,
+/// `repair` and the queries alike.
 ///
-/// Chosen by `--data-dir`, else `RECBOT_DATA_DIR`, else `/var/lib/recbot` for root and
-/// `$XDG_DATA_HOME/recbot` (default `~/.local/share/recbot`) for other users.
+/// Chosen by `--data-dir`, else `RECBOT_DATA_DIR` (from the environment, then from the config
+/// file), else `/var/lib/recbot` for root and `$XDG_DATA_HOME/recbot` (default
+/// `~/.local/share/recbot`) for other users.
 public struct DataDirectory: Sendable, Equatable {
     public var path: String
 
     public init(path: String) { self.path = path }
 
-    public static func resolve(flag: String?, environment: [String: String], isRoot: Bool) -> DataDirectory {
+    /// `configured`: RECBOT_DATA_DIR from a config file (the environment's wins over it).
+    public static func resolve(flag: String?, environment: [String: String], configured: String? = nil, isRoot: Bool) -> DataDirectory {
         if let flag, !flag.isEmpty { return DataDirectory(path: absolute(flag)) }
         if let variable = environment["RECBOT_DATA_DIR"], !variable.isEmpty { return DataDirectory(path: absolute(variable)) }
+        if let configured, !configured.isEmpty { return DataDirectory(path: absolute(configured)) }
         if isRoot { return DataDirectory(path: "/var/lib/recbot") }
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return DataDirectory(path: xdg + "/recbot") }
         let home = environment["HOME"] ?? NSHomeDirectory()
@@ -19,7 +23,14 @@ public struct DataDirectory: Sendable, Equatable {
     }
 
     public var catalogPath: String { path + "/catalog.sqlite" }
-    public var recordingsPath: String { path + "/recordings" }
+    public var recordingsPath: String { path + "/" + DataDirectory.recordingsFolder }
+    /// Recordings live in `<data dir>/recordings/<session id>/`.
+    static let recordingsFolder = "recordings"
+
+    /// A session's archive directory and file names.
+    public func layout(session: String) -> ArchiveLayout {
+        ArchiveLayout(recordingsRoot: recordingsPath, recordingID: session)
+    }
 
     /// Catalog paths are relative to the data directory, so the directory can move.
     public func absolute(catalogPath relative: String) -> String {

@@ -1,0 +1,41 @@
+/// recbot's exit codes (sysexits.h values, so cron and systemd logs read naturally): the one
+/// definition, stored in the catalog as a session's `exit_status` and listed in the help.
+public enum ExitStatus: Int32, CaseIterable, Sendable {
+    case success = 0
+    /// Unexpected internal failure.
+    case failure = 1
+    /// Bad command line: unknown flag, bad time, bad id (swift-argument-parser's own code).
+    case usage = 64
+    /// `recbot verify` found a recording that does not read or decode cleanly.
+    case dataError = 65
+    /// Network, ICE or DTLS failure; server unreachable.
+    case network = 69
+    /// Catalog or recording storage failure (unreadable, corrupt, newer schema, disk full).
+    case storage = 74
+    /// Sora said something recbot cannot work with (an offer it cannot answer, malformed signaling).
+    case protocolError = 76
+    /// The server rejected us (authentication / authorization).
+    case rejected = 77
+    /// Configuration unusable (bad config file, missing channel).
+    case configuration = 78
+
+    /// A few words for the help text.
+    public var summary: String {
+        switch self {
+        case .success: "done"
+        case .failure: "internal failure"
+        case .usage: "bad command line"
+        case .dataError: "a recording failed verification"
+        case .network: "network/ICE/DTLS failure"
+        case .storage: "storage failure (catalog, disk full, a file that could not be written)"
+        case .protocolError: "protocol error"
+        case .rejected: "rejected by the server"
+        case .configuration: "configuration error"
+        }
+    }
+
+    /// "Exit codes: 0 done, 69 …" for a command's help, from this one table.
+    public static func helpLine(_ statuses: [ExitStatus]) -> String {
+        "Exit codes: " + statuses.map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ") + "."
+    }
+}

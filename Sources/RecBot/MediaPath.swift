@@ -1,0 +1,247 @@
+import Archive
+import DTLS
+import Foundation
+import Logging
+import Media
+import NIOCore
+import Recorder
+import SDP
+import SoraSignaling
+import STUN
+import Transport
+import WireCoding
+
+/// The session's media side once the offer is answered: the UDP transport with its peer
+/// connection core (ICE, DTLS-SRTP, SCTP, the media core) on one event loop, and the recording
+/// set that turns the core's frames into files. Signaling reaches it through the methods here.
+final class MediaPath: @unchecked Sendable {
+    // @unchecked: `negotiation` and `refusals` are only touched by the session's conversation
+    // (one task); the recordings and the core only on the transport's event loop.
+    let transport: UDPTransport
+    let core: PeerConnectionCore
+    let recordings: RecordingSet
+    let layout: ArchiveLayout
+    let finisher: RecordingFinisher
+    let context: SidecarContext
+    let offer: OfferMessage
+    private var negotiation: RecvOnlyNegotiation
+    private var refusals = VideoRefusals()
+    private let session: JoinSession.SessionStart
+    private var logger: Logger { session.logger }
+
+    private init(transport: UDPTransport, negotiation: RecvOnlyNegotiation, offer: OfferMessage, options: JoinOptions,
+                 session: JoinSession.SessionStart) {
+        self.transport = transport
+        self.negotiation = negotiation
+        self.offer = offer
+        self.session = session
+        core = negotiation.core
+        layout = options.dataDirectory.layout(session: session.id)
+        finisher = RecordingFinisher(sessionID: session.id, writer: session.writer)
+        context = SidecarContext(recordingID: session.id, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
+                                 botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion)
+        let writer = session.writer
+        let sessionID = session.id
+        recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
+                                  interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
+                                  logger: session.logger) { recorder in
+            writer.submit("connection") { catalog throws(CatalogError) in
+                try catalog.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
+                                                              firstSeenAt: JoinSession.nowMilliseconds(), role: "sendonly"))
+            }
+        }
+        // The catalog learns of each file when it is created, so a kill leaves a row to repair.
+        let layout = self.layout
+        recordings.onFileStarted = { recorder in
+            let row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
+                                      path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
+                                      audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
+                                      status: .recording)
+            writer.submit("recording") { catalog throws(CatalogError) in try catalog.insertRecording(row) }
+        }
+    }
+
+    /// Binds the transport, answers the offer and sends the answer; a failure is the session's end.
+    static func answer(_ start: SignalingStart, options: JoinOptions, session: JoinSession.SessionStart, eventLog: SignalingEventLog,
+                       group: EventLoopGroup) async -> Result<MediaPath, SessionEnding> {
+        let logger = session.logger
+        let connection = start.connection
+        let hosts: [IPAddress]
+        do { hosts = try options.hostPolicy.hostAddresses() } catch {
+            await connection.close()
+            return .failure(SessionEnding(.network, "network: cannot list local addresses: \(error)"))
+        }
+        guard !hosts.isEmpty else {
+            await connection.close()
+            return .failure(SessionEnding(.network, "network: no usable local address for ICE (see the address allow/deny lists)"))
+        }
+        let transport: UDPTransport
+        let negotiation: RecvOnlyNegotiation
+        do {
+            transport = try await UDPTransport.bind(addresses: hosts, on: group.next(), logger: logger)
+            let sdp = try SessionDescription(parsing: start.offer.sdp)
+            var generator = SystemRandomNumberGenerator()
+            // The media core NACKs gaps (RTX or plain retransmission) and asks for keyframes
+            // with PLI, or FIR where only that is offered.
+            var capabilities = ReceiverCapabilities()
+            capabilities.rtcpFeedback = ["nack", "nack pli", "ccm fir"]
+            capabilities.acceptsDataChannels = true  // whatever data channels Sora offers are received and logged
+            negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
+                                                  capabilities: capabilities, recovery: options.recovery,
+                                                  random: { UInt64.random(in: .min ... .max, using: &generator) })
+        } catch {
+            logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
+            connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
+            await connection.close()
+            return .failure(SessionEnding(.protocolError, "offer: \(error)"))
+        }
+        for media in negotiation.answer.media where !media.accepted {
+            logger.info("section not received", metadata: ["mid": "\(media.mid ?? "-")", "reason": "\(media.rejectionReason ?? "-")"])
+        }
+        connection.send(OutgoingMessage.answer(sdp: negotiation.answer.sdp.serialized))
+        for candidate in negotiation.answer.sdp.media.flatMap({ $0.attributes(named: "candidate") }) {
+            connection.send(OutgoingMessage.candidate("candidate:" + (candidate.value ?? "")))
+        }
+        let path = MediaPath(transport: transport, negotiation: negotiation, offer: start.offer, options: options, session: session)
+        path.refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
+        _ = path.recordings.update(senders: path.core.media?.senders ?? [:], refusedVideo: path.refusals.bySender)
+        return .success(path)
+    }
+
+    /// Starts receiving: frames go to the recordings on the loop; data-channel messages and
+    /// local candidates queue in the inbox; a transport failure takes the control path.
+    func start(inbox: SessionInbox, onPhase: @escaping @Sendable (String) -> Void) {
+        let (recordings, core, finisher, context, logger, transport) = (recordings, core, finisher, context, logger, transport)
+        transport.run(core) { event in
+            switch event {
+            case .frames(let frames):
+                // Times come from the transport's clock, as the core saw them (no second clock read).
+                for frame in frames {
+                    // A video frame the recorder had to drop: its stream must restart at a keyframe.
+                    if let dropped = recordings.add(frame, now: frame.completedAt) {
+                        transport.withCore { $0.frameLostDownstream(ssrc: dropped.ssrc, rtpTimestamp: dropped.rtpTimestamp, now: frame.completedAt) }
+                    }
+                }
+                // Parts a codec change ended: finished off the loop; the sender goes on in its next part.
+                for part in recordings.takeRetired() {
+                    finisher.finish(part, counts: core.media?.counters(sender: part.connectionID) ?? ReceiveCounters(), context: context, isLastPart: false)
+                }
+            case .failed(let failure): inbox.post(control: .transportFailed("\(failure)"))
+            case .localCandidate(let candidate): inbox.post(message: .localCandidate(candidate.sdp))
+            case .iceStateChanged(let state):
+                logger.info("ICE \(state)")
+                onPhase("ICE \(state)")
+            case .dtlsConnected(let profile):
+                logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
+                onPhase("recording")
+            case .dataChannel(.message(let channel, let isBinary, let data)):
+                inbox.post(message: .dataChannelMessage(label: channel.label, isBinary: isBinary, data: data))
+            case .dataChannel(.opened(let channel)):
+                logger.info("data channel open", metadata: ["label": "\(channel.label)", "ordered": "\(channel.ordered)"])
+            case .dataChannel(.closed(let channel)):
+                logger.info("data channel closed", metadata: ["label": "\(channel.label)"])
+                if channel.label == "signaling" { inbox.post(message: .signalingChannelLost("closed"), essential: true) }
+            case .dataChannel(.failed(let reason)):
+                logger.warning("data channels failed", metadata: ["reason": "\(reason)"])
+                inbox.post(message: .signalingChannelLost(reason), essential: true)
+            default: break
+            }
+        }
+        let servers = Self.stunServers(offer.iceServers)
+        if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: JoinSession.monotonicNow()) } }
+    }
+
+    func sendOnDataChannel(_ text: String, label: String) {
+        transport.withCore { $0.sendOnDataChannel(Array(text.utf8), label: label, binary: false, now: JoinSession.monotonicNow()) }
+    }
+
+    func addRemoteCandidate(_ text: String) {
+        guard let candidate = ICECandidate(sdp: text) else {
+            logger.warning("unusable remote candidate ignored", metadata: ["candidate": "\(text.prefix(200))"])
+            return
+        }
+        transport.withCore { core in
+            core.addRemoteCandidate(candidate)
+            return TransportOutput()
+        }
+    }
+
+    func packetsReceived() async -> Int {
+        let core = self.core
+        return (try? await transport.eventLoop.submit { core.counters.rtpPackets }.get()) ?? 0
+    }
+
+    /// Answers a re-offer; senders whose sections went away get their files finished now, so
+    /// each file ends when its sender left. Nil when the re-offer cannot be answered.
+    func renegotiate(sdp: String, eventLog: SignalingEventLog) async -> String? {
+        let answer: RecvOnlyAnswer
+        do {
+            let offer = try SessionDescription(parsing: sdp)
+            answer = try RecvOnlyAnswerBuilder.answer(to: offer, local: negotiation.local, capabilities: negotiation.capabilities)
+            logger.info("re-offer answered", metadata: ["sections": "\(answer.media.count)", "receiving": "\(answer.media.filter(\.accepted).count)"])
+        } catch {
+            logger.error("cannot answer the re-offer", metadata: ["error": "\(error)"])
+            return nil
+        }
+        let media = answer.media
+        refusals.note(media, eventLog: eventLog, logger: logger)
+        let (refused, recordings, core) = (refusals.bySender, recordings, core)
+        transport.withCore { $0.updateMedia(media) }  // runs on the loop before the submit below
+        let gone = (try? await transport.eventLoop.submit {
+            recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused).map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
+        }.get()) ?? []
+        for (recorder, counts) in gone {
+            logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
+            finisher.finish(recorder, counts: counts, context: context)
+        }
+        return answer.sdp.serialized
+    }
+
+    /// Every `seconds`, each live file's catalog row learns its size, duration and frame counts,
+    /// so what a kill leaves is close to the truth before any repair. Ends when cancelled.
+    func reportProgress(every seconds: UInt64) async {
+        let (recordings, writer, sessionID, layout) = (recordings, session.writer, session.id, layout)
+        while !Task.isCancelled {
+            try? await Task.sleep(nanoseconds: seconds * 1_000_000_000)
+            guard !Task.isCancelled else { return }
+            let now = JoinSession.monotonicNow()
+            let rows = (try? await transport.eventLoop.submit {
+                recordings.recorders.values.compactMap { recorder in
+                    recorder.progress(now: now).map { progress in
+                        (layout.catalogPath(recorder.filename),
+                         RecordingProgress(bytes: Int64(progress.bytes), durationMs: progress.durationMilliseconds,
+                                           videoFrames: Int64(progress.statistics.videoFrames), audioFrames: Int64(progress.statistics.audioFrames),
+                                           videoCodec: progress.statistics.videoFrames > 0 ? recorder.tracks.videoCodec?.rawValue : nil))
+                    }
+                }
+            }.get()) ?? []
+            for (path, progress) in rows {
+                writer.submit("progress") { catalog throws(CatalogError) in
+                    try catalog.updateRecordingProgress(sessionID: sessionID, path: path, progress: progress)
+                }
+            }
+        }
+    }
+
+    /// Every recorder still recording, with its reception counters (taken on the loop).
+    func remainingRecorders() async -> [(SenderRecorder, ReceiveCounters)] {
+        let (recordings, core) = (recordings, core)
+        return (try? await transport.eventLoop.submit {
+            recordings.recorders.map { ($0.value, core.media?.counters(sender: $0.key) ?? ReceiveCounters()) }
+        }.get()) ?? []
+    }
+
+    static func stunServers(_ servers: [ICEServer]) -> [TransportAddress] {
+        var result: [TransportAddress] = []
+        for server in servers where server.username == nil {
+            for url in server.urls where url.prefix(5).lowercased() == "stun:" {
+                let rest = url.dropFirst("stun:".count).split(separator: "?").first.map(String.init) ?? ""
+                let parts = rest.split(separator: ":")
+                guard let host = parts.first, let ip = IPAddress(String(host)) else { continue }  // numeric only, no DNS yet
+                let port = parts.count > 1 ? UInt16(parts[1]) ?? 3478 : 3478
+                result.append(TransportAddress(ip: ip, port: port))
+            }
+        }
+        return result
+    }
+}

@@ -1,0 +1,117 @@
+import Archive
+import Foundation
+import Logging
+import Recorder
+import SoraSignaling
+import Transport
+
+/// The end of a recording session: the goodbye to Sora, the transport closed, every file
+/// finished within a deadline, then the report. What the session refused or dropped is
+/// logged once here and returned for the catalog.
+struct SessionShutdown {
+    let session: JoinSession.SessionStart
+    let options: JoinOptions
+    let media: MediaPath
+    let eventLog: SignalingEventLog
+    private var logger: Logger { session.logger }
+
+    /// `disconnect` where Sora still listens, then the WebSocket closed.
+    func leave(_ signaling: SignalingSession, connection: SignalingConnection) async {
+        for action in signaling.leave() {
+            switch action {
+            case .send(let text, .webSocket): connection.send(text)
+            case .send(let text, .dataChannel(let label)): media.sendOnDataChannel(text, label: label)
+            default: break
+            }
+        }
+        if !connection.isClosed { await connection.close() }
+    }
+
+    /// What the data channels and the signaling session received and refused (hostile or broken
+    /// input is dropped and counted as it arrives; this is the one place it is reported).
+    func logSummary(signaling: SignalingSessionCounters, inboxDropped: SessionInbox.Dropped) async {
+        if inboxDropped.messages > 0 {
+            logger.error("signaling messages dropped: more arrived than could be handled",
+                         metadata: ["dropped": "\(inboxDropped.messages)", "dropped_bytes": "\(inboxDropped.bytes)"])
+        }
+        if eventLog.refused > 0 {
+            logger.warning("events not stored: the session's event limit was reached",
+                           metadata: ["refused": "\(eventLog.refused)", "refused_bytes": "\(eventLog.refusedBytes)", "stored": "\(eventLog.stored)"])
+        }
+        let core = media.core
+        guard let (channels, sctp) = try? await media.transport.eventLoop.submit({ core.dataChannels.map { ($0.counters, $0.association.counters) } }).get()
+        else { return }
+        let metadata: Logger.Metadata = [
+            "messages": "\(channels.messagesReceived)", "undecodable": "\(signaling.undecodableDataChannelMessages)",
+            "unknown_label": "\(signaling.unknownLabelMessages)", "unknown_stream": "\(channels.messagesOnUnknownStreams)",
+            "reopened": "\(channels.reopenedChannels)", "malformed_dcep": "\(channels.malformedControlMessages)",
+            "unknown_ppid": "\(channels.unknownPayloadProtocols)", "reset_unknown_stream": "\(channels.resetsOfUnknownStreams)",
+            "sctp_dropped": "\(sctp.droppedPackets)", "oversized": "\(sctp.oversizedMessages)",
+            "retransmissions": "\(sctp.retransmissions)", "stream_resets": "\(sctp.streamResetsReceived)",
+        ]
+        let refused = signaling.undecodableDataChannelMessages + signaling.unknownLabelMessages + channels.messagesOnUnknownStreams
+            + channels.reopenedChannels + channels.malformedControlMessages + channels.unknownPayloadProtocols + sctp.droppedPackets
+            + sctp.oversizedMessages
+        if refused > 0 {
+            logger.warning("data channels: some input was refused", metadata: metadata)
+        } else {
+            logger.info("data channels", metadata: metadata)
+        }
+    }
+
+    /// Closes the transport, finishes every file (at most `finalizeTimeoutSeconds`; what is
+    /// not done by then is left to `recbot repair`) and writes the report.
+    func finish(_ end: SignalingSessionEnd, inboxDropped: SessionInbox.Dropped) async -> SessionEnding {
+        var result: ExitStatus = end.isFailure ? .network : .success
+        var reason = end.reason
+        let stoppedAt = JoinSession.nowMilliseconds()
+        await media.transport.close()
+        var endContext = media.context
+        endContext.endReason = reason
+        for (recorder, counts) in await media.remainingRecorders().sorted(by: { $0.0.connectionID < $1.0.connectionID }) {
+            media.finisher.finish(recorder, counts: counts, context: endContext)
+        }
+        let unfinished = await media.finisher.waitForAll(timeoutSeconds: options.finalizeTimeoutSeconds)
+        if !unfinished.isEmpty {
+            logger.error("finishing files took too long; run `recbot repair` to finalize the rest",
+                         metadata: ["seconds": "\(options.finalizeTimeoutSeconds)", "senders": "\(unfinished.joined(separator: ","))"])
+            (result, reason) = (.storage, "storage: finalize timed out after \(Int(options.finalizeTimeoutSeconds)) s for \(unfinished.joined(separator: ", "))")
+        }
+        let all = media.finisher.all.sorted { $0.connectionID < $1.connectionID }
+        let finished = all.filter { $0.error == nil }
+        let failed = all.filter { $0.error != nil }
+        for recording in failed {
+            logger.error("recording failed", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)", "error": "\(recording.error ?? "")"])
+        }
+        var ending = SessionEnding(result, reason, recordings: finished.count)
+        ending.counters.eventsStored = Int64(eventLog.stored)
+        ending.counters.eventsRefused = Int64(eventLog.refused)
+        ending.counters.eventsRefusedBytes = Int64(eventLog.refusedBytes)
+        ending.counters.messagesDropped = Int64(inboxDropped.messages)
+        if !all.isEmpty || !unfinished.isEmpty {
+            do {
+                try writeReport(finished: finished, failed: failed.map(\.connectionID) + unfinished, context: endContext, stoppedAt: stoppedAt)
+            } catch {
+                ending.result = .storage
+                ending.reason = "storage: report: \(error)"
+                return ending
+            }
+        }
+        if !failed.isEmpty && ending.result == .success {
+            ending.result = .storage
+            ending.reason = "storage: recording failed for \(failed.map(\.connectionID).joined(separator: ", "))"
+        }
+        return ending
+    }
+
+    private func writeReport(finished: [FinishedRecording], failed: [String], context: SidecarContext, stoppedAt: Int64) throws {
+        let layout = media.layout
+        try layout.createDirectory()
+        var report = Sidecar.report(finished, failed: failed, context: context, layout: layout,
+                                    startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stoppedAt)
+        report["events_stored"] = eventLog.stored
+        report["events_refused"] = eventLog.refused
+        report["events_refused_bytes"] = eventLog.refusedBytes
+        try ArchiveLayout.writeJSON(report, to: layout.reportPath)
+    }
+}

@@ -1,0 +1,6 @@
+import ArgumentParser
+import RecBot
+
+extension ExitStatus {
+    public var exitCode: ExitCode { ExitCode(rawValue) }
+}

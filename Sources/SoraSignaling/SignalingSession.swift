@@ -1,0 +1,259 @@
+import Foundation
+import Logging
+
+/// Where a signaling message came from, and so where its reply goes.
+public enum SignalingRoute: Sendable, Equatable {
+    case webSocket
+    case dataChannel(String)
+}
+
+/// A re-offer (or legacy `update`) to answer: the caller builds the SDP answer (that is the
+/// transport's business) and hands it back as `SignalingSession.Input.renegotiated`.
+public struct Renegotiation: Sendable, Equatable {
+    public var sdp: String
+    public var legacyUpdate: Bool
+    public var route: SignalingRoute
+}
+
+/// A request for the stats report (a `ping` with `stats: true`, or `req-stats` on the `stats`
+/// channel): the caller collects the counters and hands them back as `Input.stats`.
+public struct StatsRequest: Sendable, Equatable {
+    public enum Reply: Sendable, Equatable { case pong, stats }
+    public var reply: Reply
+    public var route: SignalingRoute
+}
+
+/// Something the session wants stored in the catalog, exactly as received.
+public enum SignalingRecord: Sendable, Equatable {
+    case message(IncomingMessage, label: String?)
+    case dataChannelMessage(label: String, sender: String?, isBinary: Bool, data: [UInt8])
+    /// WebSocket text that is not a signaling message (kept, truncated, for the record).
+    case malformed(String)
+}
+
+/// How and why the session ended.
+public struct SignalingSessionEnd: Sendable, Equatable {
+    public enum Cause: Sendable, Equatable {
+        /// Asked for locally: a signal or the duration.
+        case requested
+        /// Sora ended it (close 1000, or `close` on the signaling data channel).
+        case serverClosed
+        /// The signaling connection went away without Sora saying so.
+        case connectionLost
+        /// ICE, DTLS or the socket failed.
+        case transportFailed
+    }
+
+    public var cause: Cause
+    public var reason: String
+
+    public init(cause: Cause, reason: String) {
+        self.cause = cause
+        self.reason = reason
+    }
+
+    public var isFailure: Bool { cause == .connectionLost || cause == .transportFailed }
+}
+
+/// What the session refused or could not read, for the end-of-session summary.
+public struct SignalingSessionCounters: Sendable, Equatable {
+    public var undecodableDataChannelMessages = 0
+    public var unknownLabelMessages = 0
+    public var malformedMessages = 0
+    public var unknownLabels: Set<String> = []
+}
+
+/// Sora signaling after the offer, as a recvonly client (sora-protocol.md), without I/O:
+/// WebSocket and data-channel messages, closes and stop requests go in; messages to send,
+/// renegotiations and stats to prepare, events to store and the end come out. The WebSocket,
+/// the data channels and the catalog belong to the caller.
+public struct SignalingSession {
+    public enum Input: Sendable {
+        case webSocketMessage(String)
+        /// The WebSocket closed (after its last message); the close code, if any.
+        case webSocketClosed(code: Int?)
+        case dataChannelMessage(label: String, isBinary: Bool, data: [UInt8])
+        /// The `signaling` data channel closed, or the whole association failed.
+        case signalingChannelLost(String)
+        /// A local ICE candidate to trickle to Sora.
+        case localCandidate(String)
+        case stop(reason: String)
+        case transportFailed(String)
+        /// The answer the caller built for a renegotiation; nil when it could not build one.
+        case renegotiated(Renegotiation, answerSDP: String?)
+        /// Counters for a stats request. `timestamp` is Unix milliseconds.
+        case stats(StatsRequest, packetsReceived: Int, timestamp: Int64)
+    }
+
+    public enum Action: Sendable, Equatable {
+        case send(String, SignalingRoute)
+        case renegotiate(Renegotiation)
+        case collectStats(StatsRequest)
+        case addRemoteCandidate(String)
+        case store(SignalingRecord)
+        case end(SignalingSessionEnd)
+    }
+
+    /// The most one data-channel message may inflate to.
+    public static let maximumDataChannelMessageBytes = 262_144
+
+    public private(set) var counters = SignalingSessionCounters()
+    public private(set) var ended: SignalingSessionEnd?
+    /// Signaling moved onto the data channels (`switched`).
+    public private(set) var switched = false
+    public private(set) var webSocketOpen = true
+    private var ignoreDisconnectWebsocket: Bool
+    private var signalingChannelLost: String?
+    private let channelSettings: [String: SoraDataChannelSettings]
+    private let logger: Logger
+
+    public init(offer: OfferMessage, logger: Logger) {
+        ignoreDisconnectWebsocket = offer.ignoreDisconnectWebsocket ?? false
+        channelSettings = Dictionary(offer.dataChannels.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
+        self.logger = logger
+    }
+
+    /// Once ended, messages still arriving are only stored (nothing is answered or acted on).
+    public mutating func handle(_ input: Input) -> [Action] {
+        switch input {
+        case .webSocketMessage(let text): return webSocketMessage(text)
+        case .webSocketClosed(let code): return webSocketClosed(code: code)
+        case .dataChannelMessage(let label, let isBinary, let data): return dataChannelMessage(label: label, isBinary: isBinary, data: data)
+        case .signalingChannelLost(let why): return channelLost(why)
+        case .localCandidate(let candidate):
+            return ended == nil && webSocketOpen ? [.send(OutgoingMessage.candidate(candidate), .webSocket)] : []
+        case .stop(let reason): return end(.requested, reason)
+        case .transportFailed(let detail): return end(.transportFailed, "transport: \(detail)")
+        case .renegotiated(let request, let answer):
+            guard ended == nil, let answer else { return [] }
+            let text = request.legacyUpdate ? OutgoingMessage.update(sdp: answer) : OutgoingMessage.reAnswer(sdp: answer)
+            return [.send(text, request.route)]
+        case .stats(let request, let packets, let timestamp):
+            guard ended == nil else { return [] }
+            let report = Self.statsReport(packetsReceived: packets, timestamp: timestamp)
+            let text = request.reply == .pong ? OutgoingMessage.pong(stats: report) : OutgoingMessage.stats(reports: report)
+            return [.send(text, request.route)]
+        }
+    }
+
+    /// The goodbye: `disconnect` where Sora still listens (not after its own close).
+    public func leave() -> [Action] {
+        let reason = ended?.isFailure == true ? "INTERNAL-ERROR" : "NO-ERROR"
+        var actions: [Action] = []
+        if switched && ended?.cause != .serverClosed && signalingChannelLost == nil {
+            actions.append(.send(OutgoingMessage.disconnect(reason: reason), .dataChannel("signaling")))
+        }
+        if webSocketOpen { actions.append(.send(OutgoingMessage.disconnect(reason: reason), .webSocket)) }
+        return actions
+    }
+
+    /// The report sent for `ping` with stats and for `req-stats`: built in one place.
+    public static func statsReport(packetsReceived: Int, timestamp: Int64) -> [[String: Any]] {
+        [["type": "transport", "id": "T01", "timestamp": Double(timestamp), "packetsReceived": packetsReceived]]
+    }
+
+    // MARK: - Inputs
+
+    private mutating func end(_ cause: SignalingSessionEnd.Cause, _ reason: String) -> [Action] {
+        guard ended == nil else { return [] }
+        let end = SignalingSessionEnd(cause: cause, reason: reason)
+        ended = end
+        return [.end(end)]
+    }
+
+    private mutating func webSocketClosed(code: Int?) -> [Action] {
+        webSocketOpen = false
+        if switched && ignoreDisconnectWebsocket {
+            // Data-channel signaling took over and Sora said the WebSocket may go; it only
+            // ends the session when the signaling channel is gone too.
+            if let lost = signalingChannelLost { return end(.connectionLost, "signaling-closed: data channel \(lost)") }
+            logger.info("WebSocket closed after the switch; signaling continues on data channels",
+                        metadata: ["code": "\(code.map(String.init) ?? "-")"])
+            return []
+        }
+        if code == 1000 { return end(.serverClosed, "server-closed: 1000") }  // Sora ended it (API disconnect, lifetime)
+        return end(.connectionLost, "signaling-closed: \(code.map(String.init) ?? "abruptly")")
+    }
+
+    private mutating func channelLost(_ why: String) -> [Action] {
+        signalingChannelLost = signalingChannelLost ?? why
+        // Only fatal once the data channels carry signaling alone: Sora says `close` before
+        // it closes them, so losing them without one is an abnormal end.
+        guard switched && ignoreDisconnectWebsocket && !webSocketOpen else { return [] }
+        return end(.connectionLost, "signaling-closed: data channel \(why)")
+    }
+
+    private mutating func webSocketMessage(_ text: String) -> [Action] {
+        let message: IncomingMessage
+        do { message = try IncomingMessage(parsing: text) } catch {
+            counters.malformedMessages += 1
+            logger.warning("malformed signaling message ignored", metadata: ["error": "\(error)"])
+            return [.store(.malformed(String(text.prefix(65_536))))]
+        }
+        guard ended == nil else { return Self.isStored(message) ? [.store(.message(message, label: nil))] : [] }
+        switch message {
+        case .ping(let wantsStats):
+            let request = StatsRequest(reply: .pong, route: .webSocket)
+            return wantsStats ? [.collectStats(request)] : [.send(OutgoingMessage.pong(stats: nil), .webSocket)]
+        case .candidate(let text): return [.addRemoteCandidate(text)]
+        case .reOffer(let sdp, _): return [.renegotiate(Renegotiation(sdp: sdp, legacyUpdate: false, route: .webSocket))]
+        case .update(let sdp, _): return [.renegotiate(Renegotiation(sdp: sdp, legacyUpdate: true, route: .webSocket))]
+        case .switched(let ignore, _):
+            switched = true
+            if let ignore { ignoreDisconnectWebsocket = ignore }
+            logger.info("switched to data-channel signaling", metadata: ["ignore_disconnect_websocket": "\(ignoreDisconnectWebsocket)"])
+            return [.store(.message(message, label: nil))]
+        default:
+            return [.store(.message(message, label: nil))]
+        }
+    }
+
+    private mutating func dataChannelMessage(label: String, isBinary: Bool, data raw: [UInt8]) -> [Action] {
+        let decoded: SoraDataChannelMessage
+        do {
+            decoded = try SoraDataChannelMessage(raw: raw, settings: channelSettings[label], maximumSize: Self.maximumDataChannelMessageBytes)
+        } catch {
+            counters.undecodableDataChannelMessages += 1
+            logger.warning("data-channel message dropped", metadata: ["label": "\(label)", "error": "\(error)",
+                                                                     "dropped": "\(counters.undecodableDataChannelMessages)"])
+            return []
+        }
+        let verbatim = SignalingRecord.dataChannelMessage(label: label, sender: decoded.senderConnectionID, isBinary: isBinary, data: decoded.data)
+        let role = DataChannelRole(label: label)
+        if role.isLoggedVerbatim {
+            if role == .unknown {
+                counters.unknownLabelMessages += 1
+                if counters.unknownLabels.count < 64, counters.unknownLabels.insert(label).inserted {
+                    logger.warning("message on a data channel Sora does not define; stored, not interpreted", metadata: ["label": "\(label)"])
+                }
+            }
+            return [.store(verbatim)]
+        }
+        guard let message = try? IncomingMessage(parsing: String(decoding: decoded.data, as: UTF8.self)) else { return [.store(verbatim)] }
+        guard ended == nil else { return [.store(.message(message, label: label))] }
+        // Signaling is acted on only on the channel that carries it; elsewhere it is stored.
+        switch (role, message) {
+        case (.signaling, .reOffer(let sdp, _)):
+            return [.renegotiate(Renegotiation(sdp: sdp, legacyUpdate: false, route: .dataChannel(label)))]
+        case (.signaling, .other("close", let text)):
+            let object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any]
+            let reason = "server-closed: \(object?["code"] as? Int ?? 1000) \(object?["reason"] as? String ?? "")"
+            return [.store(.message(message, label: label))] + end(.serverClosed, reason)
+        case (.stats, .other("req-stats", _)):
+            return [.collectStats(StatsRequest(reply: .stats, route: .dataChannel(label)))]
+        case (.signaling, .ping(let wantsStats)):
+            let request = StatsRequest(reply: .pong, route: .dataChannel(label))
+            return wantsStats ? [.collectStats(request)] : [.send(OutgoingMessage.pong(stats: nil), .dataChannel(label))]
+        default:
+            return [.store(.message(message, label: label))]
+        }
+    }
+
+    /// After the end, what is still worth keeping: everything but requests to act.
+    private static func isStored(_ message: IncomingMessage) -> Bool {
+        switch message {
+        case .ping, .candidate, .reOffer, .update, .redirect, .offer: false
+        default: true
+        }
+    }
+}
