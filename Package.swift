@@ -158,7 +158,7 @@ let package = Package(
             "Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "WebMReader", "CodecBindings"]),
-        .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling"]),
+        .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -2,31 +2,40 @@ import Archive
 import Foundation
 import Logging
 
-/// Catalog writes off the network event loop: one serial queue, bounded. Dropped writes are
-/// counted and logged (a full queue means the disk cannot keep up).
+/// Catalog writes off the network event loop: one serial queue, bounded by count and by the
+/// bytes the queued writes carry (event payloads). Dropped writes are counted and logged (a
+/// full queue means the disk cannot keep up).
 final class CatalogWriter: @unchecked Sendable {
     let catalog: Catalog
     private let queue = DispatchQueue(label: "recbot.catalog-writer")
     private let lock = NSLock()
     private var pending = 0
-    private(set) var dropped = 0
+    private var pendingBytes = 0
+    private var droppedWrites = 0
     private(set) var firstError: CatalogError?
     private let logger: Logger
     static let maximumPending = 50_000
+    static let maximumPendingBytes = 64 << 20
 
     init(catalog: Catalog, logger: Logger) {
         self.catalog = catalog
         self.logger = logger
     }
 
-    func submit(_ what: String, _ body: @escaping @Sendable (Catalog) throws(CatalogError) -> Void) {
-        let accepted = lock.withLock { () -> Bool in
-            guard pending < CatalogWriter.maximumPending else { dropped += 1; return false }
+    /// `bytes`: what the write carries (an event's payload); rows without one count a little.
+    func submit(_ what: String, bytes: Int = 256, _ body: @escaping @Sendable (Catalog) throws(CatalogError) -> Void) {
+        let (accepted, firstDrop) = lock.withLock { () -> (Bool, Bool) in
+            guard pending < CatalogWriter.maximumPending, pendingBytes + bytes <= CatalogWriter.maximumPendingBytes else {
+                droppedWrites += 1
+                return (false, droppedWrites == 1)
+            }
             pending += 1
-            return true
+            pendingBytes += bytes
+            return (true, false)
         }
         guard accepted else {
-            logger.error("catalog write dropped: queue full", metadata: ["what": "\(what)"])
+            // Once, not per write: a flood of drops must not become a flood of log lines.
+            if firstDrop { logger.error("catalog writes dropped: queue full (counted; total at the end)", metadata: ["what": "\(what)"]) }
             return
         }
         queue.async { [self] in
@@ -34,7 +43,7 @@ final class CatalogWriter: @unchecked Sendable {
                 lock.withLock { if firstError == nil { firstError = error } }
                 logger.error("catalog write failed", metadata: ["what": "\(what)", "error": "\(error)"])
             }
-            lock.withLock { pending -= 1 }
+            lock.withLock { pending -= 1; pendingBytes -= bytes }
         }
     }
 
@@ -42,4 +51,5 @@ final class CatalogWriter: @unchecked Sendable {
     func drain() { queue.sync {} }
 
     var error: CatalogError? { lock.withLock { firstError } }
+    var dropped: Int { lock.withLock { droppedWrites } }
 }

@@ -83,6 +83,11 @@ struct SessionShutdown {
         for recording in failed {
             logger.error("recording failed", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)", "error": "\(recording.error ?? "")"])
         }
+        let cutShort = finished.filter { $0.interruption != nil }
+        for recording in cutShort {
+            logger.error("recording cut short", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)",
+                                                          "error": "\(recording.interruption ?? "")"])
+        }
         var ending = SessionEnding(result, reason, recordings: finished.count)
         ending.counters.eventsStored = Int64(eventLog.stored)
         ending.counters.eventsRefused = Int64(eventLog.refused)
@@ -100,6 +105,9 @@ struct SessionShutdown {
         if !failed.isEmpty && ending.result == .success {
             ending.result = .storage
             ending.reason = "storage: recording failed for \(failed.map(\.connectionID).joined(separator: ", "))"
+        } else if !cutShort.isEmpty && ending.result == .success {
+            ending.result = .storage
+            ending.reason = "storage: recording cut short by a write error for \(cutShort.map(\.connectionID).joined(separator: ", "))"
         }
         return ending
     }

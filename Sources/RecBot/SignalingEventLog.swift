@@ -36,7 +36,7 @@ final class SignalingEventLog {
         }
         stored += 1
         storedBytes += size
-        writer.submit("event") { catalog throws(CatalogError) in try catalog.insertEvent(event) }
+        writer.submit("event", bytes: size + 256) { catalog throws(CatalogError) in try catalog.insertEvent(event) }
     }
 
     /// What the signaling session asked to keep.

@@ -91,6 +91,7 @@ public enum Sidecar {
         ]
         if r.part > 0 { object["split_index"] = ArchiveLayout.splitIndex(r.part) }
         if let refused = r.refusedVideoCodec { object["video_refused_codec"] = refused }
+        if let interruption = r.interruption { object["interrupted"] = interruption }  // cut short by a write error
         if r.tracks.audioChannels != nil { object["audio_codec_type"] = "OPUS" }
         if let codec = r.tracks.videoCodec {
             object["video_codec_type"] = codec.rawValue

@@ -13,6 +13,10 @@ public struct Renegotiation: Sendable, Equatable {
     public var sdp: String
     public var legacyUpdate: Bool
     public var route: SignalingRoute
+
+    public init(sdp: String, legacyUpdate: Bool, route: SignalingRoute) {
+        (self.sdp, self.legacyUpdate, self.route) = (sdp, legacyUpdate, route)
+    }
 }
 
 /// A request for the stats report (a `ping` with `stats: true`, or `req-stats` on the `stats`
@@ -21,6 +25,10 @@ public struct StatsRequest: Sendable, Equatable {
     public enum Reply: Sendable, Equatable { case pong, stats }
     public var reply: Reply
     public var route: SignalingRoute
+
+    public init(reply: Reply, route: SignalingRoute) {
+        (self.reply, self.route) = (reply, route)
+    }
 }
 
 /// Something the session wants stored in the catalog, exactly as received.

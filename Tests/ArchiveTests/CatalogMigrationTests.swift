@@ -45,7 +45,8 @@ func snapshot(_ path: String) throws -> (bytes: Data, siblings: [String]) {
             let queue = try DatabaseQueue(path: path)
             try Catalog.migrator(upTo: "0001_catalog").migrate(queue)
             try queue.write { db in
-                try SessionRecord(id: "01JD0000000000000000000000", channelID: "old", startedAt: 1_000).insert(db)
+                // Raw SQL: today's SessionRecord has columns the first schema did not.
+                try db.execute(sql: "INSERT INTO sessions (id, channel_id, started_at) VALUES ('01JD0000000000000000000000', 'old', 1000)")
             }
             #expect(try queue.read { db in try Catalog.migrator().appliedMigrations(db) } == ["0001_catalog"])
         }

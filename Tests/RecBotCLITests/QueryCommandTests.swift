@@ -154,4 +154,20 @@ import Testing
         #expect(flagWins.stderr.contains("no catalog"))
         #expect(!FileManager.default.fileExists(atPath: empty), "a query creates nothing")
     }
+
+    /// A data directory set only in the config file that `join` reads sends the queries there
+    /// too (--config or RECBOT_CONFIG); the environment and the flag still win over it.
+    @Test func dataDirectoryFromTheConfigFileIsSharedByTheQueries() throws {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-config-\(UUID().uuidString).env").path
+        try "# recbot\nRECBOT_DATA_DIR=\(fixture.directory)\n".write(toFile: config, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: config) }
+        for result in [try RecBotBinary.run(["sessions", "list", "--json", "--config", config]),
+                       try RecBotBinary.run(["sessions", "list", "--json"], environment: ["RECBOT_CONFIG": config])] {
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect((try result.json() as? [Any])?.count == 3)
+        }
+        let empty = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-empty-\(UUID().uuidString)").path
+        let environmentWins = try RecBotBinary.run(["sessions", "list", "--json", "--config", config], environment: ["RECBOT_DATA_DIR": empty])
+        #expect(environmentWins.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+    }
 }

@@ -55,7 +55,7 @@ struct RecordingsCommand: ParsableCommand {
             }
             Console.print(HumanFormat.fields([
                 ("Recording", r.id.map(String.init)), ("Session", r.sessionID), ("Connection", r.connectionID),
-                ("Path", directory.absolute(catalogPath: r.path)), ("Status", r.status.rawValue),
+                ("Path", directory.absolute(catalogPath: r.path)), ("Status", r.status.rawValue), ("Error", r.error),
                 ("Part", r.part == 0 ? nil : "\(r.part) (split: the video codec changed)"),
                 ("Codecs", codecs(r)),
                 ("Video sizes", r.videoSizes?.replacingOccurrences(of: ",", with: ", ")),

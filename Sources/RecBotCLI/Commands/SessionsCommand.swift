@@ -76,7 +76,8 @@ struct SessionsCommand: ParsableCommand {
                 ("Ended", HumanFormat.localTime(milliseconds: session.endedAt)),
                 ("Duration", HumanFormat.duration(milliseconds: session.endedAt.flatMap { HumanFormat.span(from: session.startedAt, to: $0) })),
                 ("End reason", session.endReason), ("Exit status", session.exitStatus.map(String.init)),
-                ("Recordings", directory.recordingsPath + "/" + session.id),
+                ("Recordings", directory.layout(session: session.id).directory),
+                ("Refused", SessionsCommand.refused(session)),
             ]
             var lines = [HumanFormat.fields(fields)]
             let width = fields.map(\.0.count).max() ?? 0
@@ -112,5 +113,16 @@ struct SessionsCommand: ParsableCommand {
             ])
         }
         return table
+    }
+
+    /// What the session did not keep, when it dropped anything (nil: nothing, shown as "-").
+    static func refused(_ session: SessionRecord) -> String? {
+        var parts: [String] = []
+        if let count = session.eventsRefused, count > 0 {
+            parts.append("\(count) events over the limit (\(HumanFormat.size(bytes: session.eventsRefusedBytes ?? 0)))")
+        }
+        if let count = session.messagesDropped, count > 0 { parts.append("\(count) messages dropped (arrived faster than handled)") }
+        if let count = session.catalogWritesDropped, count > 0 { parts.append("\(count) catalog writes dropped") }
+        return parts.isEmpty ? nil : parts.joined(separator: ", ")
     }
 }

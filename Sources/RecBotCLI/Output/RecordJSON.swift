@@ -25,6 +25,11 @@ enum RecordJSON {
             ("recbot_version", .string(s.recbotVersion)),
             ("hostname", .string(s.hostname)),
             ("pid", .int(s.pid)),
+            ("events_stored", .int(s.eventsStored)),
+            ("events_refused", .int(s.eventsRefused)),
+            ("events_refused_bytes", .int(s.eventsRefusedBytes)),
+            ("messages_dropped", .int(s.messagesDropped)),
+            ("catalog_writes_dropped", .int(s.catalogWritesDropped)),
         ]
     }
 
@@ -76,6 +81,7 @@ enum RecordJSON {
             ("video_sizes", .array((r.videoSizes ?? "").split(separator: ",").map { .string(String($0)) })),
             ("video_refused", .string(r.videoRefused)),
             ("status", .string(r.status.rawValue)),
+            ("error", .string(r.error)),
             ("verification", .string(r.verification?.rawValue ?? "not verified")),
             ("verified_at", time(r.verifiedAt)),
         ]
