@@ -164,7 +164,8 @@ public final class SenderRecorder: @unchecked Sendable {
     private var lastMediaNanoseconds: Int64 = 0
     private var failure: String?
 
-    private let queue: DispatchQueue
+    /// The writer queue (internal so a test can hold it, as a hung disk would).
+    let queue: DispatchQueue
     private let lock = NSLock()
     private var writer: WebMFileWriter?
     private var pendingBytes = 0

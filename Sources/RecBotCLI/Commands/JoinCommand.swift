@@ -47,7 +47,8 @@ struct JoinCommand: AsyncParsableCommand {
             Every option can also come from an environment variable or a config file of RECBOT_NAME=value
             lines (--config, or RECBOT_CONFIG): RECBOT_CHANNEL, RECBOT_URLS (space or comma separated),
             RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
-            RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR.
+            RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
+            RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT.
             Precedence: flag, then environment, then config file.
 
             """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration]))
@@ -96,6 +97,10 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-event-bytes"), help: ArgumentHelp(
         "Store at most this many bytes of event payloads per session (default 1073741824, 1 GiB).", valueName: "bytes"))
     var maxEventBytes: Int?
+    @Option(name: .customLong("finalize-timeout"), help: ArgumentHelp(
+        "How long finishing the files may take at the end (default 60s); past it recbot exits 74 and `recbot repair` finalizes the rest.",
+        valueName: "duration"))
+    var finalizeTimeout: DurationArgument?
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -183,6 +188,10 @@ struct JoinCommand: AsyncParsableCommand {
         if let delay = maxRecoveryDelay ?? settings["RECBOT_MAX_RECOVERY_DELAY"].flatMap({ DurationArgument(argument: $0) }) {
             guard (200...10_000).contains(delay.milliseconds) else { throw ValidationError("--max-recovery-delay must be between 200ms and 10s") }
             options.recovery.maximumRecoveryDelayNanoseconds = delay.milliseconds * 1_000_000
+        }
+        if let timeout = finalizeTimeout ?? settings["RECBOT_FINALIZE_TIMEOUT"].flatMap({ DurationArgument(argument: $0) }) {
+            guard timeout.milliseconds >= 1_000 else { throw ValidationError("--finalize-timeout must be at least 1s") }
+            options.finalizeTimeoutSeconds = Double(timeout.milliseconds) / 1000
         }
         if let count = maxEvents ?? settings["RECBOT_MAX_EVENTS"].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--max-events must not be negative") }
