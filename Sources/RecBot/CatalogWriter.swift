@@ -23,9 +23,11 @@ final class CatalogWriter: @unchecked Sendable {
     }
 
     /// `bytes`: what the write carries (an event's payload); rows without one count a little.
-    func submit(_ what: String, bytes: Int = 256, _ body: @escaping @Sendable (Catalog) throws(CatalogError) -> Void) {
+    /// `essential` writes (the session's and its recordings' rows, a handful per sender) are
+    /// never dropped, so a flood of events cannot cost the catalog its record of the files.
+    func submit(_ what: String, bytes: Int = 256, essential: Bool = false, _ body: @escaping @Sendable (Catalog) throws(CatalogError) -> Void) {
         let (accepted, firstDrop) = lock.withLock { () -> (Bool, Bool) in
-            guard pending < CatalogWriter.maximumPending, pendingBytes + bytes <= CatalogWriter.maximumPendingBytes else {
+            guard essential || (pending < CatalogWriter.maximumPending && pendingBytes + bytes <= CatalogWriter.maximumPendingBytes) else {
                 droppedWrites += 1
                 return (false, droppedWrites == 1)
             }
@@ -47,8 +49,13 @@ final class CatalogWriter: @unchecked Sendable {
         }
     }
 
-    /// Waits until every submitted write is done.
-    func drain() { queue.sync {} }
+    /// Waits until every submitted write is done, at most `timeoutSeconds` (the catalog may sit
+    /// on a disk that hangs); false when it gave up.
+    func drain(timeoutSeconds: Double) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        queue.async { done.signal() }
+        return done.wait(timeout: .now() + max(0, timeoutSeconds)) == .success
+    }
 
     var error: CatalogError? { lock.withLock { firstError } }
     var dropped: Int { lock.withLock { droppedWrites } }

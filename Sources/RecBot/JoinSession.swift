@@ -23,11 +23,12 @@ public final class JoinSession: @unchecked Sendable {
     private let started = Date()
     private let stopRequest = StopRequest()
     /// Everything that reaches the session while it records; a stop jumps the queue.
-    let inbox = SessionInbox()
+    let inbox: SessionInbox
 
     public init(options: JoinOptions, logger: Logger) {
         self.options = options
         self.logger = logger
+        inbox = SessionInbox { logger.error("signaling messages dropped: more arrive than can be handled (counted; summary at the end)") }
     }
 
     /// Current senders and counters (safe from any thread).
@@ -84,7 +85,11 @@ public final class JoinSession: @unchecked Sendable {
         var ending = await record(start)
         stopRequest.close()
         inbox.close()
-        writer.drain()
+        if !writer.drain(timeoutSeconds: options.finalizeTimeoutSeconds) {
+            logger.error("catalog writes did not finish in time; the session stays open for `recbot repair`",
+                         metadata: ["seconds": "\(options.finalizeTimeoutSeconds)"])
+            return JoinOutcome(result: .storage, endReason: "storage: catalog writes timed out", sessionID: sessionID)
+        }
         if let error = writer.error, ending.result == .success {
             (ending.result, ending.reason) = (.storage, "storage: \(error)")
         }
@@ -139,7 +144,7 @@ public final class JoinSession: @unchecked Sendable {
         }
         let offer = start.offer
         logger.info("offer received", metadata: ["url": "\(start.connection.url)", "connection_id": "\(offer.connectionID ?? "-")"])
-        session.writer.submit("session") { catalog throws(CatalogError) in
+        session.writer.submit("session", essential: true) { catalog throws(CatalogError) in
             try catalog.updateSession(id: session.id, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
                                       clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: start.connection.url)
         }
@@ -181,6 +186,7 @@ public final class JoinSession: @unchecked Sendable {
         let shutdown = SessionShutdown(session: session, options: options, media: media, eventLog: eventLog)
         await shutdown.leave(signaling, connection: start.connection)
         reader.cancel()
+        inbox.close()  // nothing more is queued; what is there is stored below
         // Messages that came in behind the end are still stored (nothing is acted on).
         for input in inbox.drainMessages() { for action in signaling.handle(input) { if case .store(let record) = action { eventLog.store(record) } } }
         await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
@@ -191,7 +197,6 @@ public final class JoinSession: @unchecked Sendable {
     /// session, whose actions are carried out here.
     private func converse(_ signaling: inout SignalingSession, media: MediaPath, connection: SignalingConnection,
                           eventLog: SignalingEventLog) async -> SignalingSessionEnd {
-        inbox.onFirstDrop = { [logger] in logger.error("signaling messages dropped: more arrive than can be handled (counted; summary at the end)") }
         var pending: [SignalingSession.Action] = []
         while true {
             if pending.isEmpty {

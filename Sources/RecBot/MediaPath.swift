@@ -57,7 +57,7 @@ final class MediaPath: @unchecked Sendable {
                                       path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
                                       audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
                                       status: .recording)
-            writer.submit("recording") { catalog throws(CatalogError) in try catalog.insertRecording(row) }
+            writer.submit("recording", essential: true) { catalog throws(CatalogError) in try catalog.insertRecording(row) }
         }
     }
 

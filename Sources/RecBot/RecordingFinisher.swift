@@ -61,10 +61,14 @@ final class RecordingFinisher: @unchecked Sendable {
     /// senders still being finished then (their files stay `recording` in the catalog, for
     /// `recbot repair`).
     func waitForAll(timeoutSeconds: Double) async -> [String] {
-        let first = FirstOutcome()
+        // A thread of its own waits: with every pool thread stuck on a hung disk, a timer on
+        // the global queue would not fire.
+        let group = self.group
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            group.notify(queue: .global()) { if first.claim() { continuation.resume() } }
-            DispatchQueue.global().asyncAfter(deadline: .now() + max(0, timeoutSeconds)) { if first.claim() { continuation.resume() } }
+            Thread {
+                _ = group.wait(timeout: .now() + max(0, timeoutSeconds))
+                continuation.resume()
+            }.start()
         }
         return lock.withLock { inFlight.keys.sorted() }
     }
@@ -72,7 +76,7 @@ final class RecordingFinisher: @unchecked Sendable {
     private func catalog(_ done: FinishedRecording, sender: String, layout: ArchiveLayout, counts: ReceiveCounters) {
         let sessionID = self.sessionID
         let path = layout.catalogPath(done.filename)
-        writer.submit("recording") { catalog throws(CatalogError) in
+        writer.submit("recording", essential: true) { catalog throws(CatalogError) in
             var row = RecordingRecord(sessionID: sessionID, connectionID: sender, part: done.part, path: path,
                                       videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
                                       startedAt: done.startedAtMilliseconds,
@@ -97,7 +101,8 @@ final class RecordingFinisher: @unchecked Sendable {
             row.framesDroppedIncomplete = Int64(counts.framesDropped.incomplete)
             row.framesDroppedKeyframeWait = Int64(counts.framesDropped.waitingForKeyframe + done.statistics.framesDroppedAwaitingKeyframe)
             row.framesDroppedMalformed = Int64(counts.framesDropped.malformed + counts.framesDropped.oversized)
-            row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure)
+            row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure
+                                             + done.statistics.framesDroppedAfterWriteError)
             row.videoSizes = done.statistics.videoSizes.isEmpty ? nil : done.statistics.videoSizes.joined(separator: ",")
             row.videoRefused = done.refusedVideoCodec
             try catalog.completeRecording(row, createdPath: layout.catalogPath(done.createdFilename))

@@ -22,16 +22,20 @@ final class SessionInbox: @unchecked Sendable {
     private let lock = NSLock()
     private let limits: Limits
     private var control: [SignalingSession.Input] = []
-    private var messages: [SignalingSession.Input] = []
+    /// Taken slots are cleared at once, so a consumed message's memory does not wait for compaction.
+    private var messages: [SignalingSession.Input?] = []
     private var head = 0
     private var queuedBytes = 0
     private var droppedCounts = Dropped()
     private var waiter: CheckedContinuation<SignalingSession.Input?, Never>?
     private var closed = false
     /// Called (outside the lock) when the first message is dropped, to log it once.
-    var onFirstDrop: (@Sendable () -> Void)?
+    private let onFirstDrop: @Sendable () -> Void
 
-    init(limits: Limits = Limits()) { self.limits = limits }
+    init(limits: Limits = Limits(), onFirstDrop: @escaping @Sendable () -> Void = {}) {
+        self.limits = limits
+        self.onFirstDrop = onFirstDrop
+    }
 
     var dropped: Dropped { lock.withLock { droppedCounts } }
 
@@ -57,7 +61,7 @@ final class SessionInbox: @unchecked Sendable {
             queuedBytes += size
             return true
         }
-        if firstDrop { onFirstDrop?() }
+        if firstDrop { onFirstDrop() }
         return accepted
     }
 
@@ -67,6 +71,7 @@ final class SessionInbox: @unchecked Sendable {
             let ready = lock.withLock { () -> SignalingSession.Input?? in
                 if let input = takeLocked() { return .some(input) }
                 if closed { return .some(nil) }
+                precondition(waiter == nil, "SessionInbox has one consumer")
                 waiter = continuation
                 return nil
             }
@@ -88,7 +93,7 @@ final class SessionInbox: @unchecked Sendable {
     func drainMessages() -> [SignalingSession.Input] {
         lock.withLock {
             defer { messages.removeAll(); head = 0; queuedBytes = 0 }
-            return Array(messages[head...])
+            return messages[head...].compactMap { $0 }
         }
     }
 
@@ -105,11 +110,14 @@ final class SessionInbox: @unchecked Sendable {
 
     private func takeLocked() -> SignalingSession.Input? {
         if !control.isEmpty { return control.removeFirst() }
-        guard head < messages.count else { return nil }
-        let input = messages[head]
+        guard head < messages.count, let input = messages[head] else { return nil }
+        messages[head] = nil
         head += 1
         queuedBytes -= Self.size(of: input)
-        if head >= 1_024 && head * 2 >= messages.count {  // compact now and then, not per message
+        if head == messages.count {
+            messages.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head >= 1_024 && head * 2 >= messages.count {  // compact now and then, not per message
             messages.removeFirst(head)
             head = 0
         }

@@ -32,13 +32,17 @@ public struct RecordingStatistics: Sendable, Equatable {
     public var bytes: UInt64 = 0
     public var framesDroppedForOrder = 0
     public var framesDroppedForBackpressure = 0
+    /// Frames that came after the file could not be written any more (a full disk).
+    public var framesDroppedAfterWriteError = 0
     public var framesDroppedBeforeStart = 0
     /// Video frames skipped after a dropped one, until the next keyframe (they reference it).
     public var framesDroppedAwaitingKeyframe = 0
     /// Picture sizes seen on keyframes, in order of first appearance ("640x360").
     public var videoSizes: [String] = []
 
-    public var framesDropped: Int { framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe }
+    public var framesDropped: Int {
+        framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe + framesDroppedAfterWriteError
+    }
 
     public init() {}
 }
@@ -115,8 +119,10 @@ extension FinishedRecording {
 /// video starts late, the file begins with a provisional picture size that the first keyframe's
 /// replaces in place.
 public final class SenderRecorder: @unchecked Sendable {
-    // @unchecked: mutable state is confined to the caller's event loop; the writer queue
-    // only touches `writer` and `pendingBytes` (guarded by `lock`).
+    // @unchecked: mutable state is confined to the caller's event loop; `writer` only to the
+    // writer queue. `lock` guards what both sides read (`pendingBytes`, `writeError`,
+    // `writtenLength`) and is never held during file I/O, so a hung disk stalls the queue
+    // (then backpressure drops frames), never the event loop.
     public let connectionID: String
     public private(set) var tracks: SenderTracks
     /// The video codec the offer gave this sender that WebM cannot hold (H265): refused, and said so.
@@ -167,7 +173,10 @@ public final class SenderRecorder: @unchecked Sendable {
     /// The writer queue (internal so a test can hold it, as a hung disk would).
     let queue: DispatchQueue
     private let lock = NSLock()
+    /// Touched only on `queue`.
     private var writer: WebMFileWriter?
+    /// The file's length after its last whole append (guarded by `lock`).
+    private var writtenLength: UInt64 = 0
     private var pendingBytes = 0
     private var writeError: String?
 
@@ -358,13 +367,11 @@ public final class SenderRecorder: @unchecked Sendable {
         onFileStarted?(self)
         let path = layout.directory + "/" + filename
         queue.async { [self] in
-            lock.withLock {
-                do {
-                    try layout.createDirectory()
-                    writer = try WebMFileWriter(creatingAt: path)
-                } catch {
-                    failWriting("\(error)")
-                }
+            do {
+                try layout.createDirectory()
+                writer = try WebMFileWriter(creatingAt: path)
+            } catch {
+                failWriting("\(error)")
             }
         }
     }
@@ -392,15 +399,22 @@ public final class SenderRecorder: @unchecked Sendable {
             return dropped(isVideo)
         }
         let size = frame.data.count
-        let accepted = lock.withLock { () -> Bool in
-            // After a write error nothing more can reach the file: frames are counted, not muxed.
-            guard writeError == nil, pendingBytes + size <= SenderRecorder.maximumPendingBytes else { return false }
+        let admission = lock.withLock { () -> Admission in
+            if writeError != nil { return .fileFailed }
+            guard pendingBytes + size <= SenderRecorder.maximumPendingBytes else { return .queueFull }
             pendingBytes += size
-            return true
+            return .accepted
         }
-        guard accepted else {
+        switch admission {
+        case .accepted: break
+        case .queueFull:
             statistics.framesDroppedForBackpressure += 1
             return dropped(isVideo)
+        case .fileFailed:
+            // Nothing more can reach the file: counted, and no keyframe is asked for (one
+            // would not be written either; asking would only make the sender send more).
+            statistics.framesDroppedAfterWriteError += 1
+            return true
         }
         do {
             let writes = try muxer.write(adjusted)
@@ -417,6 +431,8 @@ public final class SenderRecorder: @unchecked Sendable {
         }
     }
 
+    private enum Admission { case accepted, queueFull, fileFailed }
+
     private func dropped(_ isVideo: Bool) -> Bool {
         guard isVideo else { return true }
         videoNeedsKeyframe = true
@@ -425,10 +441,12 @@ public final class SenderRecorder: @unchecked Sendable {
 
     private func submit(_ writes: [WebMWrite], releasing size: Int) {
         queue.async { [self] in
-            lock.lock()
-            defer { pendingBytes -= size; lock.unlock() }
-            guard let writer, writeError == nil, !writes.isEmpty else { return }
-            do { try writer.apply(writes) } catch {
+            defer { lock.withLock { pendingBytes -= size } }
+            guard let writer, !writes.isEmpty, lock.withLock({ writeError == nil }) else { return }
+            do {
+                try writer.apply(writes)
+                lock.withLock { writtenLength = writer.length }
+            } catch {
                 // Back to the last whole cluster, so the file on disk stays one a repair (or
                 // `finish`) can finalize; if even that fails, repair cuts the partial cluster.
                 try? writer.truncate(toLength: writer.length)
@@ -437,18 +455,21 @@ public final class SenderRecorder: @unchecked Sendable {
         }
     }
 
-    /// On the writer queue, with `lock` held.
+    /// On the writer queue: the first error stops the file; the callback runs outside `lock`.
     private func failWriting(_ error: String) {
-        guard writeError == nil else { return }
-        writeError = error
-        onWriteFailed?(self, error)
+        let first = lock.withLock { () -> Bool in
+            guard writeError == nil else { return false }
+            writeError = error
+            return true
+        }
+        if first { onWriteFailed?(self, error) }
     }
 
     /// What the file holds so far, for the catalog while recording (nil before it started).
     public func progress(now: MonotonicTime) -> (bytes: UInt64, durationMilliseconds: Int64, statistics: RecordingStatistics)? {
         guard muxer != nil else { return nil }
-        let written = lock.withLock { writer?.length }
-        return (written ?? 0, max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000), statistics)
+        let written = lock.withLock { writtenLength }
+        return (written, max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000), statistics)
     }
 
     /// Ends the file: flushes frames, finalizes the WebM (Cues, Duration, sizes), fsyncs,
@@ -460,11 +481,16 @@ public final class SenderRecorder: @unchecked Sendable {
         guard let muxer else { return nil }
         var durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
         let (error, interruption, size, finalMuxer) = queue.sync {
-            lock.withLock { finalizeFile(muxer, durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0)) }
+            finalizeFile(muxer, durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0))
         }
         self.muxer = finalMuxer
         statistics.bytes = size
-        if interruption != nil { durationMilliseconds = finalMuxer.statistics.lastTimestampMilliseconds ?? 0 }
+        if interruption != nil {
+            // What the file really holds: the frames of its whole clusters.
+            durationMilliseconds = finalMuxer.statistics.lastTimestampMilliseconds ?? 0
+            statistics.videoFrames = finalMuxer.statistics.videoFrames
+            statistics.audioFrames = finalMuxer.statistics.audioFrames
+        }
         let startedAt = recordingStartMilliseconds + startOffsetSeconds * 1000
         var stopOffset = max(startOffsetSeconds, partBoundarySeconds ?? (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
         if interruption != nil { stopOffset = startOffsetSeconds + (durationMilliseconds + 999) / 1000 }  // where the media really ends
@@ -488,27 +514,37 @@ public final class SenderRecorder: @unchecked Sendable {
         return finished
     }
 
-    /// Finalizes the file (on the writer queue, `lock` held): Cues, Duration and sizes, fsync,
-    /// then the rename a split part needs. After a mid-file write error the file is finalized
-    /// at its last whole cluster instead, without Cues if the disk still refuses them.
+    /// Finalizes the file (on the writer queue): Cues, Duration and sizes, fsync, then the
+    /// rename a split part needs. After a write error (before or during this) the file is
+    /// finalized at its last whole cluster instead, without Cues if the disk still refuses them.
     /// Returns the error (nothing usable), the interruption (usable but cut short) and the size.
     private func finalizeFile(_ muxer: WebMMuxer, durationMilliseconds: Int64) -> (String?, String?, UInt64, WebMMuxer) {
-        guard let writer else { return (writeError ?? "no file", nil, 0, muxer) }
+        guard let writer else { return (lock.withLock { writeError } ?? "no file", nil, 0, muxer) }
         var finished = muxer
         var interruption: String?
         do {
-            if let failed = writeError {
+            if let failed = lock.withLock({ writeError }) {
                 finished = try finalizeCutShort(muxer, writer: writer)
                 interruption = "\(failed); the file ends at its last whole cluster (\(finished.statistics.lastTimestampMilliseconds ?? 0) ms)"
             } else {
-                try writer.apply(try finished.finalize(durationMilliseconds: durationMilliseconds))
+                do {
+                    try writer.apply(try finished.finalize(durationMilliseconds: durationMilliseconds))
+                } catch {
+                    // The disk filled just now (the last cluster or the Cues): same as mid-file.
+                    failWriting("\(error)")
+                    finished = try finalizeCutShort(muxer, writer: writer)
+                    interruption = "\(error); the file ends at its last whole cluster (\(finished.statistics.lastTimestampMilliseconds ?? 0) ms)"
+                }
             }
-            try writer.sync()
+            do { try writer.sync() } catch {
+                interruption = (interruption.map { $0 + "; " } ?? "") + "\(error): the file may not all be on disk"
+            }
             try writer.close()
             if let createdFilename, createdFilename != filename {
                 try FileManager.default.moveItem(atPath: layout.directory + "/" + createdFilename, toPath: layout.directory + "/" + filename)
             }
         } catch {
+            try? writer.close()
             return ("\(error)", nil, writer.length, finished)
         }
         return (nil, interruption, writer.length, finished)

@@ -71,6 +71,7 @@ public enum Sidecar {
                 "audio_frames": r.statistics.audioFrames,
                 "frames_dropped_out_of_order": r.statistics.framesDroppedForOrder,
                 "frames_dropped_backpressure": r.statistics.framesDroppedForBackpressure,
+                "frames_dropped_after_write_error": r.statistics.framesDroppedAfterWriteError,
                 "frames_dropped_before_start": r.statistics.framesDroppedBeforeStart,
                 "frames_dropped_awaiting_keyframe": r.statistics.framesDroppedAwaitingKeyframe,
                 "frames_dropped_incomplete": r.reception.framesDropped.incomplete,

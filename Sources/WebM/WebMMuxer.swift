@@ -112,7 +112,15 @@ public struct WebMMuxer: Sendable {
     private var cuePoints: [CuePoint] = []
     /// Where each emitted cluster ends in the file and its last block's time, so a file cut
     /// short by a write error can be finalized at its last whole cluster (16 bytes a cluster).
-    private var clusterEnds: [(end: UInt64, lastMilliseconds: Int64)] = []
+    private var clusterEnds: [ClusterEnd] = []
+
+    private struct ClusterEnd: Sendable {
+        var end: UInt64
+        var lastMilliseconds: Int64
+        /// Frames in the file up to and including this cluster.
+        var videoFrames: Int
+        var audioFrames: Int
+    }
 
     /// SeekHead with three fixed-width entries is 68 bytes; the rest of the area is Void.
     static let seekAreaLength = 96
@@ -289,6 +297,8 @@ public struct WebMMuxer: Sendable {
         if let kept { clusterEnds.removeSubrange((kept + 1)...) } else { clusterEnds.removeAll() }
         statistics.bytes = end
         statistics.lastTimestampMilliseconds = kept.map { clusterEnds[$0].lastMilliseconds }
+        statistics.videoFrames = kept.map { clusterEnds[$0].videoFrames } ?? 0
+        statistics.audioFrames = kept.map { clusterEnds[$0].audioFrames } ?? 0
         clusterTimestamp = nil
         cluster.removeAll()
         if !includeCues { cuePoints.removeAll() }
@@ -462,7 +472,8 @@ public struct WebMMuxer: Sendable {
         }
         statistics.bytes += UInt64(out.count)
         statistics.clusters += 1
-        clusterEnds.append((statistics.bytes, statistics.lastTimestampMilliseconds ?? timestamp))
+        clusterEnds.append(ClusterEnd(end: statistics.bytes, lastMilliseconds: statistics.lastTimestampMilliseconds ?? timestamp,
+                                      videoFrames: statistics.videoFrames, audioFrames: statistics.audioFrames))
         clusterTimestamp = nil
         cluster.removeAll()
         return out.bytes

@@ -33,11 +33,9 @@ import WireCoding
         hung.queue.async { release.wait() }  // its disk stops answering
         finisher.finish(healthy, counts: ReceiveCounters(), context: context)
         finisher.finish(hung, counts: ReceiveCounters(), context: context)
-        let clock = ContinuousClock()
-        let started = clock.now
+        // Returning while HUNG is still blocked is the deadline at work (it cannot finish before `release`).
         let unfinished = await finisher.waitForAll(timeoutSeconds: 1)
         #expect(unfinished == ["HUNG"])
-        #expect(clock.now - started < .seconds(5))
         #expect(finisher.all.map(\.connectionID) == ["HEALTHY"] && finisher.all.first?.error == nil)
         release.signal()
         #expect(await finisher.waitForAll(timeoutSeconds: 10).isEmpty)  // the disk came back: it finishes after all

@@ -44,7 +44,7 @@ import WireCoding
         #expect(finished.error?.contains("errno 17") == true, "\(finished.error ?? "-")")
         #expect(failures.all.count == 1 && failures.all[0].contains("File exists"))
         #expect(try String(contentsOfFile: layout.directory + "/archive-SENDER01.webm", encoding: .utf8) == "keep me")  // never overwritten
-        #expect(recorder.statistics.framesDroppedForBackpressure > 0)  // frames after the failure are counted, not muxed
+        #expect(recorder.statistics.framesDroppedAfterWriteError > 0)  // frames after the failure are counted, not muxed
     }
 
     /// Needs a small tmpfs: root, and a system that lets it mount one (otherwise nothing to check here;
@@ -69,6 +69,8 @@ import WireCoding
         #expect(parsed.frames.count > 50 && parsed.frames.count < 3_000)
         #expect(parsed.info?.duration == Double(parsed.frames.last?.timecode ?? -1))
         #expect(finished.durationMilliseconds == parsed.frames.last?.timecode)
+        #expect(finished.statistics.audioFrames == parsed.frames.count, "frame counts describe the file, not what was lost")
+        #expect(finished.statistics.framesDroppedAfterWriteError > 0)
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? UInt64
         #expect(finished.size == size, "the catalog's bytes are the file's real size")
     }
