@@ -113,6 +113,16 @@ extension Catalog {
         }
     }
 
+    /// Many events in one transaction (a burst of data-channel messages).
+    public func insertEvents(_ events: [EventRecord]) throws(CatalogError) {
+        try write { db in
+            for event in events {
+                var record = event
+                try record.insert(db)
+            }
+        }
+    }
+
     @discardableResult
     public func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord {
         try write { db in

@@ -67,6 +67,8 @@ public struct MediaReceiverCounters: Sendable, Equatable {
     public var unknownPayloadType = 0
     public var unknownRetransmission = 0
     public var tooManyStreams = 0
+    /// Packets on SSRCs a section that names its SSRCs did not name.
+    public var unannouncedStream = 0
     public var unsupportedCodec = 0
     /// RTX packets with no payload (bandwidth probes): ignored.
     public var paddingOnlyRetransmissions = 0
@@ -79,7 +81,7 @@ public struct MediaReceiverCounters: Sendable, Equatable {
 
     public init() {}
 
-    public var unrouted: Int { unknownStream + unknownPayloadType + unknownRetransmission + tooManyStreams }
+    public var unrouted: Int { unknownStream + unknownPayloadType + unknownRetransmission + tooManyStreams + unannouncedStream }
 }
 
 /// The media receive path as a sans-IO core: decrypted RTP and RTCP in, with their arrival time;
@@ -154,6 +156,7 @@ public final class MediaReceiver {
             case .unknownPayloadType: counters.unknownPayloadType += 1
             case .unknownRetransmission: counters.unknownRetransmission += 1
             case .tooManyStreams: counters.tooManyStreams += 1
+            case .unannouncedStream: counters.unannouncedStream += 1
             }
         }
         return output

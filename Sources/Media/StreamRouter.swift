@@ -17,12 +17,17 @@ public enum UnroutedReason: Sendable {
     case unknownRetransmission
     /// The bound on learned SSRCs is reached.
     case tooManyStreams
+    /// The section names its SSRCs in the SDP (as Sora does) and this is none of them: it is
+    /// not taken as a new stream of that sender, whose file it would otherwise corrupt.
+    case unannouncedStream
 }
 
 /// Maps RTP packets to tracks: by SSRC from the SDP, else by the MID header extension, else by
 /// payload type when only one section could carry it. RTX SSRCs map to their primary by the
 /// FID `ssrc-group`, else by their `apt` payload type plus the MID and repaired-RID extensions.
-/// What is learned from packets is remembered, within a bound.
+/// What is learned from packets is remembered, within a bound. A section whose SDP names its
+/// SSRCs learns none: its media streams (and, with an FID group, its RTX streams) are exactly
+/// the announced ones, so a hostile server cannot slip streams into a sender's recording.
 struct StreamRouter {
     private(set) var tracks: [String: ReceiveTrack] = [:]
     private var midOfPrimary: [UInt32: String] = [:]
@@ -79,6 +84,10 @@ struct StreamRouter {
     /// An SSRC the offer did not announce: find its section and remember it.
     private mutating func learn(_ packet: RTPPacket) -> Route {
         guard let track = section(of: packet) else { return .unrouted(.unknownStream) }
+        let isMedia = track.codec(payloadType: packet.payloadType) != nil
+        let retransmissionSSRCs = Set(track.rtxSSRCs.values)
+        let announcesPrimaries = track.ssrcs.contains { !retransmissionSSRCs.contains($0) }
+        if isMedia ? announcesPrimaries : !track.rtxSSRCs.isEmpty { return .unrouted(.unannouncedStream) }
         guard midOfPrimary.count + primaryOfRetransmission.count < StreamRouter.maximumLearnedSSRCs else {
             return .unrouted(.tooManyStreams)
         }

@@ -39,6 +39,14 @@ struct SessionShutdown {
                            metadata: ["refused": "\(eventLog.refused)", "refused_bytes": "\(eventLog.refusedBytes)", "stored": "\(eventLog.stored)"])
         }
         let core = media.core
+        if let received = try? await media.transport.eventLoop.submit({ core.media?.counters }).get(), received.unrouted > 0 {
+            // RTP that belongs to no negotiated stream: a misbehaving server, or a hostile one.
+            logger.warning("media: packets on no negotiated stream were refused", metadata: [
+                "unannounced_ssrc": "\(received.unannouncedStream)", "unknown_stream": "\(received.unknownStream)",
+                "unknown_payload_type": "\(received.unknownPayloadType)", "unknown_rtx": "\(received.unknownRetransmission)",
+                "too_many_streams": "\(received.tooManyStreams)",
+            ])
+        }
         guard let (channels, sctp) = try? await media.transport.eventLoop.submit({ core.dataChannels.map { ($0.counters, $0.association.counters) } }).get()
         else { return }
         let metadata: Logger.Metadata = [
@@ -120,6 +128,7 @@ struct SessionShutdown {
         report["events_stored"] = eventLog.stored
         report["events_refused"] = eventLog.refused
         report["events_refused_bytes"] = eventLog.refusedBytes
+        report["events_dropped"] = session.writer.droppedEvents  // the catalog could not keep up
         try ArchiveLayout.writeJSON(report, to: layout.reportPath)
     }
 }

@@ -34,9 +34,9 @@ final class SignalingEventLog {
             refusedBytes += size
             return
         }
+        guard writer.submitEvent(event, bytes: size + 256) else { return }  // the writer counts it
         stored += 1
         storedBytes += size
-        writer.submit("event", bytes: size + 256) { catalog throws(CatalogError) in try catalog.insertEvent(event) }
     }
 
     /// What the signaling session asked to keep.

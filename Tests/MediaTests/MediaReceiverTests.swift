@@ -442,3 +442,30 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(harness.datagrams.allSatisfy { $0.count <= 1_200 })
     }
 }
+
+/// Sora names every stream's SSRCs in the offer: a packet on any other SSRC, even one that
+/// carries the section's MID or its only payload type, is not taken into that sender's file.
+@Suite struct UnannouncedStreamTests {
+    static func packet(ssrc: UInt32, payloadType: UInt8, sequenceNumber: UInt16, mid: String?) throws -> RTPPacket {
+        var builder = RTPPacketBuilder(payloadType: payloadType, sequenceNumber: sequenceNumber, timestamp: UInt32(sequenceNumber) * 3_000, ssrc: ssrc)
+        builder.marker = true
+        if let mid { builder.extensions = [(1, Array(mid.utf8))] }
+        return try RTPPacket(parsing: builder.build(payload: [0x90, 0x80, 0x00, 0x01, 0x00]))
+    }
+
+    @Test func announcedSectionsLearnNoStreamsButSilentOnesStillDo() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack(), Fixtures.audioTrack()]))
+        for index in 0..<50 {
+            harness.receive(try Self.packet(ssrc: 0xBAD0 + UInt32(index), payloadType: 96, sequenceNumber: UInt16(index), mid: "0"))  // MID says video
+            harness.receive(try Self.packet(ssrc: 0xBEEF, payloadType: 111, sequenceNumber: UInt16(index), mid: nil))  // only audio has PT 111
+            harness.receive(try Self.packet(ssrc: 0xCAFE, payloadType: 97, sequenceNumber: UInt16(index), mid: "0"))  // RTX, FID group declared
+        }
+        #expect(harness.receiver.counters.unannouncedStream == 150)
+        #expect(harness.frames.isEmpty && harness.receiver.counters(sender: Fixtures.sender).packets == 0)
+
+        // A section that names no SSRC (webrtcbin without a=ssrc) still learns its stream.
+        let silent = Harness(Fixtures.receiver([Fixtures.videoTrack(ssrcs: [], rtxSSRCs: [:])]))
+        silent.receive(try Self.packet(ssrc: 0x1234, payloadType: 96, sequenceNumber: 1, mid: "0"))
+        #expect(silent.receiver.counters.unannouncedStream == 0 && silent.receiver.counters(sender: Fixtures.sender).packets == 1)
+    }
+}

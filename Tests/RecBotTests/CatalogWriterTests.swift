@@ -1,0 +1,27 @@
+import Archive
+import Foundation
+import Logging
+import Testing
+@testable import RecBot
+
+/// The catalog queue under an event flood: events are batched into transactions, and what
+/// the session reports as stored is exactly what the catalog holds.
+@Suite struct CatalogWriterTests {
+    @Test func aFloodOfEventsIsStoredOrCountedNeverLostSilently() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-writer-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let catalog = try Catalog(path: root + "/catalog.sqlite")
+        try catalog.insertSession(SessionRecord(id: "01JD0000000000000000000000", channelID: "flood", startedAt: 0))
+        let writer = CatalogWriter(catalog: catalog, logger: Logger(label: "test"))
+        let log = SignalingEventLog(sessionID: "01JD0000000000000000000000", writer: writer, logger: Logger(label: "test"))
+        let total = 60_000  // more than the queue's 50,000 places, as fast as the caller can go
+        for index in 0..<total {
+            log.recordDataChannelMessage(label: "#chat", sender: "A", isBinary: false, data: Array("{\"n\":\(index)}".utf8))
+        }
+        #expect(writer.drain(timeoutSeconds: 120))
+        let inCatalog = try catalog.eventCounts(sessionID: "01JD0000000000000000000000").reduce(0) { $0 + $1.count }
+        #expect(inCatalog == log.stored, "the report's events_stored is what the catalog holds")
+        #expect(log.stored + writer.droppedEvents == total)
+        #expect(writer.error == nil)
+    }
+}
