@@ -34,6 +34,24 @@ which frame of its track (`at_frame_index`), from and to what, with which payloa
 new codec's RTX payload type); null when it did not switch (also when the answer did not keep
 CODEC: the publisher then goes on with its own codec).
 
+Hostile publishers (hostile_publisher.py), for fault campaigns: one publisher (the last, or
+--hostile-publisher N) also sends garbage while its honest media goes on; every other one stays
+honest. The RTP is built by hand and handed to the same DTLS transport as aiortc's (SRTP, then ICE).
+  --hostile sps                 crafted H.264 SPS/PPS/IDR (out-of-range and overflowing scaling-list
+                                delta_scale, 32-bit and longer Exp-Golomb codes, absurd sizes) on the
+                                publisher's own H.264 SSRC and payload type, 4 a second (needs h264)
+  --hostile timestamp-jumps     its video RTP timestamps jump (+2^31, -2^31, to the wrap, +1 h, ...)
+                                about every second, between valid frames
+  --hostile endless-frame       2,000 packets a second on one unsignaled SSRC (with the publisher's
+                                MID extension): one RTP timestamp, never a marker
+  --hostile ssrc-flood          1,000 new random unsignaled SSRCs a second, three packets each: random
+                                or negotiated payload types, or a section's MID extension and codec
+  --hostile datachannel-flood   --flood-rate messages a second (10,000) on the first `#` messaging
+                                channel (recbot: --data-channel-signaling --data-channel '#chat')
+  --hostile-after 1             it starts 1 s after the session is set up (answer, data-channel switch)
+  --hostile-seconds 0           and lasts this long (0: until the session ends); seeded by --loss-seed
+The truth's `hostile` says what was sent, per kind, and each publisher entry says `hostile`.
+
 An answer may reject a publisher's section with port 0, as recbot rejects H.265 video. aiortc
 cannot take such an answer (it wants ICE, DTLS and a common codec in every section), so the server
 fills the rejected section in as inactive before aiortc sees it (`fill_in_rejected_sections`):
@@ -65,6 +83,7 @@ from aiortc.sdp import candidate_from_sdp  # noqa: E402
 from websockets.asyncio.server import serve  # noqa: E402
 
 import video_codecs  # noqa: E402
+from hostile_publisher import HOSTILE_KINDS, HostileTraffic  # noqa: E402
 from synthetic_media import MediaClock, PatternVideo, ToneAudio  # noqa: E402
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -437,6 +456,11 @@ class Session:
                                     "delay_audio_ms": args.delay_audio_ms, "rtx_offered": not args.no_rtx}
         if args.first_publisher_id is not None and self.publishers:
             self.publishers[0].connection_id = args.first_publisher_id
+        self.hostile = None
+        if args.hostile:
+            target = self.publishers[args.hostile_publisher if args.hostile_publisher is not None else -1]
+            self.hostile = HostileTraffic(args.hostile, target, seed=args.loss_seed, after=args.hostile_after,
+                                          seconds=args.hostile_seconds, flood_rate=args.flood_rate)
         self.done = asyncio.Event()
 
     async def send(self, ws, message, record=False):
@@ -501,6 +525,9 @@ class Session:
                 label, *flags = spec.split(":")
                 self.channel_settings.append({"label": label, "direction": "recvonly", "compress": "compress" in flags,
                                               **({"ordered": False, "max_retransmits": 0} if "unordered" in flags else {})})
+            if self.hostile and "datachannel-flood" in self.hostile.kinds \
+                    and not any(s["label"].startswith("#") for s in self.channel_settings):
+                self.channel_settings.append({"label": "#flood", "direction": "recvonly", "compress": False})
             for setting in self.channel_settings:
                 data_channel = pc.createDataChannel(setting["label"], ordered=setting.get("ordered", True),
                                                     maxRetransmits=setting.get("max_retransmits"))
@@ -520,6 +547,8 @@ class Session:
         self.truth["answer_received"] = True
         await self.apply_answer(pc, answer["sdp"])
         self.impairment.hook_pc(pc)
+        if self.hostile:
+            self.hostile.hook_pc(pc)
         reader = asyncio.create_task(self.read(ws, pc))
 
         now = time.monotonic()
@@ -535,6 +564,8 @@ class Session:
 
         if dc_signaling:
             await self.switch_to_data_channels(ws, channel, bool(connect.get("ignore_disconnect_websocket")))
+        if self.hostile:
+            self.hostile.start(pc, self.channels, self.channel_settings)
 
         started = time.monotonic()
         late_added = False
@@ -702,6 +733,8 @@ class Session:
         reanswer = await asyncio.wait_for(self.pending_reanswer, 10)
         await self.apply_answer(pc, reanswer["sdp"])
         self.impairment.hook_pc(pc)
+        if self.hostile:
+            self.hostile.hook_pc(pc)
         self.truth["re_answers_received"] = self.truth.get("re_answers_received", 0) + 1
 
     async def leave(self, ws, pc, channel, publisher):
@@ -753,6 +786,9 @@ class Session:
             self.done.set()
 
     async def finish(self, pc):
+        if self.hostile:
+            await self.hostile.stop()
+            self.truth["hostile"] = self.hostile.truth()
         for publisher in self.publishers:
             publisher.video.stop()
             publisher.audio.stop()
@@ -768,6 +804,7 @@ class Session:
                      "codec_switch": publisher.codec_switch,
                      "video_sizes_sent": publisher.video.sizes, "audio_frames_sent": publisher.audio.index,
                      "rejected": sorted(publisher.rejected),
+                     "hostile": bool(self.hostile and self.hostile.publisher is publisher),
                      "on_air_seconds": (publisher.left_at - publisher.joined_at) if publisher.joined_at and publisher.left_at else 0}
             for kind, sender in publisher.senders.items():
                 ssrc = sender._ssrc
@@ -854,8 +891,22 @@ async def main():
     parser.add_argument("--switch-codec-after", type=codec_switch_spec, metavar="SECONDS:CODEC",
                         help="the first publisher also offers CODEC in its video section and switches to it this far "
                              "into its own timeline, on the same SSRC and without renegotiating (e.g. 4:vp9)")
+    parser.add_argument("--hostile", action="append", choices=HOSTILE_KINDS, default=[], metavar="KIND",
+                        help=f"one publisher also sends hostile traffic ({', '.join(HOSTILE_KINDS)}); repeatable")
+    parser.add_argument("--hostile-publisher", type=int, metavar="N",
+                        help="which publisher (0-based) turns hostile (default: the last)")
+    parser.add_argument("--hostile-after", type=float, default=1.0, metavar="SECONDS",
+                        help="the hostile traffic starts this long after the session is set up (answer, data-channel switch)")
+    parser.add_argument("--hostile-seconds", type=float, default=0.0, metavar="SECONDS",
+                        help="and lasts this long (0: until the session ends)")
+    parser.add_argument("--flood-rate", type=int, default=10000, metavar="N",
+                        help="--hostile datachannel-flood: messages a second")
     args = parser.parse_args()
     args.publisher = args.publisher or ["vp8", "vp8"]
+    if args.hostile_publisher is not None and not 0 <= args.hostile_publisher < len(args.publisher):
+        parser.error("--hostile-publisher: no such publisher")
+    if "sps" in args.hostile and args.publisher[args.hostile_publisher if args.hostile_publisher is not None else -1] != "h264":
+        parser.error("--hostile sps: the hostile publisher must be an h264 one")
     if args.switch_codec_after and args.switch_codec_after[1] == args.publisher[0]:
         parser.error("--switch-codec-after: CODEC must differ from the first publisher's codec")
     video_codecs.register(keyframe_interval=args.keyframe_interval)

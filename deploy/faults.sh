@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The fault campaign: runs recbot against the bundled Sora-compatible test server under faults
+# (SIGKILL at random instants, a full disk, 20 joins at once on a fresh catalog, hostile publishers)
+# and prints a table of what survived. Exits non-zero when a part fails.
+#   deploy/faults.sh [--recbot PATH] [--kills 50] [--short] [--seed N] [--work DIR]
+#                    [--only kill,diskfull,concurrent,hostile] [--max-loss SECONDS]
+# Without --recbot it builds one (swift build --product recbot). --short is the CI version (5 kills,
+# 5 concurrent joins, 5 s hostile runs). The disk-full part needs root (it mounts a tmpfs). Every
+# run's logs stay in the work directory (default: a new temporary one), whose path is printed.
+# The parts and their checks are described in deploy/faults.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+recbot=""
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --recbot) recbot="$2"; shift 2 ;;
+    --recbot=*) recbot="${1#--recbot=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+if [ -z "$recbot" ]; then
+  swift build --product recbot >/dev/null
+  recbot="$(swift build --show-bin-path)/recbot"
+fi
+exec python3 deploy/faults.py --recbot "$recbot" "${args[@]+"${args[@]}"}"
