@@ -190,7 +190,9 @@ public final class JoinSession: @unchecked Sendable {
         // Messages that came in behind the end are still stored (nothing is acted on).
         for input in inbox.drainMessages() { for action in signaling.handle(input) { if case .store(let record) = action { eventLog.store(record) } } }
         await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
-        return await shutdown.finish(end, inboxDropped: inbox.dropped)
+        var dropped = inbox.dropped
+        dropped.messages += start.connection.droppedMessages
+        return await shutdown.finish(end, inboxDropped: dropped)
     }
 
     /// Runs signaling until the session ends: inputs from the inbox go through the sans-IO

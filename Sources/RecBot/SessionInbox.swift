@@ -97,6 +97,7 @@ final class SessionInbox: @unchecked Sendable {
         }
     }
 
+    @discardableResult
     private func deliver(_ enqueue: () -> Bool) -> Bool {
         let (accepted, woken) = lock.withLock { () -> (Bool, (CheckedContinuation<SignalingSession.Input?, Never>, SignalingSession.Input)?) in
             guard !closed, enqueue() else { return (false, nil) }

@@ -12,20 +12,27 @@ public final class SignalingConnection: @unchecked Sendable {
     public let messages: AsyncStream<String>
     private let socket: WebSocket
     private let continuation: AsyncStream<String>.Continuation
+    private let drops: DropCounter
     public static let bufferedMessages = 4_096
 
-    private init(url: String, socket: WebSocket, messages: AsyncStream<String>, continuation: AsyncStream<String>.Continuation) {
+    private init(url: String, socket: WebSocket, messages: AsyncStream<String>, continuation: AsyncStream<String>.Continuation,
+                 drops: DropCounter) {
         self.url = url
         self.socket = socket
         self.messages = messages
         self.continuation = continuation
+        self.drops = drops
     }
 
+    /// Messages dropped because the stream was full (logged once, when the first is).
+    public var droppedMessages: Int { drops.count }
+
     /// Wires the socket into the stream. websocket-kit wants this on the socket's event loop (onUpgrade).
-    private static func attach(_ socket: WebSocket, to stream: AsyncStream<String>.Continuation, url: String, logger: Logger) {
+    private static func attach(_ socket: WebSocket, to stream: AsyncStream<String>.Continuation, url: String, drops: DropCounter,
+                               logger: Logger) {
         socket.onText { _, text in
-            if case .dropped = stream.yield(text) {
-                logger.error("signaling message dropped: consumer too slow", metadata: ["url": "\(url)"])
+            if case .dropped = stream.yield(text), drops.add() == 1 {
+                logger.error("signaling messages dropped: consumer too slow (counted; total at the end)", metadata: ["url": "\(url)"])
             }
         }
         socket.onClose.whenComplete { _ in stream.finish() }
@@ -62,12 +69,13 @@ public final class SignalingConnection: @unchecked Sendable {
         let stream = streamContinuation!
         // websocket-kit's future can complete before onUpgrade hands over the socket: wait for onUpgrade.
         let handoff = SocketHandoff()
+        let drops = DropCounter()
         let socket: WebSocket
         do {
             socket = try await withCheckedThrowingContinuation { continuation in
                 handoff.start(continuation)
                 WebSocket.connect(to: connectURL, configuration: configuration, on: group) { socket in
-                    attach(socket, to: stream, url: url, logger: logger)
+                    attach(socket, to: stream, url: url, drops: drops, logger: logger)
                     handoff.succeed(socket)
                 }
                 .whenFailure { error in handoff.fail(error) }
@@ -76,8 +84,18 @@ public final class SignalingConnection: @unchecked Sendable {
             stream.finish()
             throw .connectFailed(url: url, detail: "\(error)")
         }
-        return SignalingConnection(url: url, socket: socket, messages: messages, continuation: stream)
+        return SignalingConnection(url: url, socket: socket, messages: messages, continuation: stream, drops: drops)
     }
+}
+
+/// Counts drops from the socket's event loop; read from anywhere.
+private final class DropCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value = 0
+
+    /// The new total.
+    func add() -> Int { lock.withLock { value += 1; return value } }
+    var count: Int { lock.withLock { value } }
 }
 
 /// Resumes the opener exactly once: with the upgraded socket, or with the connect error.
