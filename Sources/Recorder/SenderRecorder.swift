@@ -119,10 +119,8 @@ extension FinishedRecording {
 /// video starts late, the file begins with a provisional picture size that the first keyframe's
 /// replaces in place.
 public final class SenderRecorder: @unchecked Sendable {
-    // @unchecked: mutable state is confined to the caller's event loop; `writer` only to the
-    // writer queue. `lock` guards what both sides read (`pendingBytes`, `writeError`,
-    // `writtenLength`) and is never held during file I/O, so a hung disk stalls the queue
-    // (then backpressure drops frames), never the event loop.
+    // @unchecked: mutable state is confined to the caller's event loop; file I/O belongs to
+    // `file` (its own queue and lock).
     public let connectionID: String
     public private(set) var tracks: SenderTracks
     /// The video codec the offer gave this sender that WebM cannot hold (H265): refused, and said so.
@@ -170,15 +168,8 @@ public final class SenderRecorder: @unchecked Sendable {
     private var lastMediaNanoseconds: Int64 = 0
     private var failure: String?
 
-    /// The writer queue (internal so a test can hold it, as a hung disk would).
-    let queue: DispatchQueue
-    private let lock = NSLock()
-    /// Touched only on `queue`.
-    private var writer: WebMFileWriter?
-    /// The file's length after its last whole append (guarded by `lock`).
-    private var writtenLength: UInt64 = 0
-    private var pendingBytes = 0
-    private var writeError: String?
+    /// Creating and writing the file (internal so a test can hold its queue, as a hung disk would).
+    let file: RecordingFile
 
     public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
                 recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000, part: Int = 0,
@@ -194,7 +185,8 @@ public final class SenderRecorder: @unchecked Sendable {
         self.part = part
         notBeforeSeconds = boundary.map { max(0, $0.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000 }
         self.refusedVideoCodec = refusedVideoCodec
-        queue = DispatchQueue(label: "recbot.recorder.\(connectionID)")
+        file = RecordingFile(label: "recbot.recorder.\(connectionID)", maximumPendingBytes: SenderRecorder.maximumPendingBytes)
+        file.onWriteFailed = { [unowned self] error in onWriteFailed?(self, error) }
     }
 
     public var isStarted: Bool { muxer != nil }
@@ -279,7 +271,7 @@ public final class SenderRecorder: @unchecked Sendable {
         // A file that started on the provisional size gets the real one in place.
         if var muxer, let writes = try? muxer.updateVideoSize(width: width, height: height) {
             self.muxer = muxer
-            submit(writes, releasing: 0)
+            file.submit(writes, releasing: 0)
         }
     }
 
@@ -296,7 +288,7 @@ public final class SenderRecorder: @unchecked Sendable {
         let fields = AV1CodecConfiguration.recordFields(configuration.sequence)
         if var muxer, let writes = try? muxer.updateVideoCodecPrivate(fields) {
             self.muxer = muxer
-            submit(writes, releasing: 0)
+            file.submit(writes, releasing: 0)
         }
         videoCodecPrivate = fields
         codecPrivateIsProvisional = false
@@ -365,15 +357,7 @@ public final class SenderRecorder: @unchecked Sendable {
         let layout = self.layout
         createdFilename = filename
         onFileStarted?(self)
-        let path = layout.directory + "/" + filename
-        queue.async { [self] in
-            do {
-                try layout.createDirectory()
-                writer = try WebMFileWriter(creatingAt: path)
-            } catch {
-                failWriting("\(error)")
-            }
-        }
+        file.create(in: layout, path: layout.directory + "/" + filename)
     }
 
     /// Muxes one frame; false when it was a video frame that had to be dropped.
@@ -399,13 +383,7 @@ public final class SenderRecorder: @unchecked Sendable {
             return dropped(isVideo)
         }
         let size = frame.data.count
-        let admission = lock.withLock { () -> Admission in
-            if writeError != nil { return .fileFailed }
-            guard pendingBytes + size <= SenderRecorder.maximumPendingBytes else { return .queueFull }
-            pendingBytes += size
-            return .accepted
-        }
-        switch admission {
+        switch file.admit(size) {
         case .accepted: break
         case .queueFull:
             statistics.framesDroppedForBackpressure += 1
@@ -422,16 +400,14 @@ public final class SenderRecorder: @unchecked Sendable {
             lastWrittenNanoseconds = adjusted.timestampNanoseconds
             lastMediaNanoseconds = adjusted.timestampNanoseconds
             if isVideo { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
-            submit(writes, releasing: size)
+            file.submit(writes, releasing: size)
             return true
         } catch {
-            lock.withLock { pendingBytes -= size }
+            file.release(size)
             statistics.framesDroppedForOrder += 1
             return dropped(isVideo)
         }
     }
-
-    private enum Admission { case accepted, queueFull, fileFailed }
 
     private func dropped(_ isVideo: Bool) -> Bool {
         guard isVideo else { return true }
@@ -439,37 +415,10 @@ public final class SenderRecorder: @unchecked Sendable {
         return false
     }
 
-    private func submit(_ writes: [WebMWrite], releasing size: Int) {
-        queue.async { [self] in
-            defer { lock.withLock { pendingBytes -= size } }
-            guard let writer, !writes.isEmpty, lock.withLock({ writeError == nil }) else { return }
-            do {
-                try writer.apply(writes)
-                lock.withLock { writtenLength = writer.length }
-            } catch {
-                // Back to the last whole cluster, so the file on disk stays one a repair (or
-                // `finish`) can finalize; if even that fails, repair cuts the partial cluster.
-                try? writer.truncate(toLength: writer.length)
-                failWriting("\(error)")
-            }
-        }
-    }
-
-    /// On the writer queue: the first error stops the file; the callback runs outside `lock`.
-    private func failWriting(_ error: String) {
-        let first = lock.withLock { () -> Bool in
-            guard writeError == nil else { return false }
-            writeError = error
-            return true
-        }
-        if first { onWriteFailed?(self, error) }
-    }
-
     /// What the file holds so far, for the catalog while recording (nil before it started).
     public func progress(now: MonotonicTime) -> (bytes: UInt64, durationMilliseconds: Int64, statistics: RecordingStatistics)? {
         guard muxer != nil else { return nil }
-        let written = lock.withLock { writtenLength }
-        return (written, max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000), statistics)
+        return (file.length, max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000), statistics)
     }
 
     /// Ends the file: flushes frames, finalizes the WebM (Cues, Duration, sizes), fsyncs,
@@ -480,9 +429,10 @@ public final class SenderRecorder: @unchecked Sendable {
         _ = drain(now: now, force: true)  // nothing to ask for a keyframe any more
         guard let muxer else { return nil }
         var durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
-        let (error, interruption, size, finalMuxer) = queue.sync {
-            finalizeFile(muxer, durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0))
-        }
+        let rename = createdFilename.flatMap { $0 == filename ? nil : (layout.directory + "/" + $0, layout.directory + "/" + filename) }
+        let finalized = file.finalize(muxer, durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0),
+                                      rename: rename)
+        let (error, interruption, size, finalMuxer) = (finalized.error, finalized.interruption, finalized.size, finalized.muxer)
         self.muxer = finalMuxer
         statistics.bytes = size
         if interruption != nil {
@@ -512,63 +462,5 @@ public final class SenderRecorder: @unchecked Sendable {
             }
         }
         return finished
-    }
-
-    /// Finalizes the file (on the writer queue): Cues, Duration and sizes, fsync, then the
-    /// rename a split part needs. After a write error (before or during this) the file is
-    /// finalized at its last whole cluster instead, without Cues if the disk still refuses them.
-    /// Returns the error (nothing usable), the interruption (usable but cut short) and the size.
-    private func finalizeFile(_ muxer: WebMMuxer, durationMilliseconds: Int64) -> (String?, String?, UInt64, WebMMuxer) {
-        guard let writer else { return (lock.withLock { writeError } ?? "no file", nil, 0, muxer) }
-        var finished = muxer
-        var interruption: String?
-        do {
-            if let failed = lock.withLock({ writeError }) {
-                finished = try finalizeCutShort(muxer, writer: writer)
-                interruption = "\(failed); the file ends at its last whole cluster (\(finished.statistics.lastTimestampMilliseconds ?? 0) ms)"
-            } else {
-                do {
-                    try writer.apply(try finished.finalize(durationMilliseconds: durationMilliseconds))
-                } catch {
-                    // The disk filled just now (the last cluster or the Cues): same as mid-file.
-                    failWriting("\(error)")
-                    finished = try finalizeCutShort(muxer, writer: writer)
-                    interruption = "\(error); the file ends at its last whole cluster (\(finished.statistics.lastTimestampMilliseconds ?? 0) ms)"
-                }
-            }
-            do { try writer.sync() } catch {
-                interruption = (interruption.map { $0 + "; " } ?? "") + "\(error): the file may not all be on disk"
-            }
-            try writer.close()
-            if let createdFilename, createdFilename != filename {
-                try FileManager.default.moveItem(atPath: layout.directory + "/" + createdFilename, toPath: layout.directory + "/" + filename)
-            }
-        } catch {
-            try? writer.close()
-            return ("\(error)", nil, writer.length, finished)
-        }
-        return (nil, interruption, writer.length, finished)
-    }
-
-    private func finalizeCutShort(_ muxer: WebMMuxer, writer: WebMFileWriter) throws -> WebMMuxer {
-        var withCues = muxer
-        let writes = try withCues.finalizeTruncated(toLength: writer.length)
-        try writer.truncate(toLength: withCues.statistics.bytes - UInt64(writes.appendedByteCount))
-        do {
-            try writer.apply(writes)
-            return withCues
-        } catch {
-            var withoutCues = muxer  // a disk still full takes the in-place patches only
-            let patches = try withoutCues.finalizeTruncated(toLength: writer.length, includeCues: false)
-            try writer.truncate(toLength: withoutCues.statistics.bytes)
-            try writer.apply(patches)
-            return withoutCues
-        }
-    }
-}
-
-extension Array where Element == WebMWrite {
-    var appendedByteCount: Int {
-        reduce(0) { total, write in if case .append(let bytes) = write { total + bytes.count } else { total } }
     }
 }

@@ -30,7 +30,7 @@ import WireCoding
         }
         let healthy = try recorder("HEALTHY"), hung = try recorder("HUNG")
         let release = DispatchSemaphore(value: 0)
-        hung.queue.async { release.wait() }  // its disk stops answering
+        hung.file.queue.async { release.wait() }  // its disk stops answering
         finisher.finish(healthy, counts: ReceiveCounters(), context: context)
         finisher.finish(hung, counts: ReceiveCounters(), context: context)
         // Returning while HUNG is still blocked is the deadline at work (it cannot finish before `release`).

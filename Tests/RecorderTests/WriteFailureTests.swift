@@ -34,7 +34,7 @@ import WireCoding
         let layout = ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
         try layout.createDirectory()
         // A file of the same name already exists (e.g. a sender that came back under its id).
-        FileManager.default.createFile(atPath: layout.directory + "/archive-SENDER01.webm", contents: Data("keep me".utf8))
+        #expect(FileManager.default.createFile(atPath: layout.directory + "/archive-SENDER01.webm", contents: Data("keep me".utf8)))
         let recorder = try SenderRecorder(connectionID: "SENDER01", tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,
                                           recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
         let failures = Failures()

@@ -119,7 +119,7 @@ struct SessionsCommand: ParsableCommand {
     static func refused(_ session: SessionRecord) -> String? {
         var parts: [String] = []
         if let count = session.eventsRefused, count > 0 {
-            parts.append("\(count) events over the limit (\(HumanFormat.size(bytes: session.eventsRefusedBytes ?? 0)))")
+            parts.append("\(count) events over the limit (\(HumanFormat.size(bytes: session.eventsRefusedBytes ?? 0) ?? "0 B"))")
         }
         if let count = session.messagesDropped, count > 0 { parts.append("\(count) messages dropped (arrived faster than handled)") }
         if let count = session.catalogWritesDropped, count > 0 { parts.append("\(count) catalog writes dropped") }
