@@ -14,7 +14,7 @@ Parts:
   diskfull    (root, and `mount -t tmpfs` works) the data dir, catalog included (recbot has no
               option to put the catalog elsewhere), on a small tmpfs that fills after a few seconds
               of recording. Checks: `join` ends with exit 74 (storage failure), not by a signal, and
-              every WebM it wrote decodes with `ffmpeg -v error -i FILE -f null -` with nothing to
+              every WebM it wrote decodes with `ffmpeg -v error -i FILE -enc_time_base:v 1:1000 -fps_mode passthrough -f null -` (the file's own timestamps) with nothing to
               say. Also reported: when the disk filled and when recbot exited, `recbot verify` on the
               files as left, and, after the tmpfs is grown, `recbot repair --all` and `recbot verify`.
   concurrent  N test servers (one VP8 publisher each) and N `recbot join` started at one moment on
@@ -330,8 +330,12 @@ def part_diskfull(options, work, result):
         clean, complaints = 0, collections.Counter()
         for path in files:
             with open(log, "a") as text:
-                text.write(f"$ ffmpeg -v error -i {path} -f null -\n")
-            completed = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-f", "null", "-"],
+                text.write(f"$ ffmpeg -v error -i {path} -enc_time_base:v 1:1000 -fps_mode passthrough -f null -\n")
+            # Every frame decoded on the file's own millisecond timestamps: without these two
+            # options ffmpeg re-times video to its guessed frame rate and then complains about
+            # its own rounding whenever capture times jitter (which real cameras' do).
+            completed = subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-i", path, "-enc_time_base:v", "1:1000",
+                                        "-fps_mode", "passthrough", "-f", "null", "-"],
                                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             said = [line for line in completed.stderr.decode(errors="replace").splitlines() if line.strip()]
             with open(log, "a") as text:
