@@ -210,10 +210,8 @@ public final class JoinSession: @unchecked Sendable {
             switch action {
             case .end(let end):
                 return end
-            case .send(let text, .webSocket):
-                connection.send(text)
-            case .send(let text, .dataChannel(let label)):
-                media.sendOnDataChannel(text, label: label)
+            case .send(let text, let route):
+                media.send(text, via: route, connection: connection)
             case .store(let record):
                 eventLog.store(record)
             case .addRemoteCandidate(let text):

@@ -151,6 +151,14 @@ final class MediaPath: @unchecked Sendable {
         if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: JoinSession.monotonicNow()) } }
     }
 
+    /// A signaling message where it belongs: the WebSocket, or a data channel.
+    func send(_ text: String, via route: SignalingRoute, connection: SignalingConnection) {
+        switch route {
+        case .webSocket: connection.send(text)
+        case .dataChannel(let label): sendOnDataChannel(text, label: label)
+        }
+    }
+
     func sendOnDataChannel(_ text: String, label: String) {
         transport.withCore { $0.sendOnDataChannel(Array(text.utf8), label: label, binary: false, now: JoinSession.monotonicNow()) }
     }

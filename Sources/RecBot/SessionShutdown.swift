@@ -17,13 +17,7 @@ struct SessionShutdown {
 
     /// `disconnect` where Sora still listens, then the WebSocket closed.
     func leave(_ signaling: SignalingSession, connection: SignalingConnection) async {
-        for action in signaling.leave() {
-            switch action {
-            case .send(let text, .webSocket): connection.send(text)
-            case .send(let text, .dataChannel(let label)): media.sendOnDataChannel(text, label: label)
-            default: break
-            }
-        }
+        for case .send(let text, let route) in signaling.leave() { media.send(text, via: route, connection: connection) }
         if !connection.isClosed { await connection.close() }
     }
 
