@@ -10,6 +10,8 @@ public struct RecordingSetCounters: Sendable, Equatable {
     public var unsafeSenderFrames = 0
     /// Video codec changes that started a new part of a sender's recording.
     public var codecChanges = 0
+    /// Senders that a re-offer removed and a later one named again: each return starts a new part.
+    public var returningSenders = 0
 }
 
 /// One recorder per sender: whole frames from the media core go to their sender's file, whose
@@ -23,6 +25,10 @@ final class RecordingSet {
     private var refusedVideo: [String: String] = [:]
     /// Parts a codec change ended, for the caller to finish off the event loop.
     private var retired: [SenderRecorder] = []
+    /// The last part of each sender whose recorder ended while the session goes on: if the same
+    /// connection id comes back, its media goes to the next part instead of colliding with the
+    /// finished file's name.
+    private var endedParts: [String: Int] = [:]
     private var unsafeSendersLogged: Set<String> = []
     private let archive: ArchiveLayout
     private let recordingStartMilliseconds: Int64
@@ -49,7 +55,10 @@ final class RecordingSet {
         layouts = senders
         self.refusedVideo = refusedVideo
         let gone = recorders.filter { senders[$0.key] == nil }
-        for sender in gone.keys { recorders[sender] = nil }
+        for (sender, recorder) in gone {
+            recorders[sender] = nil
+            endedParts[sender] = recorder.part
+        }
         return Array(gone.values)
     }
 
@@ -98,7 +107,11 @@ final class RecordingSet {
         let layout = layouts[sender] ?? SenderLayout(videoCodec: nil, audioChannels: nil)
         let tracks = SenderTracks(videoCodec: layout.videoCodec.flatMap(WebMVideoCodec.init(sdpName:)), audioChannels: layout.audioChannels)
         guard tracks.videoCodec != nil || tracks.audioChannels != nil else { return nil }
-        return makeRecorder(sender, tracks: tracks, part: 0)
+        guard let previous = endedParts[sender] else { return makeRecorder(sender, tracks: tracks, part: 0) }
+        counters.returningSenders += 1
+        logger.notice("a sender that left came back under the same connection id; its recording continues in a new part",
+                      metadata: ["sender": "\(sender)", "part": "\(previous + 1)"])
+        return makeRecorder(sender, tracks: tracks, part: previous + 1)
     }
 
     private func makeRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil) -> SenderRecorder? {

@@ -32,7 +32,18 @@ struct SessionShutdown {
             logger.warning("events not stored: the session's event limit was reached",
                            metadata: ["refused": "\(eventLog.refused)", "refused_bytes": "\(eventLog.refusedBytes)", "stored": "\(eventLog.stored)"])
         }
+        if signaling.malformedMessages > 0 {
+            logger.warning("signaling messages that were not valid JSON objects were ignored", metadata: ["malformed": "\(signaling.malformedMessages)"])
+        }
         let core = media.core
+        let recordings = media.recordings
+        if let parts = try? await media.transport.eventLoop.submit({ recordings.counters }).get(),
+           parts != RecordingSetCounters() {
+            logger.notice("recordings: some senders were split or refused", metadata: [
+                "codec_changes": "\(parts.codecChanges)", "returning_senders": "\(parts.returningSenders)",
+                "unsafe_sender_frames": "\(parts.unsafeSenderFrames)",
+            ])
+        }
         if let received = try? await media.transport.eventLoop.submit({ core.media?.counters }).get(), received.unrouted > 0 {
             // RTP that belongs to no negotiated stream: a misbehaving server, or a hostile one.
             logger.warning("media: packets on no negotiated stream were refused", metadata: [

@@ -22,6 +22,8 @@ final class RecordingFile: @unchecked Sendable {
     /// The writer queue (internal so a test can hold it, as a hung disk would).
     let queue: DispatchQueue
     private let maximumPendingBytes: Int
+    /// Shared with the other recordings of the process.
+    private let budget: WriteBudget
     private let lock = NSLock()
     /// Touched only on `queue`.
     private var writer: WebMFileWriter?
@@ -31,9 +33,10 @@ final class RecordingFile: @unchecked Sendable {
     /// Called on the queue, once, with the first error (its errno in the text).
     var onWriteFailed: (@Sendable (String) -> Void)?
 
-    init(label: String, maximumPendingBytes: Int) {
+    init(label: String, maximumPendingBytes: Int, budget: WriteBudget) {
         queue = DispatchQueue(label: label)
         self.maximumPendingBytes = maximumPendingBytes
+        self.budget = budget
     }
 
     /// The file's length after its last whole append.
@@ -55,14 +58,17 @@ final class RecordingFile: @unchecked Sendable {
     func admit(_ size: Int) -> Admission {
         lock.withLock {
             if writeError != nil { return .fileFailed }
-            guard pendingBytes + size <= maximumPendingBytes else { return .queueFull }
+            guard pendingBytes + size <= maximumPendingBytes, budget.reserve(size) else { return .queueFull }
             pendingBytes += size
             return .accepted
         }
     }
 
     /// Gives back what `admit` reserved for a frame that was not muxed after all.
-    func release(_ size: Int) { lock.withLock { pendingBytes -= size } }
+    func release(_ size: Int) {
+        lock.withLock { pendingBytes -= size }
+        budget.release(size)
+    }
 
     /// Applies writes in order; `size` is what `admit` reserved for them.
     func submit(_ writes: [WebMWrite], releasing size: Int) {

@@ -114,8 +114,8 @@ extension FinishedRecording {
 
 /// Records one sender (one connection id) into `archive-<id>.webm`. Frames come in on the
 /// network event loop with their media time; the muxer runs there, while creating the file and
-/// writing it run on a serial queue bounded by `maximumPendingBytes` (beyond it, frames are
-/// dropped and counted). The file's tracks are the ones the offer gave the sender: when its
+/// writing it run on a serial queue bounded by `maximumPendingBytes` and by the process's shared
+/// `WriteBudget` (beyond either, frames are dropped and counted). The file's tracks are the ones the offer gave the sender: when its
 /// video starts late, the file begins with a provisional picture size that the first keyframe's
 /// replaces in place.
 public final class SenderRecorder: @unchecked Sendable {
@@ -173,7 +173,7 @@ public final class SenderRecorder: @unchecked Sendable {
 
     public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
                 recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000, part: Int = 0,
-                startsAt boundary: MonotonicTime? = nil, refusedVideoCodec: String? = nil) throws(RecorderError) {
+                startsAt boundary: MonotonicTime? = nil, refusedVideoCodec: String? = nil, writeBudget: WriteBudget = .shared) throws(RecorderError) {
         guard ArchiveLayout.isSafeConnectionID(connectionID) else { throw .unsafeConnectionID(connectionID) }
         self.connectionID = connectionID
         self.tracks = tracks
@@ -185,7 +185,8 @@ public final class SenderRecorder: @unchecked Sendable {
         self.part = part
         notBeforeSeconds = boundary.map { max(0, $0.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000 }
         self.refusedVideoCodec = refusedVideoCodec
-        file = RecordingFile(label: "recbot.recorder.\(connectionID)", maximumPendingBytes: SenderRecorder.maximumPendingBytes)
+        file = RecordingFile(label: "recbot.recorder.\(connectionID)", maximumPendingBytes: SenderRecorder.maximumPendingBytes,
+                             budget: writeBudget)
         file.onWriteFailed = { [unowned self] error in onWriteFailed?(self, error) }
     }
 

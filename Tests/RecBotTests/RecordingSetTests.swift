@@ -97,4 +97,35 @@ import WireCoding
         let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: layout.directory + "/archive-PUB.json"))) as? [String: Any])
         #expect(sidecar["video"] as? Bool == false && sidecar["video_refused_codec"] as? String == "H265")
     }
+
+    /// A sender a re-offer removed and a later re-offer names again under the same connection
+    /// id: the finished file stays, and the returning media goes to the next part, not into a
+    /// collision with the finished file's name.
+    @Test func aSenderThatComesBackRecordsIntoANewPart() throws {
+        let set = makeSet()
+        let context = SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
+        let audio = try OpusEncoder(channels: 1)
+        func sendAudio(from start: Int, count: Int) throws {
+            for index in start..<(start + count) {
+                let t = MonotonicTime.milliseconds(Int64(index) * 20)
+                let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
+                _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+            }
+        }
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: nil, audioChannels: 1)])
+        try sendAudio(from: 0, count: 50)
+        let gone = set.update(senders: [:])
+        #expect(gone.count == 1 && set.recorders.isEmpty)
+        let first = try #require(gone[0].finish(stoppedAtMilliseconds: 1_000, now: .milliseconds(1_000), context: context))
+
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: nil, audioChannels: 1)])
+        try sendAudio(from: 100, count: 50)
+        let back = try #require(set.recorders["PUB"])
+        #expect(back.part == 1 && set.counters.returningSenders == 1)
+        let second = try #require(back.finish(stoppedAtMilliseconds: 3_000, now: .milliseconds(3_000), context: context))
+        #expect(first.error == nil && second.error == nil, "no EEXIST: the second file has its own name")
+        #expect(first.filename == "archive-PUB.webm" && second.filename == "split-archive-PUB_0001.webm")
+        let files = [first, second].map { WebMReader.parse(path: layout.directory + "/" + $0.filename) }
+        #expect(files.allSatisfy { $0.isComplete } && files.map { $0.frames.count } == [50, 50])
+    }
 }
