@@ -76,7 +76,7 @@ public struct TransportOutput: Equatable, Sendable {
 /// timeouts and sends what it returns.
 public final class PeerConnectionCore {
     public let ice: ICEAgent
-    public private(set) var dtls: DTLSClient
+    public private(set) var dtls: DTLSEndpoint
     /// Present when the answer accepted the data-channel section.
     public let dataChannels: DataChannelEndpoint?
     /// Present when the answer accepted audio or video sections.
@@ -86,7 +86,7 @@ public final class PeerConnectionCore {
     public private(set) var failure: TransportFailure?
     private var dtlsStarted = false
 
-    public init(ice: ICEAgent, dtls: DTLSClient, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil) {
+    public init(ice: ICEAgent, dtls: DTLSEndpoint, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil) {
         self.ice = ice
         self.dtls = dtls
         self.dataChannels = dataChannels

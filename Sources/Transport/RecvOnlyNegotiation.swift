@@ -56,9 +56,9 @@ public struct RecvOnlyNegotiation {
         let ice = ICEAgent(configuration: configuration, hosts: hosts, random: random)
         for candidate in answer.remote.candidates { ice.addRemoteCandidate(candidate) }
         if answer.remote.endOfCandidates { ice.setRemoteEndOfCandidates() }
-        let dtls: DTLSClient
+        let dtls: DTLSEndpoint
         do {
-            dtls = try DTLSClient(certificate: certificate, expectedFingerprints: answer.remote.fingerprints)
+            dtls = try DTLSEndpoint(certificate: certificate, expectedFingerprints: answer.remote.fingerprints)
         } catch {
             throw .dtls(error)
         }

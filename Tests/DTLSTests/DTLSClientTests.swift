@@ -8,7 +8,7 @@ import SDP
 
 /// Runs client and server against each other until neither has anything to send.
 @discardableResult
-func pump(_ client: DTLSClient, _ server: TestDTLSServer, first: DTLSOutput, dropFromClient: Int = 0,
+func pump(_ client: DTLSEndpoint, _ server: TestDTLSServer, first: DTLSOutput, dropFromClient: Int = 0,
           now: MonotonicTime = .milliseconds(0)) -> [DTLSEvent] {
     var events = first.events
     var toServer = first.datagrams
@@ -40,7 +40,7 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
     func handshakeExportsMatchingKeysAndSRTPFlows(profile: SRTPProtectionProfile) throws {
         let server = try TestDTLSServer(profiles: [profile])
         let certificate = try DTLSCertificate()
-        let client = try DTLSClient(certificate: certificate, expectedFingerprints: [server.fingerprint])
+        let client = try DTLSEndpoint(certificate: certificate, expectedFingerprints: [server.fingerprint])
         let events = pump(client, server, first: client.start(now: MonotonicTime.milliseconds(0)))
         let keys = try #require(connectedKeys(events), "events: \(events)")
         #expect(client.state == .connected && server.handshakeDone)
@@ -85,7 +85,7 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
         let server = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
         var wrong = server.fingerprint
         wrong.bytes[0] ^= 0x01
-        let client = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: [wrong])
+        let client = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [wrong])
         let events = pump(client, server, first: client.start(now: MonotonicTime.milliseconds(0)))
         #expect(client.state == .failed)
         #expect(events.contains { if case .failed(.fingerprintMismatch(let expected, let actual)) = $0 { return expected == [wrong] && actual == [server.fingerprint] }; return false })
@@ -96,19 +96,19 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
     @Test func everyAdvertisedFingerprintMustMatch() throws {
         let server = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
         let wrong512 = DTLSFingerprint(algorithm: "sha-512", bytes: Array(repeating: 0, count: 64))!
-        let client = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint, wrong512])
+        let client = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint, wrong512])
         pump(client, server, first: client.start(now: MonotonicTime.milliseconds(0)))
         #expect(client.state == .failed)
 
         let server2 = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
         let both = [server2.fingerprint, server2.certificate.fingerprint(algorithm: "sha-512")!]
-        let client2 = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: both)
+        let client2 = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: both)
         #expect(connectedKeys(pump(client2, server2, first: client2.start(now: MonotonicTime.milliseconds(0)))) != nil)
     }
 
     @Test func noCommonSRTPProfileFails() throws {
         let server = try TestDTLSServer(profiles: [.aes128CMSHA1_80])
-        let client = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint], profiles: [.aeadAES128GCM])
+        let client = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint], profiles: [.aeadAES128GCM])
         let events = pump(client, server, first: client.start(now: MonotonicTime.milliseconds(0)))
         #expect(client.state == .failed)
         #expect(events.contains(.failed(.noSRTPProfile)))
@@ -116,7 +116,7 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
 
     @Test func garbageIsIgnoredAndTheHandshakeStillCompletes() throws {
         let server = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
-        let client = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint])
+        let client = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint])
         let start = client.start(now: MonotonicTime.milliseconds(0))
         var state: UInt64 = 7
         for length in [1, 13, 25, 100, 1_500] {
@@ -132,7 +132,7 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
 
     @Test func lostFlightIsRetransmittedOnTimeout() throws {
         let server = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
-        let client = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint],
+        let client = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint],
                                     initialRetransmitMilliseconds: 50)
         let origin = DispatchTime.now().uptimeNanoseconds
         func now() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(DispatchTime.now().uptimeNanoseconds - origin)) }
@@ -150,7 +150,7 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
 
     @Test func closeNotifyBothWays() throws {
         let server = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
-        let client = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint])
+        let client = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint])
         pump(client, server, first: client.start(now: MonotonicTime.milliseconds(0)))
         #expect(client.state == .connected)
 
@@ -166,7 +166,7 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
         #expect(events == [.closed] && client.state == .closed)
 
         let server2 = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
-        let client2 = try DTLSClient(certificate: try DTLSCertificate(), expectedFingerprints: [server2.fingerprint])
+        let client2 = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [server2.fingerprint])
         pump(client2, server2, first: client2.start(now: MonotonicTime.milliseconds(0)))
         for datagram in client2.close().datagrams { _ = server2.handle(datagram) }
         #expect(server2.sawCloseNotify && client2.state == .closed)

@@ -3,7 +3,7 @@ import COpenSSLShim
 @testable import DTLS
 import SDP
 
-/// A DTLS server on OpenSSL (server role, its own certificate), the peer of `DTLSClient` in tests.
+/// A DTLS server on OpenSSL (server role, its own certificate), the peer of `DTLSEndpoint` in tests.
 final class TestDTLSServer {
     let certificate: DTLSCertificate
     let context: OpaquePointer

@@ -72,10 +72,17 @@ public struct DTLSCounters: Equatable, Sendable {
     public var retransmissions = 0
 }
 
-/// A DTLS 1.2 client on OpenSSL, driven sans-IO: datagrams and timeouts in, datagrams and
-/// events out. OpenSSL reads its own clock for retransmission timers, so `nextTimeout`
+/// Which side of the handshake an endpoint plays. recbot answers Sora's `actpass` with
+/// `active`, so it is the client; the load generator plays Sora, the server.
+public enum DTLSRole: Sendable, Equatable {
+    case client, server
+}
+
+/// A DTLS 1.2 endpoint on OpenSSL, driven sans-IO: datagrams and timeouts in, datagrams and
+/// events out. Either role verifies the peer's certificate against the SDP fingerprints. OpenSSL reads its own clock for retransmission timers, so `nextTimeout`
 /// is relative to the `now` passed in; tests that simulate loss use real time for DTLS.
-public final class DTLSClient {
+public final class DTLSEndpoint {
+    public let role: DTLSRole
     public enum State: Equatable, Sendable { case idle, handshaking, connected, closed, failed }
 
     public private(set) var state: State = .idle
@@ -92,19 +99,20 @@ public final class DTLSClient {
     /// `initialRetransmitMilliseconds`: the first flight's retransmission timer (RFC 6347 says 1 s).
     public init(certificate: DTLSCertificate, expectedFingerprints: [DTLSFingerprint],
                 profiles: [SRTPProtectionProfile] = SRTPProtectionProfile.allCases,
-                initialRetransmitMilliseconds: UInt32 = 1_000) throws(DTLSError) {
+                initialRetransmitMilliseconds: UInt32 = 1_000, role: DTLSRole = .client) throws(DTLSError) {
         self.expectedFingerprints = expectedFingerprints
+        self.role = role
         guard !expectedFingerprints.isEmpty else { throw .setup("no remote fingerprint to verify against") }
-        guard let context = SSL_CTX_new(DTLS_client_method()) else { throw .setup(OpenSSLError.drain()) }
+        guard let context = SSL_CTX_new(role == .client ? DTLS_client_method() : DTLS_server_method()) else { throw .setup(OpenSSLError.drain()) }
         self.context = context
         // Before SSL_new, which copies the context's verify settings.
         SSL_CTX_set_verify(context, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT) { preverified, store in
-            DTLSClient.verify(preverified: preverified, store: store)
+            DTLSEndpoint.verify(preverified: preverified, store: store)
         }
         guard recbot_ssl_ctx_use_dtls12(context) == 1,
               SSL_CTX_use_certificate(context, certificate.certificate) == 1,
               SSL_CTX_use_PrivateKey(context, certificate.key) == 1,
-              SSL_CTX_set_cipher_list(context, DTLSClient.cipherList) == 1,
+              SSL_CTX_set_cipher_list(context, DTLSEndpoint.cipherList) == 1,
               // OpenSSL returns 0 on success here.
               SSL_CTX_set_tlsext_use_srtp(context, profiles.map(\.openSSLName).joined(separator: ":")) == 0,
               let ssl = SSL_new(context)
@@ -123,7 +131,7 @@ public final class DTLSClient {
         recbot_ssl_set_mtu(ssl, DatagramBIO.mtu)
         recbot_dtls_set_initial_timeout(ssl, initialRetransmitMilliseconds)
         SSL_set_ex_data(ssl, 0, Unmanaged.passUnretained(self).toOpaque())
-        SSL_set_connect_state(ssl)
+        if role == .client { SSL_set_connect_state(ssl) } else { SSL_set_accept_state(ssl) }
     }
 
     deinit {
@@ -137,11 +145,12 @@ public final class DTLSClient {
         "ECDHE-ECDSA-AES128-SHA", "ECDHE-RSA-AES128-SHA",
     ].joined(separator: ":")
 
-    /// Sends the ClientHello.
+    /// A client sends its ClientHello; a server starts waiting for one.
     public func start(now: MonotonicTime) -> DTLSOutput {
         guard state == .idle else { return DTLSOutput() }
         state = .handshaking
         var output = DTLSOutput()
+        guard role == .client else { return output }
         advanceHandshake(&output)
         finish(&output, now: now)
         return output
@@ -299,7 +308,7 @@ public final class DTLSClient {
               let sslPointer = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()),
               let clientPointer = SSL_get_ex_data(OpaquePointer(sslPointer), 0)
         else { return 0 }
-        let client = Unmanaged<DTLSClient>.fromOpaque(clientPointer).takeUnretainedValue()
+        let client = Unmanaged<DTLSEndpoint>.fromOpaque(clientPointer).takeUnretainedValue()
         guard X509_STORE_CTX_get_error_depth(store) == 0 else { return 1 }
         guard let certificate = X509_STORE_CTX_get_current_cert(store) else {
             client.verificationError = .noPeerCertificate
