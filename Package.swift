@@ -19,6 +19,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "recbot", targets: ["recbot"]),
+        .executable(name: "recbot-loadgen", targets: ["recbot-loadgen"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -104,6 +105,17 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // MARK: Load generator (issue 13): synthetic Sora publishers for benchmarks and fault runs
+        .target(name: "LoadGen", dependencies: ["DTLS", "SRTP", "STUN", "RTP", "SDP", "WebMReader", "WireCoding"]),
+        .executableTarget(name: "recbot-loadgen", dependencies: [
+            "LoadGen", "DTLS", "Transport", "STUN", "WireCoding",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOWebSocket", package: "swift-nio"),
         ]),
 
         // MARK: Fuzz targets (deploy/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)

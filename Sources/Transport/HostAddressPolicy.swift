@@ -78,14 +78,14 @@ public struct HostAddressPolicy: Sendable {
 }
 
 extension IPAddress {
-    init?(socketAddress: SocketAddress) {
+    public init?(socketAddress: SocketAddress) {
         guard let text = socketAddress.ipAddress else { return nil }
         self.init(text.split(separator: "%").first.map(String.init) ?? text)
     }
 }
 
 extension TransportAddress {
-    init?(socketAddress: SocketAddress) {
+    public init?(socketAddress: SocketAddress) {
         guard let ip = IPAddress(socketAddress: socketAddress), let port = socketAddress.port, let port16 = UInt16(exactly: port) else { return nil }
         self.init(ip: ip, port: port16)
     }

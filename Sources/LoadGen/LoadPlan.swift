@@ -1,0 +1,20 @@
+/// What the load generator is asked to do.
+public struct LoadPlan: Sendable {
+    public var publishers = 8
+    /// Seconds from the recorder's answer until the generator closes the session (nil: until stopped).
+    public var durationSeconds: Double?
+    /// Publishers join spread evenly over this many seconds (0: all at once).
+    public var rampSeconds = 1.0
+    /// Every this many seconds one publisher leaves (a re-offer makes its sections inactive and a
+    /// `connection.destroyed` notify follows) and a new one joins.
+    public var churnIntervalSeconds: Double?
+    /// Every this many seconds one publisher stops sending with no re-offer and no notify.
+    public var vanishIntervalSeconds: Double?
+    /// First transmissions dropped on purpose (RTX is never dropped), seeded.
+    public var lossPercent = 0.0
+    public var seed: UInt64 = 1
+    public var pingIntervalSeconds = 5.0
+    public var channelID: String?
+
+    public init() {}
+}

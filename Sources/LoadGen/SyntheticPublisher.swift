@@ -1,0 +1,189 @@
+import RTP
+import WireCoding
+
+/// What one synthetic publisher sent, for the ground-truth file.
+public struct PublisherCounts: Sendable, Codable, Equatable {
+    public var videoFrames = 0
+    public var audioFrames = 0
+    public var keyframes = 0
+    public var packets = 0
+    public var bytes = 0
+    /// First transmissions the seeded loss dropped on purpose.
+    public var packetsDropped = 0
+    public var retransmissions = 0
+    /// NACKed packets no longer in the history.
+    public var retransmissionsMissed = 0
+    public var keyframeRequests = 0
+}
+
+/// One publisher replaying the clip in a loop: RTP sequence numbers and timestamps run on
+/// across loops, a keyframe request restarts the video at the clip's first keyframe, and a
+/// NACK is answered from a history of recent packets with RTX (RFC 4588). Sans-IO: `due(now:)`
+/// returns what is due to be sent; pacing belongs to the caller.
+public final class SyntheticPublisher {
+    public struct SSRCs: Sendable, Equatable {
+        public var audio: UInt32, video: UInt32, rtx: UInt32
+    }
+
+    public static let opusPayloadType: UInt8 = 111
+    public static let vp8PayloadType: UInt8 = 96
+    public static let rtxPayloadType: UInt8 = 97
+    static let historySize = 1_024
+
+    public let connectionID: String
+    public let ssrcs: SSRCs
+    public let startedAt: MonotonicTime
+    public private(set) var counts = PublisherCounts()
+    /// Frames by how late they went out against their schedule (1 ms buckets; the last is 100 ms or more).
+    public private(set) var lagHistogram = [Int](repeating: 0, count: 101)
+    /// Stopped: sends nothing more (left, or vanished).
+    public var stopped = false
+
+    private let clip: MediaClip
+    private let lossPercent: Double
+    private var random: SplitMix
+    private var videoIndex = 0, audioIndex = 0
+    private var nextVideo: Int64, nextAudio: Int64  // schedule, monotonic ns
+    private var videoSequence: UInt16, audioSequence: UInt16, rtxSequence: UInt16
+    private let videoTimestampBase: UInt32, audioTimestampBase: UInt32
+    private var pictureID: UInt16 = 0
+    private var keyframeRequested = false
+    private var lastKeyframeRestart: Int64 = .min
+    /// Recent video packets by sequence number (mod the size), for RTX.
+    private var history: [[UInt8]?]
+    private var nextReport: Int64
+    private var ntpBase: (monotonic: Int64, ntp: UInt64)
+
+    public init(connectionID: String, ssrcs: SSRCs, clip: MediaClip, startedAt: MonotonicTime, wallClockNTP: UInt64,
+                lossPercent: Double = 0, seed: UInt64 = 1) {
+        self.connectionID = connectionID
+        self.ssrcs = ssrcs
+        self.clip = clip
+        self.startedAt = startedAt
+        self.lossPercent = lossPercent
+        random = SplitMix(seed: seed)
+        nextVideo = startedAt.nanoseconds
+        nextAudio = startedAt.nanoseconds
+        videoSequence = UInt16.random(in: 0...UInt16.max, using: &random)
+        audioSequence = UInt16.random(in: 0...UInt16.max, using: &random)
+        rtxSequence = UInt16.random(in: 0...UInt16.max, using: &random)
+        videoTimestampBase = UInt32.random(in: 0...UInt32.max, using: &random)
+        audioTimestampBase = UInt32.random(in: 0...UInt32.max, using: &random)
+        history = Array(repeating: nil, count: Self.historySize)
+        nextReport = startedAt.nanoseconds + 500_000_000
+        ntpBase = (startedAt.nanoseconds, wallClockNTP)
+    }
+
+    /// When the next frame (or sender report) is due.
+    public var nextDeadline: MonotonicTime? { stopped ? nil : MonotonicTime(nanoseconds: min(nextVideo, nextAudio, nextReport)) }
+
+    /// Appends the RTP and RTCP (plain, not yet protected) due by `now`.
+    public func due(now: MonotonicTime, rtp: inout [[UInt8]], rtcp: inout [[UInt8]]) {
+        guard !stopped else { return }
+        while nextAudio <= now.nanoseconds {
+            noteLag(now.nanoseconds - nextAudio)
+            sendAudio(into: &rtp)
+        }
+        while nextVideo <= now.nanoseconds {
+            noteLag(now.nanoseconds - nextVideo)
+            sendVideo(into: &rtp)
+        }
+        if nextReport <= now.nanoseconds {
+            rtcp.append(senderReports(at: now.nanoseconds))
+            nextReport += 1_000_000_000
+        }
+    }
+
+    /// PLI or FIR: the next video frame restarts the clip at its first keyframe (at most every 300 ms).
+    public func requestKeyframe() {
+        counts.keyframeRequests += 1
+        keyframeRequested = true
+    }
+
+    /// RTX for the NACKed sequence numbers still in the history.
+    public func retransmit(_ sequenceNumbers: [UInt16], into rtp: inout [[UInt8]]) {
+        for sequence in sequenceNumbers {
+            guard let original = history[Int(sequence) % Self.historySize], original.count > 12,
+                  UInt16(original[2]) << 8 | UInt16(original[3]) == sequence
+            else {
+                counts.retransmissionsMissed += 1
+                continue
+            }
+            var builder = RTPPacketBuilder(payloadType: Self.rtxPayloadType, sequenceNumber: rtxSequence, timestamp: 0, ssrc: ssrcs.rtx)
+            builder.marker = original[1] & 0x80 != 0
+            builder.timestamp = UInt32(original[4]) << 24 | UInt32(original[5]) << 16 | UInt32(original[6]) << 8 | UInt32(original[7])
+            rtxSequence &+= 1
+            rtp.append(builder.build(payload: [original[2], original[3]] + original[12...]))
+            counts.retransmissions += 1
+        }
+    }
+
+    // MARK: - Sending
+
+    private func noteLag(_ nanoseconds: Int64) {
+        lagHistogram[Int(min(100, max(0, nanoseconds / 1_000_000)))] += 1
+    }
+
+    private func sendAudio(into rtp: inout [[UInt8]]) {
+        let frame = clip.audio[audioIndex]
+        let timestamp = audioTimestampBase &+ rtpTime(nextAudio, clockRate: 48_000)
+        let packet = RTPPacketBuilder(payloadType: Self.opusPayloadType, sequenceNumber: audioSequence, timestamp: timestamp, ssrc: ssrcs.audio)
+            .build(payload: frame.data)
+        audioSequence &+= 1
+        emit(packet, into: &rtp)
+        counts.audioFrames += 1
+        nextAudio += frame.durationNanoseconds
+        audioIndex = (audioIndex + 1) % clip.audio.count
+    }
+
+    private func sendVideo(into rtp: inout [[UInt8]]) {
+        if keyframeRequested && nextVideo - lastKeyframeRestart >= 300_000_000 {
+            keyframeRequested = false
+            lastKeyframeRestart = nextVideo
+            videoIndex = 0
+        }
+        let frame = clip.video[videoIndex]
+        let timestamp = videoTimestampBase &+ rtpTime(nextVideo, clockRate: 90_000)
+        let payloads = Packetizers.vp8(frame.data, pictureID: pictureID)
+        pictureID = (pictureID &+ 1) & 0x7FFF
+        for (index, payload) in payloads.enumerated() {
+            var builder = RTPPacketBuilder(payloadType: Self.vp8PayloadType, sequenceNumber: videoSequence, timestamp: timestamp, ssrc: ssrcs.video)
+            builder.marker = index == payloads.count - 1
+            let packet = builder.build(payload: payload)
+            history[Int(videoSequence) % Self.historySize] = packet
+            videoSequence &+= 1
+            emit(packet, into: &rtp)
+        }
+        counts.videoFrames += 1
+        if frame.isKeyframe { counts.keyframes += 1 }
+        nextVideo += frame.durationNanoseconds
+        videoIndex = (videoIndex + 1) % clip.video.count
+    }
+
+    private func emit(_ packet: [UInt8], into rtp: inout [[UInt8]]) {
+        counts.packets += 1
+        counts.bytes += packet.count
+        if lossPercent > 0, Double.random(in: 0..<100, using: &random) < lossPercent {
+            counts.packetsDropped += 1
+            return
+        }
+        rtp.append(packet)
+    }
+
+    /// RTP time of a schedule instant (ticks since the publisher started, wrapping as RTP does).
+    private func rtpTime(_ instant: Int64, clockRate: Int64) -> UInt32 {
+        let elapsed = instant - startedAt.nanoseconds
+        return UInt32(truncatingIfNeeded: elapsed / 1_000_000_000 * clockRate + elapsed % 1_000_000_000 * clockRate / 1_000_000_000)
+    }
+
+    /// One SR per media SSRC (RFC 3550 §6.4.1), mapping the schedule's clock to NTP, for A/V sync.
+    private func senderReports(at instant: Int64) -> [UInt8] {
+        let elapsed = UInt64(max(0, instant - ntpBase.monotonic))
+        let ntp = ntpBase.ntp &+ (elapsed / 1_000_000_000) << 32 &+ ((elapsed % 1_000_000_000) << 32) / 1_000_000_000
+        let video = RTCPPacket.senderReport(ssrc: ssrcs.video, ntpTimestamp: ntp, rtpTimestamp: videoTimestampBase &+ rtpTime(instant, clockRate: 90_000),
+                                            packetCount: UInt32(truncatingIfNeeded: counts.packets), octetCount: UInt32(truncatingIfNeeded: counts.bytes), reports: [])
+        let audio = RTCPPacket.senderReport(ssrc: ssrcs.audio, ntpTimestamp: ntp, rtpTimestamp: audioTimestampBase &+ rtpTime(instant, clockRate: 48_000),
+                                            packetCount: UInt32(truncatingIfNeeded: counts.audioFrames), octetCount: 0, reports: [])
+        return video.serialized + audio.serialized
+    }
+}

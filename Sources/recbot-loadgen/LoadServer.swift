@@ -1,0 +1,143 @@
+import LoadGen
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+import STUN
+import Transport
+import WireCoding
+
+/// The socket side of a `LoadGenerator`: one WebSocket (the recorder's signaling) and one UDP
+/// socket (all publishers, BUNDLE), on one event loop, so the generator runs without locks.
+/// Timers fire on a fixed quantum so hundreds of publishers cost one wake-up, not one each.
+final class LoadServer: @unchecked Sendable {
+    // @unchecked: every mutable field is touched only on `eventLoop`.
+    let eventLoop: EventLoop
+    private let generator: LoadGenerator<SocketAddress>
+    private let udp: Channel
+    private let tickNanoseconds: Int64
+    private var webSocket: Channel?
+    private var timer: Scheduled<Void>?
+    private var timerDeadline: MonotonicTime?
+    private let finished: EventLoopPromise<Void>
+    private(set) var datagramsSent = 0
+    private(set) var sendErrors = 0
+
+    init(generator: LoadGenerator<SocketAddress>, udp: Channel, tickMilliseconds: Int) {
+        eventLoop = udp.eventLoop
+        self.generator = generator
+        self.udp = udp
+        tickNanoseconds = Int64(tickMilliseconds) * 1_000_000
+        finished = udp.eventLoop.makePromise()
+    }
+
+    /// Completes when the session has ended and its last messages were sent.
+    var done: EventLoopFuture<Void> { finished.futureResult }
+
+    func attach(webSocket channel: Channel) {
+        eventLoop.assertInEventLoop()
+        guard webSocket == nil else {
+            _ = channel.close()  // one recorder per run
+            return
+        }
+        webSocket = channel
+    }
+
+    func received(message: String) {
+        apply(generator.handle(message: message, now: LoadClock.now()))
+    }
+
+    func received(datagram: [UInt8], from address: SocketAddress) {
+        // Answers (STUN, DTLS, RTX) go back where the request came from.
+        apply(generator.handle(datagram: datagram, from: address, now: LoadClock.now()), to: address)
+    }
+
+    func webSocketClosed() {
+        webSocket = nil
+        if case .ended = generator.phase {} else { apply(generator.handle(message: #"{"type":"disconnect"}"#, now: LoadClock.now())) }
+        finishIfEnded()
+    }
+
+    private func apply(_ output: LoadGenerator<SocketAddress>.Output, to address: SocketAddress? = nil) {
+        if let target = address ?? generator.peer.remote, !output.datagrams.isEmpty {
+            for datagram in output.datagrams {
+                var buffer = udp.allocator.buffer(capacity: datagram.count)
+                buffer.writeBytes(datagram)
+                udp.write(AddressedEnvelope(remoteAddress: target, data: buffer)).whenFailure { [self] _ in sendErrors += 1 }
+            }
+            udp.flush()  // one sendmmsg for the batch
+            datagramsSent += output.datagrams.count
+        }
+        if let webSocket {
+            for message in output.messages {
+                var buffer = webSocket.allocator.buffer(capacity: message.utf8.count)
+                buffer.writeString(message)
+                webSocket.write(WebSocketFrame(fin: true, opcode: .text, data: buffer), promise: nil)
+            }
+            if !output.messages.isEmpty { webSocket.flush() }
+            if output.close {
+                let close = WebSocketFrame(fin: true, opcode: .connectionClose, data: webSocket.allocator.buffer(bytes: [0x03, 0xE8]))
+                webSocket.writeAndFlush(close).whenComplete { _ in _ = webSocket.close() }
+            }
+        }
+        finishIfEnded()
+        schedule()
+    }
+
+    private func finishIfEnded() {
+        if case .ended = generator.phase, webSocket == nil { finished.succeed(()) }
+    }
+
+    private func schedule() {
+        guard let deadline = generator.nextDeadline else { return }
+        let next = MonotonicTime(nanoseconds: max(deadline.nanoseconds, LoadClock.now().nanoseconds + tickNanoseconds / 4))
+        let quantized = MonotonicTime(nanoseconds: (next.nanoseconds + tickNanoseconds - 1) / tickNanoseconds * tickNanoseconds)
+        if let timerDeadline, timerDeadline <= quantized, timer != nil { return }
+        timer?.cancel()
+        timerDeadline = quantized
+        timer = eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(quantized.nanoseconds))) { [self] in
+            timer = nil
+            timerDeadline = nil
+            apply(generator.tick(now: LoadClock.now()))
+        }
+    }
+}
+
+/// Datagrams from the recorder into the server.
+final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+    var server: LoadServer?
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        guard let server else { return }
+        server.received(datagram: Array(envelope.data.readableBytesView), from: envelope.remoteAddress)
+    }
+}
+
+/// The recorder's signaling WebSocket: text frames in, close handled.
+final class SignalingHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+    let server: LoadServer
+
+    init(server: LoadServer) { self.server = server }
+
+    func handlerAdded(context: ChannelHandlerContext) { server.attach(webSocket: context.channel) }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text:
+            server.received(message: String(buffer: frame.unmaskedData))
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) { server.webSocketClosed() }
+}
