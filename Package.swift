@@ -156,6 +156,7 @@ let package = Package(
         ]),
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["Bitstreams"], path: "Tests/TestSupport"),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "WireCoding"]),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),

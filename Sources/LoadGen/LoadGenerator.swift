@@ -43,6 +43,10 @@ public final class LoadGenerator<Address: Hashable> {
     private var endAt: MonotonicTime?
     private var sessionVersion = 1
     private var rtp: [[UInt8]] = []
+    /// Publishers waiting to start, with their offset from the start (the ramp): the first ones
+    /// wait for the transport, arrivals for the re-answer that makes them routable.
+    private var waiting: [(publisher: SyntheticPublisher, offsetNanoseconds: Int64)] = []
+    private var transportUp = false
     private var rtcp: [[UInt8]] = []
 
     public init(plan: LoadPlan, clip: MediaClip, certificate: DTLSCertificate, candidateAddress: String, candidatePort: UInt16,
@@ -99,6 +103,7 @@ public final class LoadGenerator<Address: Hashable> {
             nextVanish = plan.vanishIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
         case (.running, "re-answer"):
             reAnswersReceived += 1
+            if transportUp { startWaiting(now: now) }
         case (.running, "disconnect"):
             end("the client disconnected", &output)
         default:
@@ -111,9 +116,19 @@ public final class LoadGenerator<Address: Hashable> {
     private func startPublishers(now: MonotonicTime) {
         let step = plan.publishers > 1 ? plan.rampSeconds / Double(plan.publishers) : 0
         for index in 0..<plan.publishers {
-            let publisher = makePublisher(startingAt: now.adding(nanoseconds: Int64(step * Double(index) * 1e9)))
+            let publisher = makePublisher(startingAt: now)
             add(publisher)
+            waiting.append((publisher, Int64(step * Double(index) * 1e9)))
         }
+    }
+
+    private func startWaiting(now: MonotonicTime) {
+        for (publisher, offset) in waiting {
+            let start = now.adding(nanoseconds: offset)
+            publisher.reschedule(startingAt: start, wallClockNTP: LoadClock.ntp(at: start))
+            joinedAtUnixMilliseconds[publisher.connectionID] = LoadClock.unixMilliseconds(at: start)
+        }
+        waiting.removeAll()
     }
 
     private func makePublisher(startingAt start: MonotonicTime) -> SyntheticPublisher {
@@ -136,7 +151,6 @@ public final class LoadGenerator<Address: Hashable> {
         for kind in [OfferBuilder.Section.Kind.audio, .video] {
             sections.append(.init(mid: sections.count, kind: kind, connectionID: publisher.connectionID, ssrcs: publisher.ssrcs, active: true))
         }
-        joinedAtUnixMilliseconds[publisher.connectionID] = LoadClock.unixMilliseconds(at: publisher.startedAt)
     }
 
     private func offer() -> String {
@@ -201,20 +215,29 @@ public final class LoadGenerator<Address: Hashable> {
         }
         churn(now: now, &output)
         guard peer.srtp != nil else { return output }
+        if !transportUp {
+            transportUp = true
+            startWaiting(now: now)
+        }
         rtp.removeAll(keepingCapacity: true)
         rtcp.removeAll(keepingCapacity: true)
-        for publisher in publishers where !publisher.stopped && publisher.startedAt <= now {
+        for publisher in publishers where !publisher.stopped && publisher.startedAt <= now && !isWaiting(publisher) {
             publisher.due(now: now, rtp: &rtp, rtcp: &rtcp)
         }
         protect(into: &output)
         return output
     }
 
+    private func isWaiting(_ publisher: SyntheticPublisher) -> Bool {
+        !waiting.isEmpty && waiting.contains { $0.publisher === publisher }
+    }
+
     /// The earliest instant something is due.
     public var nextDeadline: MonotonicTime? {
         guard case .running = phase else { return peer.nextTimeout }
         var earliest = [endAt, nextPing, nextChurn, nextVanish, peer.nextTimeout].compactMap { $0 }.min()
-        for publisher in publishers {
+        if !transportUp && peer.srtp != nil { return MonotonicTime(nanoseconds: 0) }
+        for publisher in publishers where !isWaiting(publisher) {
             guard let due = publisher.nextDeadline else { continue }
             if earliest == nil || due < earliest! { earliest = due }
         }
@@ -232,6 +255,7 @@ public final class LoadGenerator<Address: Hashable> {
             }
             let arriving = makePublisher(startingAt: now)
             add(arriving)
+            waiting.append((arriving, 0))
             reOffersSent += 1
             output.messages.append(json(["type": "re-offer", "sdp": offer()]))
             output.messages.append(notify("connection.created", arriving))

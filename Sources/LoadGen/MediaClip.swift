@@ -33,6 +33,14 @@ public struct MediaClip: Sendable {
         }
     }
 
+    public init(video: [Frame], audio: [Frame], width: Int, height: Int, audioChannels: Int) {
+        self.video = video
+        self.audio = audio
+        self.width = width
+        self.height = height
+        self.audioChannels = audioChannels
+    }
+
     public init(path: String) throws(LoadError) {
         let parsed = WebMReader.parse(path: path)
         guard parsed.isComplete, let info = parsed.info else { throw .unreadable(path) }

@@ -32,7 +32,7 @@ public final class SyntheticPublisher {
 
     public let connectionID: String
     public let ssrcs: SSRCs
-    public let startedAt: MonotonicTime
+    public private(set) var startedAt: MonotonicTime
     public private(set) var counts = PublisherCounts()
     /// Frames by how late they went out against their schedule (1 ms buckets; the last is 100 ms or more).
     public private(set) var lagHistogram = [Int](repeating: 0, count: 101)
@@ -48,7 +48,7 @@ public final class SyntheticPublisher {
     private let videoTimestampBase: UInt32, audioTimestampBase: UInt32
     private var pictureID: UInt16 = 0
     private var keyframeRequested = false
-    private var lastKeyframeRestart: Int64 = .min
+    private var lastKeyframeRestart: Int64?
     /// Recent video packets by sequence number (mod the size), for RTX.
     private var history: [[UInt8]?]
     private var nextReport: Int64
@@ -74,6 +74,18 @@ public final class SyntheticPublisher {
         ntpBase = (startedAt.nanoseconds, wallClockNTP)
     }
 
+    /// Moves the whole schedule to start at `start` (before anything was sent): publishers wait
+    /// for the transport, and an arriving one for the recorder's re-answer, as an SFU forwards
+    /// nothing to a subscriber that cannot route it yet.
+    public func reschedule(startingAt start: MonotonicTime, wallClockNTP: UInt64) {
+        guard counts.packets == 0 else { return }
+        startedAt = start
+        nextVideo = start.nanoseconds
+        nextAudio = start.nanoseconds
+        nextReport = start.nanoseconds + 500_000_000
+        ntpBase = (start.nanoseconds, wallClockNTP)
+    }
+
     /// When the next frame (or sender report) is due.
     public var nextDeadline: MonotonicTime? { stopped ? nil : MonotonicTime(nanoseconds: min(nextVideo, nextAudio, nextReport)) }
 
@@ -88,8 +100,8 @@ public final class SyntheticPublisher {
             noteLag(now.nanoseconds - nextVideo)
             sendVideo(into: &rtp)
         }
-        if nextReport <= now.nanoseconds {
-            rtcp.append(senderReports(at: now.nanoseconds))
+        while nextReport <= now.nanoseconds {
+            rtcp.append(senderReports(at: nextReport))
             nextReport += 1_000_000_000
         }
     }
@@ -137,7 +149,7 @@ public final class SyntheticPublisher {
     }
 
     private func sendVideo(into rtp: inout [[UInt8]]) {
-        if keyframeRequested && nextVideo - lastKeyframeRestart >= 300_000_000 {
+        if keyframeRequested && lastKeyframeRestart.map({ nextVideo - $0 >= 300_000_000 }) ?? true {
             keyframeRequested = false
             lastKeyframeRestart = nextVideo
             videoIndex = 0

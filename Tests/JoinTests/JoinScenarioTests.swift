@@ -23,6 +23,11 @@ struct Scenario {
         return "recbot"
     }
 
+    /// A scenario whose server runs elsewhere (e.g. the load generator): `join` needs its URL.
+    init(existingDirectory: URL) {
+        directory = existingDirectory
+    }
+
     init(serverArguments: [String]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-join-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)

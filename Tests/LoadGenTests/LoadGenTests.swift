@@ -1,0 +1,98 @@
+import DTLS
+import Foundation
+import Media
+import RTP
+import SDP
+import Testing
+import WireCoding
+@testable import LoadGen
+
+/// The load generator's sans-IO parts, checked against recbot's own receive side (its VP8
+/// depacketizer, SDP parser and answer builder) — end to end it is checked in
+/// LoadGenScenarioTests with the real `recbot join`.
+@Suite struct LoadGenTests {
+    static func syntheticClip(frames: Int = 60) -> MediaClip {
+        var random = SplitMix(seed: 3)
+        var video: [MediaClip.Frame] = []
+        for index in 0..<frames {
+            let isKeyframe = index % 30 == 0
+            let size = isKeyframe ? 5_000 : 700
+            var data = [UInt8](repeating: 0, count: size)
+            for offset in data.indices { data[offset] = UInt8(truncatingIfNeeded: random.next()) }
+            video.append(MediaClip.Frame(timeNanoseconds: Int64(index) * 33_333_333, durationNanoseconds: 33_333_333, isKeyframe: isKeyframe, data: data))
+        }
+        let audio = (0..<(frames * 5 / 3)).map { index in
+            MediaClip.Frame(timeNanoseconds: Int64(index) * 20_000_000, durationNanoseconds: 20_000_000, isKeyframe: true, data: [0xFC, 1, 2, 3])
+        }
+        return MediaClip(video: video, audio: audio, width: 640, height: 360, audioChannels: 1)
+    }
+
+    @Test(arguments: [1, 1_168, 1_169, 5_000, 40_000])
+    func vp8PacketsReassembleToTheFrameInRecbotsDepacketizer(size: Int) throws {
+        var frame = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        frame[0] = 0x31  // an interframe (P bit set): the depacketizer checks a keyframe's start code
+        let payloads = Packetizers.vp8(frame, pictureID: 0x1234)
+        #expect(payloads.allSatisfy { 12 + $0.count + 16 <= 1_200 })
+        let depacketizer = VP8Depacketizer()
+        #expect(depacketizer.isFrameStart(payloads[0][...]) && payloads.dropFirst().allSatisfy { !depacketizer.isFrameStart($0[...]) })
+        let assembled = try depacketizer.assemble(payloads.map { $0[...] }, timestamp: 9)
+        #expect(assembled.data == frame)
+    }
+
+    @Test func theOfferParsesAndRecbotAnswersEveryPublisher() throws {
+        let transport = OfferTransport(iceUfrag: "abcd", icePwd: "0123456789abcdefghijklmn",
+                                       fingerprint: try #require(try DTLSCertificate().fingerprint()).sdp, candidateAddress: "127.0.0.1", candidatePort: 4000)
+        var sections: [OfferBuilder.Section] = []
+        for index in 0..<300 {
+            let ssrcs = SyntheticPublisher.SSRCs(audio: UInt32(3 * index + 1), video: UInt32(3 * index + 2), rtx: UInt32(3 * index + 3))
+            sections.append(.init(mid: 2 * index, kind: .audio, connectionID: "PUB\(index)", ssrcs: ssrcs, active: index != 7))
+            sections.append(.init(mid: 2 * index + 1, kind: .video, connectionID: "PUB\(index)", ssrcs: ssrcs, active: index != 7))
+        }
+        let offer = try SessionDescription(parsing: OfferBuilder.offer(sessionVersion: 2, transport: transport, sections: sections))
+        #expect(offer.media.count == 600 && offer.isICELite && offer.bundleGroups.first?.count == 600)
+        let video = offer.media[3]
+        #expect(video.msid?.stream == "PUB1" && video.ssrcGroups.first?.ssrcs == [5, 6] && video.rtpMaps.map(\.encoding) == ["VP8", "rtx"])
+        #expect(offer.media[14].direction == .inactive && offer.media[14].msid == nil, "a publisher that left keeps its mid, inactive")
+    }
+
+    @Test func aPublisherRunsOnAcrossLoopsAndAnswersPLIAndNACK() throws {
+        let clip = Self.syntheticClip()
+        let start = MonotonicTime.milliseconds(1_000)
+        let publisher = SyntheticPublisher(connectionID: "PUB", ssrcs: .init(audio: 1, video: 2, rtx: 3), clip: clip, startedAt: start, wallClockNTP: 1 << 40)
+        var rtp: [[UInt8]] = [], rtcp: [[UInt8]] = []
+        publisher.due(now: start.adding(milliseconds: 4_990), rtp: &rtp, rtcp: &rtcp)  // 2.5 loops of the 2 s clip
+        let video = try rtp.map { try RTPPacket(parsing: $0) }.filter { $0.ssrc == 2 }
+        #expect(publisher.counts.videoFrames == 150 && publisher.counts.keyframes == 5)
+        for (earlier, later) in zip(video, video.dropFirst()) {
+            #expect(later.sequenceNumber == earlier.sequenceNumber &+ 1, "sequence numbers run on across loops")
+            let step = later.timestamp &- earlier.timestamp
+            #expect(step == 0 || step == 2_999 || step == 3_000, "90 kHz timestamps advance by one frame: \(step)")
+        }
+        #expect(rtcp.count == 5, "a sender report a second")
+
+        publisher.requestKeyframe()
+        rtp.removeAll()
+        publisher.due(now: start.adding(milliseconds: 5_040), rtp: &rtp, rtcp: &rtcp)
+        let next = try #require(rtp.compactMap { try? RTPPacket(parsing: $0) }.first { $0.ssrc == 2 })
+        #expect(Array(next.payload.dropFirst(4).prefix(32)) == Array(clip.video[0].data.prefix(32)), "the next frame is the clip's first keyframe")
+
+        let lost = video[10]
+        rtp.removeAll()
+        publisher.retransmit([lost.sequenceNumber], into: &rtp)
+        let rtx = try RTPPacket(parsing: try #require(rtp.first))
+        #expect(rtx.ssrc == 3 && rtx.payloadType == SyntheticPublisher.rtxPayloadType && rtx.timestamp == lost.timestamp)
+        #expect(Array(rtx.payload) == [UInt8(lost.sequenceNumber >> 8), UInt8(lost.sequenceNumber & 0xFF)] + Array(lost.payload), "RFC 4588: OSN, then the payload")
+    }
+
+    @Test func seededLossDropsTheSamePacketsEveryRun() {
+        func dropped() -> [Int] {
+            let publisher = SyntheticPublisher(connectionID: "PUB", ssrcs: .init(audio: 1, video: 2, rtx: 3), clip: Self.syntheticClip(),
+                                               startedAt: .milliseconds(0), wallClockNTP: 0, lossPercent: 10, seed: 42)
+            var rtp: [[UInt8]] = [], rtcp: [[UInt8]] = []
+            publisher.due(now: .milliseconds(3_000), rtp: &rtp, rtcp: &rtcp)
+            return [publisher.counts.packetsDropped, rtp.count]
+        }
+        let first = dropped()
+        #expect(first == dropped() && first[0] > 0 && first[0] < first[0] + first[1])
+    }
+}
