@@ -19,7 +19,7 @@ public struct MediaReceiverConfiguration: Sendable {
     public var maximumBufferedBytes = 64 << 20
 
     public init(localSSRC: UInt32, cname: String, recovery: RecoveryPolicy = RecoveryPolicy(), reportIntervalNanoseconds: Int64 = 1_000_000_000,
-                reducedSizeRTCP: Bool = false, streamTimeoutNanoseconds: Int64 = 5_000_000_000, maximumStreams: Int = 512,
+                reducedSizeRTCP: Bool = false, streamTimeoutNanoseconds: Int64 = 5_000_000_000, maximumStreams: Int = 4_096,
                 maximumRTCPBytes: Int = 1_200) {
         self.localSSRC = localSSRC
         self.cname = cname

@@ -36,7 +36,7 @@ struct StreamRouter {
     /// SSRCs the offer names: kept when their stream ends, since the offer still says so.
     private var announced: Set<UInt32> = []
     private var midExtensionIDs: [UInt8] = []
-    static let maximumLearnedSSRCs = 1_024
+    static let maximumLearnedSSRCs = 8_192
 
     mutating func update(_ newTracks: [ReceiveTrack]) {
         tracks = Dictionary(newTracks.map { ($0.mid, $0) }, uniquingKeysWith: { first, _ in first })

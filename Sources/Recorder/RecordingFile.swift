@@ -70,8 +70,34 @@ final class RecordingFile: @unchecked Sendable {
         budget.release(size)
     }
 
-    /// Applies writes in order; `size` is what `admit` reserved for them.
+    /// Writes gathered on the caller's loop until the next flush: one queue hop per batch, not
+    /// per frame (a hop wakes a thread; per frame, that was a tenth of the receive path's CPU).
+    private var batch: [WebMWrite] = []
+    private var batchReservedBytes = 0
+    private var batchStartedAt: UInt64 = 0
+    /// A batch goes to the queue once it holds this much…
+    static let batchMaximumBytes = 256 << 10
+    /// …or is this old, so a kill loses little more than the muxer's own hold.
+    static let batchMaximumAgeNanoseconds: UInt64 = 200_000_000
+
+    /// Queues writes in order; `size` is what `admit` reserved for them. Call from one thread
+    /// (the caller's event loop, or the finisher once the loop has let go of the recording).
     func submit(_ writes: [WebMWrite], releasing size: Int) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if batch.isEmpty { batchStartedAt = now }
+        batch.append(contentsOf: writes)
+        batchReservedBytes += size
+        if batchReservedBytes >= Self.batchMaximumBytes || now &- batchStartedAt >= Self.batchMaximumAgeNanoseconds || size == 0 {
+            flush()
+        }
+    }
+
+    /// Sends the gathered writes to the queue.
+    func flush() {
+        guard !batch.isEmpty || batchReservedBytes > 0 else { return }
+        let writes = batch, size = batchReservedBytes
+        batch.removeAll(keepingCapacity: true)
+        batchReservedBytes = 0
         queue.async { [self] in
             defer { release(size) }
             guard let writer, !writes.isEmpty, lock.withLock({ writeError == nil }) else { return }
@@ -91,7 +117,8 @@ final class RecordingFile: @unchecked Sendable {
     /// then `rename`. After a write error (before or during this) the file is finalized at its
     /// last whole cluster instead, without Cues if the disk still refuses them.
     func finalize(_ muxer: WebMMuxer, durationMilliseconds: Int64, rename: (from: String, to: String)?) -> Finalized {
-        queue.sync { finalizeOnQueue(muxer, durationMilliseconds: durationMilliseconds, rename: rename) }
+        flush()
+        return queue.sync { finalizeOnQueue(muxer, durationMilliseconds: durationMilliseconds, rename: rename) }
     }
 
     private func finalizeOnQueue(_ muxer: WebMMuxer, durationMilliseconds: Int64, rename: (from: String, to: String)?) -> Finalized {

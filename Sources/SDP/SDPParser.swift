@@ -1,9 +1,9 @@
 /// Parses SDP text from the network: bounded in size, line count and section count;
 /// every error names the offending line.
 extension SessionDescription {
-    public static let maximumBytes = 512 * 1024
-    public static let maximumLines = 20_000
-    public static let maximumMediaSections = 1_024
+    public static let maximumBytes = 4 << 20
+    public static let maximumLines = 160_000
+    public static let maximumMediaSections = 4_096
 
     public init(parsing text: String) throws(SDPError) {
         guard text.utf8.count <= SessionDescription.maximumBytes else {

@@ -62,7 +62,7 @@ public final class SignalingConnection: @unchecked Sendable {
         let connectURL = components.string ?? url
         var tls = TLSConfiguration.makeClientConfiguration()
         if insecure { tls.certificateVerification = .none }
-        var configuration = WebSocketClient.Configuration(tlsConfiguration: scheme == "wss" ? tls : nil, maxFrameSize: 1 << 20)
+        var configuration = WebSocketClient.Configuration(tlsConfiguration: scheme == "wss" ? tls : nil, maxFrameSize: 8 << 20)
         configuration.maxAccumulatedFrameSize = 8 << 20
         var streamContinuation: AsyncStream<String>.Continuation!
         let messages = AsyncStream(bufferingPolicy: .bufferingOldest(SignalingConnection.bufferedMessages)) { streamContinuation = $0 }

@@ -25,6 +25,9 @@ public final class UDPTransport: @unchecked Sendable {
         self.logger = logger
     }
 
+    static let datagramsPerRead = 32
+    static let datagramSlotBytes = 9_000
+
     /// The UDP receive buffer asked for per socket.
     public static let receiveBufferBytes: SocketOptionValue = 4 << 20
 
@@ -48,9 +51,14 @@ public final class UDPTransport: @unchecked Sendable {
                 // not overflow the socket while the loop is busy; the kernel's default is about
                 // 200 KiB. Linux caps this at net.core.rmem_max.
                 .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: UDPTransport.receiveBufferBytes)
-                // Larger than any RTP or DTLS datagram a sender should produce; a bigger one is
-                // truncated by the kernel and then fails SRTP authentication (counted), never parsed as whole.
-                .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 9_000))
+                // recvmmsg: up to 32 datagrams per system call (all publishers arrive on this one
+                // socket, so under load reads come in batches). NIO splits the receive buffer into
+                // that many slots, each larger than any RTP or DTLS datagram a sender should
+                // produce; a bigger one is truncated by the kernel and then fails SRTP
+                // authentication (counted), never parsed as whole.
+                .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: UDPTransport.datagramsPerRead)
+                .channelOption(ChannelOptions.recvAllocator,
+                               value: FixedSizeRecvByteBufferAllocator(capacity: UDPTransport.datagramSlotBytes * UDPTransport.datagramsPerRead))
                 .channelInitializer { channel in
                     channel.pipeline.addHandler(DatagramHandler(box: box))
                 }
@@ -94,10 +102,9 @@ public final class UDPTransport: @unchecked Sendable {
 
     static func now() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
 
-    fileprivate func receive(_ bytes: [UInt8], from remote: SocketAddress, on channel: Channel) {
+    fileprivate func receive(_ bytes: [UInt8], from remote: SocketAddress, to local: TransportAddress) {
         eventLoop.preconditionInEventLoop()
-        guard let core, let from = TransportAddress(socketAddress: remote),
-              let local = channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { return }
+        guard let core, let from = TransportAddress(socketAddress: remote) else { return }
         apply(core.handle(datagram: bytes, from: from, to: local, now: Self.now()))
     }
 
@@ -144,10 +151,15 @@ private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable 
 
     init(box: HandlerBox) { self.box = box }
 
+    /// The socket's own address, read once (Channel.localAddress takes a lock on every call).
+    private var local: TransportAddress?
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
+        if local == nil { local = context.channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) }
+        guard let local else { return }
         let bytes = Array(envelope.data.readableBytesView)
-        box.transport?.receive(bytes, from: envelope.remoteAddress, on: context.channel)
+        box.transport?.receive(bytes, from: envelope.remoteAddress, to: local)
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

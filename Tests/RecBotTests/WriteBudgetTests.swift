@@ -30,7 +30,7 @@ import WireCoding
         let dropped = recorders.map { $0.statistics.framesDroppedForBackpressure }
         #expect(dropped.reduce(0, +) >= 300 - budget.limitBytes / payload.count, "what did not fit was dropped and counted: \(dropped)")
         for _ in recorders { release.signal() }
-        for recorder in recorders { recorder.file.queue.sync {} }
+        for recorder in recorders { recorder.file.flush(); recorder.file.queue.sync {} }
         #expect(budget.reservedBytes == 0, "every reservation is given back once written")
     }
 }

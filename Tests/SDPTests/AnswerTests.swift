@@ -172,11 +172,14 @@ let local = LocalTransportParameters(iceUfrag: "rbUF", icePwd: "recbotpassword12
         #expect(throws: SDPError.missing("v=0", line: nil)) { try SessionDescription(parsing: "") }
     }
 
+    /// Bounded, yet large enough for a channel of 1,000 publishers (two sections each).
     @Test func oversizedInputIsRefused() {
-        let huge = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\n" + String(repeating: "a=x\r\n", count: 120_000)
+        let huge = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\n" + String(repeating: "a=x\r\n", count: 900_000)
         #expect(throws: SDPError.self) { try SessionDescription(parsing: huge) }
-        let manySections = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\n" + String(repeating: "m=audio 9 RTP/AVP 0\r\n", count: 1_025)
-        #expect(throws: SDPError.tooLarge(reason: "more than 1024 media sections")) { try SessionDescription(parsing: manySections) }
+        let manyLines = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\n" + String(repeating: "a=x\r\n", count: 160_001)
+        #expect(throws: SDPError.tooLarge(reason: "more than 160000 lines")) { try SessionDescription(parsing: manyLines) }
+        let manySections = "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\n" + String(repeating: "m=audio 9 RTP/AVP 0\r\n", count: 4_097)
+        #expect(throws: SDPError.tooLarge(reason: "more than 4096 media sections")) { try SessionDescription(parsing: manySections) }
     }
 
     /// Issue 12: an fmtp pair that is a bare "=" indexed an empty split, on the H.264 and RTX paths.

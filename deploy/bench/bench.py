@@ -1,0 +1,190 @@
+#!/usr/bin/python3
+"""Capacity benchmark (issue 13): recbot against a GStreamer webrtcbin remux recorder on the
+same synthetic channel, from recbot-loadgen, for each publisher count N.
+
+  deploy/bench.sh [--publishers 32,64,128] [--duration 30] [--no-gstreamer] [--no-extend] [--loss 0]
+
+Per N and recorder, one run: the load generator serves N VP8+Opus publishers (a clip it made
+once with ffmpeg, paced to its timestamps) for --duration seconds, then closes the session; the
+recorder records until then. Columns:
+  cpu cores      the recorder's user+sys CPU over its wall time (wait4 rusage)
+  ms/pub-s       that CPU in ms per publisher-second of media
+  rss MB, MB/pub peak RSS (ru_maxrss), and per publisher
+  frames %       video frames in the worst publisher's file over the frames the generator sent
+                 it (ffprobe -count_packets: an independent reader of the files)
+  rcv drops      the kernel's UDP receive-buffer drops during the run (/proc/net/snmp RcvbufErrors)
+  1st key s      publisher start to its first cluster (a keyframe) on disk: median / worst,
+                 polled every 200 ms
+  gen lag p99    how late the generator sent frames (its own schedule), so an overloaded
+                 generator is not mistaken for a slow recorder
+and the recbot/GStreamer ratios of CPU and RSS. Past the listed N, it goes on (×1.5) until
+recbot keeps less than 99.9 % of the frames of its worst publisher and reports the last N that
+held as the capacity (--no-extend stops at the list).
+"""
+import argparse
+import glob
+import json
+import os
+import re
+import resource  # noqa: F401 - wait4's rusage fields
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLUSTER_ID = b"\x1f\x43\xb6\x75"
+
+
+def udp_receive_drops():
+    with open("/proc/net/snmp") as handle:
+        rows = [line.split() for line in handle if line.startswith("Udp:")]
+    header, values = rows[0], rows[1]
+    return int(values[header.index("RcvbufErrors")])
+
+
+class FirstClusterWatch(threading.Thread):
+    """Notes when each file under a directory first holds a Cluster (unix ms)."""
+
+    def __init__(self, pattern):
+        super().__init__(daemon=True)
+        self.pattern = pattern
+        self.seen = {}
+        self.stopping = threading.Event()
+
+    def run(self):
+        while not self.stopping.wait(0.2):
+            now = time.time() * 1000
+            for path in glob.glob(self.pattern, recursive=True):
+                if path in self.seen:
+                    continue
+                try:
+                    with open(path, "rb") as handle:
+                        head = handle.read(1 << 20)
+                except OSError:
+                    continue
+                at = head.find(CLUSTER_ID)
+                if at >= 0 and len(head) > at + 64:
+                    self.seen[path] = now
+
+
+def video_frames(path):
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-count_packets", "-show_entries",
+                          "stream=nb_read_packets", "-of", "csv=p=0", path], capture_output=True, text=True)
+    try:
+        return int(out.stdout.strip().split(",")[0])
+    except ValueError:
+        return 0
+
+
+def run(kind, n, args, cache):
+    work = tempfile.mkdtemp(prefix=f"recbot-bench-{kind}-{n}-")
+    truth_path = os.path.join(work, "truth.json")
+    drops_before = udp_receive_drops()
+    generator = subprocess.Popen([args.loadgen, "--publishers", str(n), "--duration", str(args.duration), "--ramp", str(args.ramp),
+                                  "--loss", str(args.loss), "--clip-cache", cache, "--truth", truth_path],
+                                 stdout=subprocess.PIPE, stderr=open(os.path.join(work, "loadgen.log"), "w"), text=True)
+    url = json.loads(generator.stdout.readline())["url"]
+    out = os.path.join(work, "out")
+    if kind == "recbot":
+        command = [args.recbot, "join", "--channel", "bench", "--url", url, "--data-dir", out, "--allow-address", "127.0.0.1/32"]
+        pattern = os.path.join(out, "recordings", "*", "*.webm")
+    else:
+        command = ["/usr/bin/python3", os.path.join(HERE, "gst_recorder.py"), "--url", url, "--channel", "bench", "--out", out]
+        pattern = os.path.join(out, "*.webm")
+    os.makedirs(out, exist_ok=True)
+    watch = FirstClusterWatch(pattern)
+    watch.start()
+    started = time.time()
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"{kind}.log"), "w"))
+    _, status, usage = os.wait4(recorder.pid, 0)
+    wall = time.time() - started
+    try:
+        generator.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        generator.kill()
+    watch.stopping.set()
+    watch.join()
+    drops = udp_receive_drops() - drops_before
+    with open(truth_path) as handle:
+        truth = json.load(handle)
+    files = glob.glob(pattern, recursive=True)
+    shares, first_key = [], []
+    for publisher in truth["publishers"]:
+        cid, sent = publisher["connection_id"], publisher["sent"]["video_frames"]
+        mine = [f for f in files if cid in os.path.basename(f) and "audio" not in os.path.basename(f)]
+        got = sum(video_frames(f) for f in mine)
+        shares.append(100.0 * got / sent if sent else 100.0)
+        seen = [watch.seen[f] for f in mine if f in watch.seen]
+        if seen and publisher.get("joined_at_unix_milliseconds"):
+            first_key.append((min(seen) - publisher["joined_at_unix_milliseconds"]) / 1000)
+    cpu = usage.ru_utime + usage.ru_stime
+    result = {
+        "kind": kind, "n": n, "exit": os.waitstatus_to_exitcode(status), "cpu_cores": cpu / wall,
+        "ms_per_pub_s": 1000 * cpu / (n * args.duration), "rss_mb": usage.ru_maxrss / 1024,
+        "mb_per_pub": usage.ru_maxrss / 1024 / n, "worst_share": min(shares) if shares else 0.0,
+        "drops": drops, "first_key_median": statistics.median(first_key) if first_key else None,
+        "first_key_worst": max(first_key) if first_key else None, "gen_lag_p99": truth["send_lag"]["p99_milliseconds"],
+        "packets": sum(p["sent"]["packets"] - p["sent"]["packets_dropped"] + p["sent"]["retransmissions"] for p in truth["publishers"]),
+        "files": len(files), "work": work,
+    }
+    result["us_per_packet"] = 1e6 * cpu / max(1, result["packets"])
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def row(r, baseline=None):
+    key = "-" if r["first_key_median"] is None else f"{r['first_key_median']:.2f}/{r['first_key_worst']:.2f}"
+    ratio = "" if not baseline else f"{r['cpu_cores'] / max(1e-9, baseline['cpu_cores']):.2f}x / {r['rss_mb'] / max(1e-9, baseline['rss_mb']):.2f}x"
+    return (f"{r['n']:>5} {r['kind']:<9} {r['cpu_cores']:>6.2f} {r['ms_per_pub_s']:>9.2f} {r['us_per_packet']:>7.1f} {r['rss_mb']:>7.0f} "
+            f"{r['mb_per_pub']:>7.2f} {r['worst_share']:>8.2f} {r['drops']:>9} {key:>11} {r['gen_lag_p99']:>7} {r['exit']:>4}  {ratio}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--publishers", default="32,64,128,256,512")
+    parser.add_argument("--duration", type=float, default=30)
+    parser.add_argument("--ramp", type=float, default=2.0)
+    parser.add_argument("--loss", type=float, default=0.0)
+    parser.add_argument("--recbot", required=True)
+    parser.add_argument("--loadgen", required=True)
+    parser.add_argument("--no-gstreamer", action="store_true")
+    parser.add_argument("--no-extend", action="store_true")
+    parser.add_argument("--keep", action="store_true", help="keep each run's files")
+    parser.add_argument("--json", help="also write every run's numbers here")
+    args = parser.parse_args()
+    cache = os.path.join(tempfile.gettempdir(), "recbot-loadgen-clips")
+    counts = [int(x) for x in args.publishers.split(",")]
+    print(f"recbot bench: {os.cpu_count()} CPUs, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
+          f"{args.duration:.0f} s per run, loss {args.loss} %")
+    print("    N recorder   cores  ms/pub-s  us/pkt  rss MB  MB/pub frames%  rcv drops   1st key s  lag99 exit  recbot/gst cpu / rss")
+    results, capacity = [], None
+    index = 0
+    while index < len(counts):
+        n = counts[index]
+        ours = run("recbot", n, args, cache)
+        theirs = None if args.no_gstreamer else run("gstreamer", n, args, cache)
+        print(row(ours, theirs), flush=True)
+        if theirs:
+            print(row(theirs), flush=True)
+        results += [r for r in (ours, theirs) if r]
+        if ours["worst_share"] >= 99.9 and ours["exit"] == 0:
+            capacity = n
+            if index == len(counts) - 1 and not args.no_extend:
+                counts.append(int(n * 1.5 + 31) // 32 * 32)
+        else:
+            break
+        index += 1
+    print(f"capacity: {capacity if capacity is not None else 'below ' + str(counts[0])} publishers with >= 99.9 % of frames "
+          f"(the last N at which recbot kept 99.9 % of every publisher's video)")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump(results, handle, indent=2)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
