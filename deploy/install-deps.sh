@@ -10,6 +10,8 @@ set -euo pipefail
 # GStreamer's webrtcbin (usrsctp, libnice) is the second independent WebRTC peer for the
 # data-channel interop test; its Python bindings come from Debian, for /usr/bin/python3.
 # GStreamer's rtpvp9depay and vp9dec (plugins-good) check the test server's VP9 packets.
+# deploy/bench/gst_recorder.py, the webrtcbin baseline recorder for deploy/bench.sh, speaks Sora
+# signaling with the websockets package for /usr/bin/python3 (webmmux: plugins-good, opusparse: bad).
 DEBIAN_PACKAGES=(
   pkg-config
   libssl-dev
@@ -31,6 +33,7 @@ DEBIAN_PACKAGES=(
   gir1.2-gst-plugins-bad-1.0
   gir1.2-nice-0.1
   python3-gi
+  python3-websockets
 )
 
 missing=()

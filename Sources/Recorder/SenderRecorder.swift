@@ -363,7 +363,7 @@ public final class SenderRecorder: @unchecked Sendable {
 
     /// Muxes one frame; false when it was a video frame that had to be dropped.
     private func write(_ frame: WebMFrame) -> Bool {
-        guard var muxer else { return true }
+        guard muxer != nil else { return true }
         let isVideo = frame.track == .video
         if isVideo && videoNeedsKeyframe {
             guard frame.isKeyframe else {
@@ -396,8 +396,9 @@ public final class SenderRecorder: @unchecked Sendable {
             return true
         }
         do {
-            let writes = try muxer.write(adjusted)
-            self.muxer = muxer
+            // In place: a local copy would share the muxer's cluster buffer with `self.muxer`, and
+            // the append would then copy the whole cluster on every frame.
+            let writes = try muxer!.write(adjusted)
             lastWrittenNanoseconds = adjusted.timestampNanoseconds
             lastMediaNanoseconds = adjusted.timestampNanoseconds
             if isVideo { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }

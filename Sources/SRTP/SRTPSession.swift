@@ -36,8 +36,15 @@ public final class SRTPSession {
     public static let replayWindow = 1_024
 
     public private(set) var counters = SRTPCounters()
-    private var inbound: srtp_t?
-    private var outbound: srtp_t?
+    /// libsrtp finds a packet's stream by walking a list of every SSRC in the session, so with
+    /// hundreds of senders the walk dominated unprotect. The SSRCs are spread over sessions
+    /// with the same keys (each SSRC always lands in the same one, its RTP and RTCP together),
+    /// made on first use, which keeps every walk short.
+    static let shardCount = 64
+    private var inbound: [srtp_t?]
+    private var outbound: [srtp_t?]
+    private let profile: SRTPProtectionProfile
+    private let receiveKey: [UInt8], sendKey: [UInt8]
 
     private static let initialised: Bool = srtp_init() == srtp_err_status_ok
 
@@ -53,18 +60,42 @@ public final class SRTPSession {
 
     private init(profile: SRTPProtectionProfile, receiveKey: [UInt8], sendKey: [UInt8]) throws(SRTPError) {
         guard SRTPSession.initialised else { throw .setup(code: UInt32(srtp_err_status_init_fail.rawValue)) }
-        inbound = try SRTPSession.create(profile: profile, key: receiveKey, type: ssrc_any_inbound)
+        self.profile = profile
+        self.receiveKey = receiveKey
+        self.sendKey = sendKey
+        inbound = Array(repeating: nil, count: Self.shardCount)
+        outbound = Array(repeating: nil, count: Self.shardCount)
+        // The keys are checked now, not at the first packet.
+        inbound[0] = try SRTPSession.create(profile: profile, key: receiveKey, type: ssrc_any_inbound)
         do {
-            outbound = try SRTPSession.create(profile: profile, key: sendKey, type: ssrc_any_outbound)
+            outbound[0] = try SRTPSession.create(profile: profile, key: sendKey, type: ssrc_any_outbound)
         } catch {
-            srtp_dealloc(inbound)
+            srtp_dealloc(inbound[0])
             throw error
         }
     }
 
     deinit {
-        srtp_dealloc(inbound)
-        srtp_dealloc(outbound)
+        for session in inbound + outbound where session != nil { srtp_dealloc(session) }
+    }
+
+    /// The shard of the packet's SSRC: RTP's at offset 8, RTCP's (the sender's) at 4.
+    private static func shard(_ bytes: [UInt8], ssrcOffset: Int) -> Int {
+        guard bytes.count >= ssrcOffset + 4 else { return 0 }
+        let ssrc = UInt32(bytes[ssrcOffset]) << 24 | UInt32(bytes[ssrcOffset + 1]) << 16 | UInt32(bytes[ssrcOffset + 2]) << 8 | UInt32(bytes[ssrcOffset + 3])
+        return Int((ssrc &* 0x9E37_79B1) >> 26) % shardCount
+    }
+
+    private func inboundSession(_ bytes: [UInt8], ssrcOffset: Int) -> srtp_t? {
+        let index = Self.shard(bytes, ssrcOffset: ssrcOffset)
+        if inbound[index] == nil { inbound[index] = try? SRTPSession.create(profile: profile, key: receiveKey, type: ssrc_any_inbound) }
+        return inbound[index]
+    }
+
+    private func outboundSession(_ bytes: [UInt8], ssrcOffset: Int) -> srtp_t? {
+        let index = Self.shard(bytes, ssrcOffset: ssrcOffset)
+        if outbound[index] == nil { outbound[index] = try? SRTPSession.create(profile: profile, key: sendKey, type: ssrc_any_outbound) }
+        return outbound[index]
     }
 
     private static func create(profile: SRTPProtectionProfile, key: [UInt8], type: srtp_ssrc_type_t) throws(SRTPError) -> srtp_t? {
@@ -92,19 +123,22 @@ public final class SRTPSession {
 
     /// Decrypts and authenticates an SRTP packet in place; on success `packet` is plain RTP.
     public func unprotectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
-        let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect(inbound, pointer, length) }
+        let session = inboundSession(packet, ssrcOffset: 8)
+        let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect(session, pointer, length) }
         try record(status, success: \.rtpUnprotected)
     }
 
     public func unprotectRTCP(_ packet: inout [UInt8]) throws(SRTPError) {
-        let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect_rtcp(inbound, pointer, length) }
+        let session = inboundSession(packet, ssrcOffset: 4)
+        let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect_rtcp(session, pointer, length) }
         try record(status, success: \.rtcpUnprotected)
     }
 
     /// Encrypts an RTCP compound packet recbot sends (RR, NACK, PLI).
     public func protectRTCP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
         var bytes = packet
-        let status = Self.run(&bytes, extra: Int(SRTP_MAX_TRAILER_LEN) + 4) { pointer, length in srtp_protect_rtcp(outbound, pointer, length) }
+        let session = outboundSession(bytes, ssrcOffset: 4)
+        let status = Self.run(&bytes, extra: Int(SRTP_MAX_TRAILER_LEN) + 4) { pointer, length in srtp_protect_rtcp(session, pointer, length) }
         try record(status, success: \.rtcpProtected)
         return bytes
     }
@@ -112,7 +146,8 @@ public final class SRTPSession {
     /// Encrypts RTP (the peer's direction; used by tests and tools playing the sender).
     public func protectRTP(_ packet: [UInt8]) throws(SRTPError) -> [UInt8] {
         var bytes = packet
-        let status = Self.run(&bytes, extra: Int(SRTP_MAX_TRAILER_LEN)) { pointer, length in srtp_protect(outbound, pointer, length) }
+        let session = outboundSession(bytes, ssrcOffset: 8)
+        let status = Self.run(&bytes, extra: Int(SRTP_MAX_TRAILER_LEN)) { pointer, length in srtp_protect(session, pointer, length) }
         guard status == srtp_err_status_ok else { throw .malformed(code: UInt32(status.rawValue)) }
         return bytes
     }
