@@ -157,7 +157,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["Bitstreams"], path: "Tests/TestSupport"),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "WireCoding"]),
-        .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings"]),
+        .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "RecBotTests", dependencies: ["RecBot", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",

@@ -32,7 +32,7 @@ public final class LoadGenerator<Address: Hashable> {
 
     private let clip: MediaClip
     private let transport: OfferTransport
-    private var random: SplitMix
+    private var random: SplitMix64
     private var sections: [OfferBuilder.Section] = []
     private var bySSRC: [UInt32: SyntheticPublisher] = [:]
     private var pendingJoins: [(at: MonotonicTime, index: Int)] = []
@@ -53,7 +53,7 @@ public final class LoadGenerator<Address: Hashable> {
                 transportAddress: @escaping (Address) -> TransportAddress? = { _ in nil }) throws {
         self.plan = plan
         self.clip = clip
-        random = SplitMix(seed: plan.seed)
+        random = SplitMix64(seed: plan.seed)
         let ufrag = SoraIDs.random(using: &random).prefix(8), password = SoraIDs.random(using: &random)
         guard let fingerprint = certificate.fingerprint() else { throw LoadGenError.badAnswer("no certificate fingerprint") }
         transport = OfferTransport(iceUfrag: String(ufrag), icePwd: password, fingerprint: fingerprint.sdp,

@@ -41,7 +41,7 @@ public final class SyntheticPublisher {
 
     private let clip: MediaClip
     private let lossPercent: Double
-    private var random: SplitMix
+    private var random: SplitMix64
     private var videoIndex = 0, audioIndex = 0
     private var nextVideo: Int64, nextAudio: Int64  // schedule, monotonic ns
     private var videoSequence: UInt16, audioSequence: UInt16, rtxSequence: UInt16
@@ -61,7 +61,7 @@ public final class SyntheticPublisher {
         self.clip = clip
         self.startedAt = startedAt
         self.lossPercent = lossPercent
-        random = SplitMix(seed: seed)
+        random = SplitMix64(seed: seed)
         nextVideo = startedAt.nanoseconds
         nextAudio = startedAt.nanoseconds
         videoSequence = UInt16.random(in: 0...UInt16.max, using: &random)

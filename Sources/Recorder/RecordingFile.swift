@@ -70,8 +70,9 @@ final class RecordingFile: @unchecked Sendable {
         budget.release(size)
     }
 
-    /// Writes gathered on the caller's loop until the next flush: one queue hop per batch, not
-    /// per frame (a hop wakes a thread; per frame, that was a tenth of the receive path's CPU).
+    /// Reservations (and writes) gathered on the caller's loop until the next flush: one queue
+    /// hop per batch, not per frame (a hop wakes a thread; per frame, that was a tenth of the
+    /// receive path's CPU, and most frames only join the muxer's open cluster).
     private var batch: [WebMWrite] = []
     private var batchReservedBytes = 0
     private var batchStartedAt: UInt64 = 0
@@ -87,7 +88,10 @@ final class RecordingFile: @unchecked Sendable {
         if batch.isEmpty { batchStartedAt = now }
         batch.append(contentsOf: writes)
         batchReservedBytes += size
-        if batchReservedBytes >= Self.batchMaximumBytes || now &- batchStartedAt >= Self.batchMaximumAgeNanoseconds || size == 0 {
+        // Bytes to write (a closed cluster, an in-place update) go at once, so a kill costs no
+        // more than the muxer's open cluster; frames the muxer only buffered carry just their
+        // reservation, which travels with the next batch.
+        if !writes.isEmpty || batchReservedBytes >= Self.batchMaximumBytes || now &- batchStartedAt >= Self.batchMaximumAgeNanoseconds {
             flush()
         }
     }

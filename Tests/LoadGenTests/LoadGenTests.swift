@@ -12,7 +12,7 @@ import WireCoding
 /// LoadGenScenarioTests with the real `recbot join`.
 @Suite struct LoadGenTests {
     static func syntheticClip(frames: Int = 60) -> MediaClip {
-        var random = SplitMix(seed: 3)
+        var random = SplitMix64(seed: 3)
         var video: [MediaClip.Frame] = []
         for index in 0..<frames {
             let isKeyframe = index % 30 == 0

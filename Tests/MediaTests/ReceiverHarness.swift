@@ -3,19 +3,8 @@ import RTP
 import WireCoding
 @testable import Media
 
-/// A seeded generator (SplitMix64), so every simulated network run is repeatable.
-struct SeededRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func chance(_ probability: Double) -> Bool { Double(next() % 1_000_000) / 1_000_000 < probability }
-}
+/// Seeded, so every simulated network run is repeatable.
+typealias SeededRandom = SplitMix64
 
 enum Fixtures {
     static let sender = "SENDER0000000000000000000A"

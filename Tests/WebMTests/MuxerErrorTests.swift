@@ -1,4 +1,5 @@
 import Testing
+import WireCoding
 @testable import WebM
 import WebMReader
 
@@ -148,18 +149,5 @@ import WebMReader
         for cut in 0..<header.count - 1 {
             #expect(throws: AV1CodecConfiguration.ParseError.self) { try AV1CodecConfiguration(temporalUnit: Array(header.prefix(cut))) }
         }
-    }
-}
-
-/// Deterministic pseudo-random numbers for reproducible robustness tests.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
