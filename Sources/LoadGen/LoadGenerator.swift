@@ -159,10 +159,11 @@ public final class LoadGenerator<Address: Hashable> {
     }
 
     private func notify(_ event: String, _ publisher: SyntheticPublisher) -> String {
-        json(["type": "notify", "event_type": event, "role": "sendonly", "channel_id": channelID,
+        let sending = publishers.count { !$0.stopped }
+        return json(["type": "notify", "event_type": event, "role": "sendonly", "channel_id": channelID,
               "connection_id": publisher.connectionID, "client_id": publisher.connectionID, "bundle_id": publisher.connectionID,
-              "audio": true, "video": true, "channel_connections": publishers.filter { !$0.stopped }.count,
-              "channel_sendonly_connections": publishers.filter { !$0.stopped }.count, "channel_recvonly_connections": 1])
+              "audio": true, "video": true, "channel_connections": sending + 1,
+              "channel_sendonly_connections": sending, "channel_recvonly_connections": 1])
     }
 
     private func end(_ reason: String, _ output: inout Output) {

@@ -30,7 +30,6 @@ public final class PublisherPeer<Address: Hashable> {
     public struct Output {
         public var datagrams: [[UInt8]] = []
         public var feedback: [Feedback] = []
-        public var connected = false
         public var failure: String?
     }
 
@@ -123,7 +122,6 @@ public final class PublisherPeer<Address: Hashable> {
             case .connected(let keys):
                 do {
                     srtp = try SRTPSession(peerOf: keys)
-                    output.connected = true
                 } catch {
                     output.failure = "\(error)"
                 }
@@ -161,12 +159,10 @@ public final class PublisherPeer<Address: Hashable> {
 
 public enum LoadGenError: Error, CustomStringConvertible {
     case badAnswer(String)
-    case badMessage(String)
 
     public var description: String {
         switch self {
         case .badAnswer(let detail): "the recorder's answer is unusable: \(detail)"
-        case .badMessage(let detail): "unexpected signaling message: \(detail)"
         }
     }
 }

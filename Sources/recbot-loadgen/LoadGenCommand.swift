@@ -77,13 +77,14 @@ struct LoadGenCommand: AsyncParsableCommand {
         guard let listenPort = listener.localAddress?.port else { throw ValidationError("the WebSocket has no port") }
         FileHandle.standardOutput.write(Data(#"{"type":"listening","url":"ws://\#(address):\#(listenPort)/signaling","publishers":\#(publishers)}"#.utf8 + [0x0A]))
         try await server.done.get()
-        let ground = try await udp.eventLoop.submit { GroundTruth(generator) }.get()
+        let (ground, sentDatagrams, socketErrors) = try await udp.eventLoop.submit { (GroundTruth(generator), server.datagramsSent, server.socketErrors) }.get()
         if let truth { try ground.write(to: truth) }
         let sent = ground.publishers.reduce(0) { $0 + $1.sent.videoFrames }
         FileHandle.standardError.write(Data("""
             recbot-loadgen: \(ground.end); \(ground.publishers.count) publishers, \(sent) video frames sent, \
             send lag p50 \(ground.sendLag.p50Milliseconds) ms p99 \(ground.sendLag.p99Milliseconds) ms max \(ground.sendLag.maxMilliseconds) ms, \
-            NACKed \(ground.feedback.nackedPackets), PLI \(ground.feedback.pictureLossIndications)\n
+            NACKed \(ground.feedback.nackedPackets), PLI \(ground.feedback.pictureLossIndications), \(sentDatagrams) datagrams sent, \
+            \(socketErrors) socket errors\n
             """.utf8))
         try? await listener.close()
         try? await udp.close()

@@ -21,7 +21,8 @@ final class LoadServer: @unchecked Sendable {
     private var timerDeadline: MonotonicTime?
     private let finished: EventLoopPromise<Void>
     private(set) var datagramsSent = 0
-    private(set) var sendErrors = 0
+    /// Errors the UDP socket reported (a send the kernel refused, ICMP unreachable).
+    var socketErrors = 0
 
     init(generator: LoadGenerator<SocketAddress>, udp: Channel, tickMilliseconds: Int) {
         eventLoop = udp.eventLoop
@@ -63,7 +64,9 @@ final class LoadServer: @unchecked Sendable {
             for datagram in output.datagrams {
                 var buffer = udp.allocator.buffer(capacity: datagram.count)
                 buffer.writeBytes(datagram)
-                udp.write(AddressedEnvelope(remoteAddress: target, data: buffer)).whenFailure { [self] _ in sendErrors += 1 }
+                // No promise per datagram (it would allocate on every send); failures reach
+                // DatagramHandler.errorCaught and are counted there.
+                udp.write(AddressedEnvelope(remoteAddress: target, data: buffer), promise: nil)
             }
             udp.flush()  // one sendmmsg for the batch
             datagramsSent += output.datagrams.count
@@ -112,6 +115,10 @@ final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
         let envelope = unwrapInboundIn(data)
         guard let server else { return }
         server.received(datagram: Array(envelope.data.readableBytesView), from: envelope.remoteAddress)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        server?.socketErrors += 1  // UDP carries on
     }
 }
 

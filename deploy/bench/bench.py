@@ -26,7 +26,6 @@ import glob
 import json
 import os
 import re
-import resource  # noqa: F401 - wait4's rusage fields
 import shutil
 import statistics
 import subprocess
