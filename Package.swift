@@ -20,6 +20,7 @@ let package = Package(
     products: [
         .executable(name: "recbot", targets: ["recbot"]),
         .executable(name: "recbot-loadgen", targets: ["recbot-loadgen"]),
+        .executable(name: "recbot-floor", targets: ["recbot-floor"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -117,6 +118,13 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ]),
+        // The floor of the packet path (receive, SRTP, append), measured beside recbot by deploy/bench.sh.
+        .executableTarget(name: "recbot-floor", dependencies: [
+            "LoadGen", "SRTP",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
 
         // MARK: Fuzz targets (deploy/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
         .target(name: "FuzzSupport", swiftSettings: fuzzSwiftSettings),
@@ -156,7 +164,7 @@ let package = Package(
         ]),
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["Bitstreams"], path: "Tests/TestSupport"),
-        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "WireCoding"]),
+        .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "SRTP", "WireCoding"]),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),

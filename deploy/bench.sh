@@ -2,7 +2,7 @@
 # Side-by-side capacity benchmark (issue 13): recbot and a GStreamer webrtcbin remux recorder,
 # each fed the same synthetic channel by recbot-loadgen, for each publisher count.
 #   deploy/bench.sh [--publishers 32,64,128,256,512] [--duration 30] [--no-gstreamer] [--no-extend]
-#                   [--recbot PATH] [--loadgen PATH] [--loss PERCENT]
+#                   [--recbot PATH --loadgen PATH --floor PATH] [--loss PERCENT] [--faults N]
 # Builds both release binaries unless given, then runs deploy/bench/bench.py (see its docstring
 # for what each column means) and prints one table.
 set -euo pipefail
@@ -13,7 +13,8 @@ for a in "${args[@]}"; do [ "$a" = "--recbot" ] && need_build=0; done
 if [ "$need_build" = 1 ]; then
   swift build -c release --product recbot >/dev/null
   swift build -c release --product recbot-loadgen >/dev/null
+  swift build -c release --product recbot-floor >/dev/null
   bin="$(swift build -c release --show-bin-path)"
-  args=(--recbot "$bin/recbot" --loadgen "$bin/recbot-loadgen" "${args[@]}")
+  args=(--recbot "$bin/recbot" --loadgen "$bin/recbot-loadgen" --floor "$bin/recbot-floor" "${args[@]}")
 fi
 exec /usr/bin/python3 deploy/bench/bench.py "${args[@]}"

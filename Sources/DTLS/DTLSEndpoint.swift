@@ -28,6 +28,14 @@ public struct SRTPKeyingMaterial: Sendable, Equatable {
     public var clientSalt: [UInt8]
     public var serverKey: [UInt8]
     public var serverSalt: [UInt8]
+
+    public init(profile: SRTPProtectionProfile, clientKey: [UInt8], clientSalt: [UInt8], serverKey: [UInt8], serverSalt: [UInt8]) {
+        self.profile = profile
+        self.clientKey = clientKey
+        self.clientSalt = clientSalt
+        self.serverKey = serverKey
+        self.serverSalt = serverSalt
+    }
 }
 
 public enum DTLSError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -6,6 +6,8 @@ public struct GroundTruth: Codable, Sendable {
         public var connectionID: String
         public var joinedAtUnixMilliseconds: Int64?
         public var leftAtUnixMilliseconds: Int64?
+        /// It went silent with no BYE, re-offer or notify (`--vanish-interval`).
+        public var vanished: Bool
         public var sent: PublisherCounts
     }
 
@@ -32,7 +34,8 @@ public struct GroundTruth: Codable, Sendable {
         if case .ended(let reason) = generator.phase { end = reason } else { end = "\(generator.phase)" }
         publishers = generator.publishers.map {
             Publisher(connectionID: $0.connectionID, joinedAtUnixMilliseconds: generator.joinedAtUnixMilliseconds[$0.connectionID],
-                      leftAtUnixMilliseconds: generator.leftAtUnixMilliseconds[$0.connectionID], sent: $0.counts)
+                      leftAtUnixMilliseconds: generator.leftAtUnixMilliseconds[$0.connectionID],
+                      vanished: generator.vanished.contains($0.connectionID), sent: $0.counts)
         }
         feedback = generator.peer.counts
         reOffersSent = generator.reOffersSent

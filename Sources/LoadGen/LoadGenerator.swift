@@ -24,6 +24,7 @@ public final class LoadGenerator<Address: Hashable> {
     public private(set) var publishers: [SyntheticPublisher] = []
     public private(set) var joinedAtUnixMilliseconds: [String: Int64] = [:]
     public private(set) var leftAtUnixMilliseconds: [String: Int64] = [:]
+    public private(set) var vanished: Set<String> = []
     public private(set) var reOffersSent = 0
     public private(set) var reAnswersReceived = 0
     public private(set) var channelID = ""
@@ -39,6 +40,8 @@ public final class LoadGenerator<Address: Hashable> {
     private var nextIndex = 0
     private var nextChurn: MonotonicTime?
     private var nextVanish: MonotonicTime?
+    private var nextBurst: MonotonicTime?
+    private var burstTurn = 0
     private var nextPing: MonotonicTime?
     private var endAt: MonotonicTime?
     private var sessionVersion = 1
@@ -101,6 +104,7 @@ public final class LoadGenerator<Address: Hashable> {
             nextPing = now.adding(nanoseconds: Int64(plan.pingIntervalSeconds * 1e9))
             nextChurn = plan.churnIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
             nextVanish = plan.vanishIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
+            nextBurst = plan.burstIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
         case (.running, "re-answer"):
             reAnswersReceived += 1
             if transportUp { startWaiting(now: now) }
@@ -110,6 +114,19 @@ public final class LoadGenerator<Address: Hashable> {
             break  // candidate (a lite agent needs none), pong, stats
         }
         return output
+    }
+
+    /// The floor benchmark's run: no signaling, no ICE, no DTLS. The publishers start now and
+    /// send to `remote` with `FloorKeys`, until the duration is reached.
+    public func startWithoutSignaling(remote: Address, now: MonotonicTime) throws {
+        guard case .awaitingConnect = phase else { return }
+        try peer.useFixedKeys(FloorKeys.material, remote: remote)
+        channelID = plan.channelID ?? "floor"
+        startPublishers(now: now)
+        phase = .running
+        startedAt = now
+        endAt = plan.durationSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
+        nextBurst = plan.burstIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
     }
 
     /// Publishers join over the ramp: each one's first frame is scheduled at its join time.
@@ -142,7 +159,9 @@ public final class LoadGenerator<Address: Hashable> {
             ssrcs[keyPath: path] = ssrc
         }
         return SyntheticPublisher(connectionID: id, ssrcs: ssrcs, clip: clip, startedAt: start, wallClockNTP: LoadClock.ntp(at: start),
-                                  lossPercent: plan.lossPercent, seed: plan.seed &+ UInt64(index) &* 0x9E37_79B9)
+                                  faults: PacketFaults(lossPercent: plan.lossPercent, reorderPercent: plan.reorderPercent,
+                                                       duplicatePercent: plan.duplicatePercent),
+                                  seed: plan.seed &+ UInt64(index) &* 0x9E37_79B9)
     }
 
     private func add(_ publisher: SyntheticPublisher) {
@@ -236,7 +255,7 @@ public final class LoadGenerator<Address: Hashable> {
     /// The earliest instant something is due.
     public var nextDeadline: MonotonicTime? {
         guard case .running = phase else { return peer.nextTimeout }
-        var earliest = [endAt, nextPing, nextChurn, nextVanish, peer.nextTimeout].compactMap { $0 }.min()
+        var earliest = [endAt, nextPing, nextChurn, nextVanish, nextBurst, peer.nextTimeout].compactMap { $0 }.min()
         if !transportUp && peer.srtp != nil { return MonotonicTime(nanoseconds: 0) }
         for publisher in publishers where !isWaiting(publisher) {
             guard let due = publisher.nextDeadline else { continue }
@@ -265,7 +284,16 @@ public final class LoadGenerator<Address: Hashable> {
             nextVanish = due.adding(nanoseconds: Int64(interval * 1e9))
             if let vanishing = publishers.last(where: { !$0.stopped }) {
                 vanishing.stopped = true  // no BYE, no re-offer, no notify: it just goes quiet
+                vanished.insert(vanishing.connectionID)
                 leftAtUnixMilliseconds[vanishing.connectionID] = LoadClock.unixMilliseconds()
+            }
+        }
+        if let due = nextBurst, now >= due, let interval = plan.burstIntervalSeconds {
+            nextBurst = due.adding(nanoseconds: Int64(interval * 1e9))
+            let sending = publishers.filter { !$0.stopped && !isWaiting($0) }
+            if !sending.isEmpty {
+                sending[burstTurn % sending.count].startBurst(now: now, seconds: plan.burstSeconds)
+                burstTurn += 1
             }
         }
     }

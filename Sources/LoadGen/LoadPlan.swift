@@ -12,6 +12,13 @@ public struct LoadPlan: Sendable {
     public var vanishIntervalSeconds: Double?
     /// First transmissions dropped on purpose (RTX is never dropped), seeded.
     public var lossPercent = 0.0
+    /// First transmissions held back behind the next packet, and sent twice (seeded).
+    public var reorderPercent = 0.0
+    public var duplicatePercent = 0.0
+    /// Every this many seconds the next publisher (in turn) sends at ten times its rate for
+    /// `burstSeconds`, then is silent until its schedule is due again.
+    public var burstIntervalSeconds: Double?
+    public var burstSeconds = 0.5
     public var seed: UInt64 = 1
     public var pingIntervalSeconds = 5.0
     public var channelID: String?

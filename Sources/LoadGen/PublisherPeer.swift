@@ -68,6 +68,12 @@ public final class PublisherPeer<Address: Hashable> {
         dtls = endpoint
     }
 
+    /// No ICE and no DTLS: media goes to `remote` protected with fixed keys (the floor benchmark).
+    public func useFixedKeys(_ keys: SRTPKeyingMaterial, remote: Address) throws {
+        srtp = try SRTPSession(peerOf: keys)
+        self.remote = remote
+    }
+
     public func handle(datagram: [UInt8], from address: Address, now: MonotonicTime) -> Output {
         var output = Output()
         guard let first = datagram.first else { return output }

@@ -10,10 +10,30 @@ public struct PublisherCounts: Sendable, Codable, Equatable {
     public var bytes = 0
     /// First transmissions the seeded loss dropped on purpose.
     public var packetsDropped = 0
+    /// Packets sent after the one that followed them (the faults below), and sent twice.
+    public var packetsReordered = 0
+    public var packetsDuplicated = 0
+    /// Windows in which the publisher sent at ten times its rate.
+    public var bursts = 0
     public var retransmissions = 0
     /// NACKed packets no longer in the history.
     public var retransmissionsMissed = 0
     public var keyframeRequests = 0
+}
+
+/// Damage done to a publisher's first transmissions, seeded (RTX is never touched).
+public struct PacketFaults: Sendable, Equatable {
+    public var lossPercent = 0.0
+    /// A packet held back and sent after the next one.
+    public var reorderPercent = 0.0
+    /// A packet sent twice in a row.
+    public var duplicatePercent = 0.0
+
+    public init(lossPercent: Double = 0, reorderPercent: Double = 0, duplicatePercent: Double = 0) {
+        self.lossPercent = lossPercent
+        self.reorderPercent = reorderPercent
+        self.duplicatePercent = duplicatePercent
+    }
 }
 
 /// One publisher replaying the clip in a loop: RTP sequence numbers and timestamps run on
@@ -40,7 +60,11 @@ public final class SyntheticPublisher {
     public var stopped = false
 
     private let clip: MediaClip
-    private let lossPercent: Double
+    private let faults: PacketFaults
+    /// A packet the reordering holds back until the next one has gone.
+    private var heldBack: [UInt8]?
+    /// A burst: from `start` until `end` (monotonic ns) the schedule runs `factor` times as fast.
+    private var burst: (start: Int64, end: Int64, factor: Int64)?
     private var random: SplitMix64
     private var videoIndex = 0, audioIndex = 0
     private var nextVideo: Int64, nextAudio: Int64  // schedule, monotonic ns
@@ -55,12 +79,12 @@ public final class SyntheticPublisher {
     private var ntpBase: (monotonic: Int64, ntp: UInt64)
 
     public init(connectionID: String, ssrcs: SSRCs, clip: MediaClip, startedAt: MonotonicTime, wallClockNTP: UInt64,
-                lossPercent: Double = 0, seed: UInt64 = 1) {
+                faults: PacketFaults = PacketFaults(), seed: UInt64 = 1) {
         self.connectionID = connectionID
         self.ssrcs = ssrcs
         self.clip = clip
         self.startedAt = startedAt
-        self.lossPercent = lossPercent
+        self.faults = faults
         random = SplitMix64(seed: seed)
         nextVideo = startedAt.nanoseconds
         nextAudio = startedAt.nanoseconds
@@ -87,17 +111,43 @@ public final class SyntheticPublisher {
     }
 
     /// When the next frame (or sender report) is due.
-    public var nextDeadline: MonotonicTime? { stopped ? nil : MonotonicTime(nanoseconds: min(nextVideo, nextAudio, nextReport)) }
+    public var nextDeadline: MonotonicTime? {
+        guard !stopped else { return nil }
+        let scheduled = min(nextVideo, nextAudio, nextReport)
+        // In a burst the schedule runs fast: its instant t is due at start + (t - start) / factor.
+        if let burst, scheduled < burst.start + (burst.end - burst.start) * burst.factor {
+            return MonotonicTime(nanoseconds: burst.start + max(0, scheduled - burst.start) / burst.factor)
+        }
+        return MonotonicTime(nanoseconds: scheduled)
+    }
+
+    /// For `seconds` from `now` the publisher sends `factor` times its media rate, as a sender
+    /// (or a queue in the network) catching up after a stall would; then it is silent until the
+    /// wall clock reaches its schedule again. Timestamps stay those of the schedule.
+    public func startBurst(now: MonotonicTime, seconds: Double, factor: Int = 10) {
+        guard !stopped, burst == nil else { return }  // one at a time: the last one has caught up
+        burst = (now.nanoseconds, now.nanoseconds + Int64(seconds * 1e9), Int64(max(1, factor)))
+        counts.bursts += 1
+    }
+
+    /// The schedule instant that `now` has reached: ahead of it once a burst has begun; after
+    /// the window it stays at the window's end until the wall clock catches up.
+    private func scheduleTime(_ now: Int64) -> Int64 {
+        guard let burst, now >= burst.start else { return now }
+        return max(now, burst.start + (min(now, burst.end) - burst.start) * burst.factor)
+    }
 
     /// Appends the RTP and RTCP (plain, not yet protected) due by `now`.
-    public func due(now: MonotonicTime, rtp: inout [[UInt8]], rtcp: inout [[UInt8]]) {
+    public func due(now wallNow: MonotonicTime, rtp: inout [[UInt8]], rtcp: inout [[UInt8]]) {
         guard !stopped else { return }
+        let now = MonotonicTime(nanoseconds: scheduleTime(wallNow.nanoseconds))
+        if now == wallNow, let burst, wallNow.nanoseconds >= burst.end { self.burst = nil }  // caught up
         while nextAudio <= now.nanoseconds {
-            noteLag(now.nanoseconds - nextAudio)
+            noteLag(wallNow.nanoseconds - nextAudio)
             sendAudio(into: &rtp)
         }
         while nextVideo <= now.nanoseconds {
-            noteLag(now.nanoseconds - nextVideo)
+            noteLag(wallNow.nanoseconds - nextVideo)
             sendVideo(into: &rtp)
         }
         while nextReport <= now.nanoseconds {
@@ -175,11 +225,24 @@ public final class SyntheticPublisher {
     private func emit(_ packet: [UInt8], into rtp: inout [[UInt8]]) {
         counts.packets += 1
         counts.bytes += packet.count
-        if lossPercent > 0, Double.random(in: 0..<100, using: &random) < lossPercent {
+        if faults.lossPercent > 0, Double.random(in: 0..<100, using: &random) < faults.lossPercent {
             counts.packetsDropped += 1
             return
         }
+        if faults.reorderPercent > 0, heldBack == nil, Double.random(in: 0..<100, using: &random) < faults.reorderPercent {
+            heldBack = packet
+            counts.packetsReordered += 1
+            return
+        }
         rtp.append(packet)
+        if faults.duplicatePercent > 0, Double.random(in: 0..<100, using: &random) < faults.duplicatePercent {
+            rtp.append(packet)
+            counts.packetsDuplicated += 1
+        }
+        if let held = heldBack {
+            rtp.append(held)
+            heldBack = nil
+        }
     }
 
     /// RTP time of a schedule instant (ticks since the publisher started, wrapping as RTP does).

@@ -80,20 +80,24 @@ public final class SRTPSession {
     }
 
     /// The shard of the packet's SSRC: RTP's at offset 8, RTCP's (the sender's) at 4.
-    private static func shard(_ bytes: [UInt8], ssrcOffset: Int) -> Int {
+    private static func shard(_ bytes: UnsafeRawBufferPointer, ssrcOffset: Int) -> Int {
         guard bytes.count >= ssrcOffset + 4 else { return 0 }
         let ssrc = UInt32(bytes[ssrcOffset]) << 24 | UInt32(bytes[ssrcOffset + 1]) << 16 | UInt32(bytes[ssrcOffset + 2]) << 8 | UInt32(bytes[ssrcOffset + 3])
         return Int((ssrc &* 0x9E37_79B1) >> 26) % shardCount
     }
 
     private func inboundSession(_ bytes: [UInt8], ssrcOffset: Int) -> srtp_t? {
+        bytes.withUnsafeBytes { inboundSession($0, ssrcOffset: ssrcOffset) }
+    }
+
+    private func inboundSession(_ bytes: UnsafeRawBufferPointer, ssrcOffset: Int) -> srtp_t? {
         let index = Self.shard(bytes, ssrcOffset: ssrcOffset)
         if inbound[index] == nil { inbound[index] = try? SRTPSession.create(profile: profile, key: receiveKey, type: ssrc_any_inbound) }
         return inbound[index]
     }
 
     private func outboundSession(_ bytes: [UInt8], ssrcOffset: Int) -> srtp_t? {
-        let index = Self.shard(bytes, ssrcOffset: ssrcOffset)
+        let index = bytes.withUnsafeBytes { Self.shard($0, ssrcOffset: ssrcOffset) }
         if outbound[index] == nil { outbound[index] = try? SRTPSession.create(profile: profile, key: sendKey, type: ssrc_any_outbound) }
         return outbound[index]
     }
@@ -126,6 +130,28 @@ public final class SRTPSession {
         let session = inboundSession(packet, ssrcOffset: 8)
         let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect(session, pointer, length) }
         try record(status, success: \.rtpUnprotected)
+    }
+
+    /// Decrypts the first `count` bytes of `buffer` in place, with no copy and no allocation;
+    /// returns the plain RTP's length. For callers that own a reusable buffer.
+    public func unprotectRTP(in buffer: UnsafeMutableRawBufferPointer, count: Int) throws(SRTPError) -> Int {
+        try unprotect(in: buffer, count: count, ssrcOffset: 8, success: \.rtpUnprotected) { srtp_unprotect($0, $1, $2) }
+    }
+
+    public func unprotectRTCP(in buffer: UnsafeMutableRawBufferPointer, count: Int) throws(SRTPError) -> Int {
+        try unprotect(in: buffer, count: count, ssrcOffset: 4, success: \.rtcpUnprotected) { srtp_unprotect_rtcp($0, $1, $2) }
+    }
+
+    private func unprotect(in buffer: UnsafeMutableRawBufferPointer, count: Int, ssrcOffset: Int, success: WritableKeyPath<SRTPCounters, Int>,
+                           _ call: (srtp_t?, UnsafeMutableRawPointer, UnsafeMutablePointer<Int32>) -> srtp_err_status_t) throws(SRTPError) -> Int {
+        guard count > 0, count <= buffer.count, count <= Int(Int32.max), let base = buffer.baseAddress else {
+            try record(srtp_err_status_bad_param, success: success)
+            return 0
+        }
+        let session = inboundSession(UnsafeRawBufferPointer(rebasing: buffer[..<count]), ssrcOffset: ssrcOffset)
+        var length = Int32(count)
+        try record(call(session, base, &length), success: success)
+        return Int(length)
     }
 
     public func unprotectRTCP(_ packet: inout [UInt8]) throws(SRTPError) {

@@ -29,6 +29,12 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "Every N seconds one publisher leaves (re-offer, notify) and another joins.") var churnInterval: Double?
     @Option(help: "Every N seconds one publisher goes silent with no BYE, re-offer or notify.") var vanishInterval: Double?
     @Option(help: "Percent of first transmissions dropped (seeded; RTX is not dropped).") var loss = 0.0
+    @Option(help: "Percent of first transmissions held back behind the next packet (seeded).") var reorder = 0.0
+    @Option(help: "Percent of first transmissions sent twice (seeded).") var duplicate = 0.0
+    @Option(help: "Every N seconds the next publisher in turn sends at 10x its rate for --burst-seconds.") var burstInterval: Double?
+    @Option(help: "Length of a burst.") var burstSeconds = 0.5
+    @Option(help: "Floor benchmark: no signaling, media to this HOST:PORT with fixed keys (recbot-floor receives it).")
+    var floor: String?
     @Option(help: "Seed for ids, SSRCs and loss.") var seed: UInt64 = 1
     @Option(help: "Address for the WebSocket and the media socket.") var address = "127.0.0.1"
     @Option(help: "WebSocket port (0: any free port).") var port = 0
@@ -56,6 +62,10 @@ struct LoadGenCommand: AsyncParsableCommand {
         plan.churnIntervalSeconds = churnInterval
         plan.vanishIntervalSeconds = vanishInterval
         plan.lossPercent = loss
+        plan.reorderPercent = reorder
+        plan.duplicatePercent = duplicate
+        plan.burstIntervalSeconds = burstInterval
+        plan.burstSeconds = burstSeconds
         plan.seed = seed
 
         // One thread: the generator's claim is that one core drives the whole channel.
@@ -73,9 +83,17 @@ struct LoadGenCommand: AsyncParsableCommand {
                                                          transportAddress: { TransportAddress(socketAddress: $0) })
         let server = LoadServer(generator: generator, udp: udp, tickMilliseconds: max(1, tickMs))
         datagrams.server = server
-        let listener = try await webSocketServer(group: group, server: server)
-        guard let listenPort = listener.localAddress?.port else { throw ValidationError("the WebSocket has no port") }
-        FileHandle.standardOutput.write(Data(#"{"type":"listening","url":"ws://\#(address):\#(listenPort)/signaling","publishers":\#(publishers)}"#.utf8 + [0x0A]))
+        var listener: Channel?
+        if let floor {
+            let target = try Self.socketAddress(floor)
+            try await udp.eventLoop.submit { try server.startFloor(remote: target) }.get()
+            FileHandle.standardOutput.write(Data(#"{"type":"floor","target":"\#(floor)","publishers":\#(publishers)}"#.utf8 + [0x0A]))
+        } else {
+            let channel = try await webSocketServer(group: group, server: server)
+            guard let listenPort = channel.localAddress?.port else { throw ValidationError("the WebSocket has no port") }
+            listener = channel
+            FileHandle.standardOutput.write(Data(#"{"type":"listening","url":"ws://\#(address):\#(listenPort)/signaling","publishers":\#(publishers)}"#.utf8 + [0x0A]))
+        }
         try await server.done.get()
         let (ground, sentDatagrams, socketErrors) = try await udp.eventLoop.submit { (GroundTruth(generator), server.datagramsSent, server.socketErrors) }.get()
         if let truth { try ground.write(to: truth) }
@@ -86,9 +104,16 @@ struct LoadGenCommand: AsyncParsableCommand {
             NACKed \(ground.feedback.nackedPackets), PLI \(ground.feedback.pictureLossIndications), \(sentDatagrams) datagrams sent, \
             \(socketErrors) socket errors\n
             """.utf8))
-        try? await listener.close()
+        try? await listener?.close()
         try? await udp.close()
         try await group.shutdownGracefully()
+    }
+
+    static func socketAddress(_ hostAndPort: String) throws -> SocketAddress {
+        guard let colon = hostAndPort.lastIndex(of: ":"), let port = Int(hostAndPort[hostAndPort.index(after: colon)...]) else {
+            throw ValidationError("--floor wants HOST:PORT, not \(hostAndPort)")
+        }
+        return try SocketAddress(ipAddress: String(hostAndPort[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port)
     }
 
     private func webSocketServer(group: EventLoopGroup, server: LoadServer) async throws -> Channel {

@@ -44,6 +44,13 @@ final class LoadServer: @unchecked Sendable {
         webSocket = channel
     }
 
+    /// The floor benchmark: media straight to `remote`, no signaling (see `FloorKeys`).
+    func startFloor(remote: SocketAddress) throws {
+        eventLoop.assertInEventLoop()
+        try generator.startWithoutSignaling(remote: remote, now: LoadClock.now())
+        schedule()
+    }
+
     func received(message: String) {
         apply(generator.handle(message: message, now: LoadClock.now()))
     }

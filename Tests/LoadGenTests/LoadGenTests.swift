@@ -3,6 +3,7 @@ import Foundation
 import Media
 import RTP
 import SDP
+import SRTP
 import Testing
 import WireCoding
 @testable import LoadGen
@@ -87,12 +88,74 @@ import WireCoding
     @Test func seededLossDropsTheSamePacketsEveryRun() {
         func dropped() -> [Int] {
             let publisher = SyntheticPublisher(connectionID: "PUB", ssrcs: .init(audio: 1, video: 2, rtx: 3), clip: Self.syntheticClip(),
-                                               startedAt: .milliseconds(0), wallClockNTP: 0, lossPercent: 10, seed: 42)
+                                               startedAt: .milliseconds(0), wallClockNTP: 0, faults: PacketFaults(lossPercent: 10), seed: 42)
             var rtp: [[UInt8]] = [], rtcp: [[UInt8]] = []
             publisher.due(now: .milliseconds(3_000), rtp: &rtp, rtcp: &rtcp)
             return [publisher.counts.packetsDropped, rtp.count]
         }
         let first = dropped()
         #expect(first == dropped() && first[0] > 0 && first[0] < first[0] + first[1])
+    }
+
+    private static func sequences(_ packets: [[UInt8]], ssrc: UInt32) throws -> [UInt16] {
+        try packets.map { try RTPPacket(parsing: $0) }.filter { $0.ssrc == ssrc }.map(\.sequenceNumber)
+    }
+
+    @Test func reorderingSwapsNeighboursAndDuplicationRepeatsWithoutLosingAPacket() throws {
+        let publisher = SyntheticPublisher(connectionID: "PUB", ssrcs: .init(audio: 1, video: 2, rtx: 3), clip: Self.syntheticClip(),
+                                           startedAt: .milliseconds(0), wallClockNTP: 0,
+                                           faults: PacketFaults(reorderPercent: 10, duplicatePercent: 10), seed: 9)
+        var rtp: [[UInt8]] = [], rtcp: [[UInt8]] = []
+        publisher.due(now: .milliseconds(3_000), rtp: &rtp, rtcp: &rtcp)
+        let video = try Self.sequences(rtp, ssrc: 2)
+        #expect(publisher.counts.packetsReordered > 0 && publisher.counts.packetsDuplicated > 0)
+        #expect(video.count - Set(video).count > 0, "duplicates on the wire")
+        #expect(zip(video, video.dropFirst()).contains { $0 &+ 1 != $1 && $0 != $1 }, "out of order on the wire")
+        // Everything sent went out at least once (a packet held back may still be waiting for its successor).
+        let sent = Set(video), expectedCount = publisher.counts.packets - publisher.counts.audioFrames
+        #expect(sent.count >= expectedCount - 1 && sent.count <= expectedCount)
+    }
+
+    @Test func aBurstSendsTenTimesTheMediaThenWaitsForTheWallClock() throws {
+        let clip = Self.syntheticClip()
+        let publisher = SyntheticPublisher(connectionID: "PUB", ssrcs: .init(audio: 1, video: 2, rtx: 3), clip: clip, startedAt: .milliseconds(0), wallClockNTP: 0)
+        var rtp: [[UInt8]] = [], rtcp: [[UInt8]] = []
+        publisher.due(now: .milliseconds(1_000), rtp: &rtp, rtcp: &rtcp)
+        let beforeBurst = publisher.counts.videoFrames
+        publisher.startBurst(now: .milliseconds(1_000), seconds: 0.2)
+        // The next frame is due at once, at a tenth of its schedule distance.
+        #expect(try #require(publisher.nextDeadline).nanoseconds <= 1_010_000_000)
+        publisher.due(now: .milliseconds(1_200), rtp: &rtp, rtcp: &rtcp)
+        let inBurst = publisher.counts.videoFrames - beforeBurst
+        #expect((58...62).contains(inBurst), "2 s of 30 fps video in 200 ms, got \(inBurst) frames")
+        // Silent until the wall clock reaches the schedule (3 s), then at the normal rate again.
+        #expect(try #require(publisher.nextDeadline).nanoseconds >= 2_990_000_000)
+        publisher.due(now: .milliseconds(2_900), rtp: &rtp, rtcp: &rtcp)
+        #expect(publisher.counts.videoFrames - beforeBurst == inBurst)
+        publisher.due(now: .milliseconds(4_000), rtp: &rtp, rtcp: &rtcp)
+        #expect((88...92).contains(publisher.counts.videoFrames - beforeBurst))
+        // Timestamps stay those of the schedule: 90 kHz, one frame apart.
+        let timestamps = try rtp.map { try RTPPacket(parsing: $0) }.filter { $0.ssrc == 2 && $0.marker }.map(\.timestamp)
+        #expect(zip(timestamps, timestamps.dropFirst()).allSatisfy { $1 &- $0 == 2_999 || $1 &- $0 == 3_000 })
+        #expect(publisher.counts.bursts == 1)
+    }
+
+    @Test func theFloorLinkDecryptsInPlaceWithTheSameKeys() throws {
+        let sender = try SRTPSession(peerOf: FloorKeys.material), receiver = try SRTPSession(keys: FloorKeys.material)
+        let plain = RTPPacketBuilder(payloadType: 96, sequenceNumber: 7, timestamp: 9, ssrc: 0xABCD).build(payload: [1, 2, 3, 4, 5])
+        var buffer = [UInt8](repeating: 0, count: 2_048)
+        let sealed = try sender.protectRTP(plain)
+        let length = try buffer.withUnsafeMutableBytes { raw in
+            raw.copyMemory(from: UnsafeRawBufferPointer(start: sealed, count: sealed.count))
+            return try receiver.unprotectRTP(in: raw, count: sealed.count)
+        }
+        #expect(Array(buffer[..<length]) == plain)
+        // A replay of the same packet is refused, as recbot's own path refuses it.
+        #expect(throws: SRTPError.replayed) {
+            _ = try buffer.withUnsafeMutableBytes { raw in
+                raw.copyMemory(from: UnsafeRawBufferPointer(start: sealed, count: sealed.count))
+                return try receiver.unprotectRTP(in: raw, count: sealed.count)
+            }
+        }
     }
 }

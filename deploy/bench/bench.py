@@ -2,13 +2,16 @@
 """Capacity benchmark (issue 13): recbot against a GStreamer webrtcbin remux recorder on the
 same synthetic channel, from recbot-loadgen, for each publisher count N.
 
-  deploy/bench.sh [--publishers 32,64,128] [--duration 30] [--no-gstreamer] [--no-extend] [--loss 0]
+  deploy/bench.sh [--publishers 32,64,128] [--duration 30] [--no-gstreamer] [--no-extend] [--loss 0] [--faults 32]
 
 Per N and recorder, one run: the load generator serves N VP8+Opus publishers (a clip it made
 once with ffmpeg, paced to its timestamps) for --duration seconds, then closes the session; the
 recorder records until then. Columns:
   cpu cores      the recorder's user+sys CPU over its wall time (wait4 rusage)
   ms/pub-s       that CPU in ms per publisher-second of media
+  us/pkt         that CPU per RTP packet the generator put on the wire
+  xfloor         us/pkt as a multiple of the floor's: recbot-floor on the same N, the same
+                 batched reads and libsrtp, decrypting each packet into a file and nothing else
   rss MB, MB/pub peak RSS (ru_maxrss), and per publisher
   frames %       video frames in the worst publisher's file over the frames the generator sent
                  it (ffprobe -count_packets: an independent reader of the files)
@@ -20,12 +23,16 @@ recorder records until then. Columns:
 and the recbot/GStreamer ratios of CPU and RSS. Past the listed N, it goes on (×1.5) until
 recbot keeps less than 99.9 % of the frames of its worst publisher and reports the last N that
 held as the capacity (--no-extend stops at the list).
+
+Then the fault runs (--faults N publishers, recbot only, one fault each from recbot-loadgen:
+loss, reordering, duplicates, 10x bursts, publishers vanishing without a BYE): peak RSS beside
+the clean run's, the worst publisher's frames and the worst bystander's (a publisher the fault
+did not single out).
 """
 import argparse
 import glob
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -79,12 +86,37 @@ def video_frames(path):
         return 0
 
 
-def run(kind, n, args, cache):
+def generator_command(args, n, cache, truth_path, extra=()):
+    loss = [] if "--loss" in extra else ["--loss", str(args.loss)]  # a fault run's own loss replaces the bench's
+    return [args.loadgen, "--publishers", str(n), "--duration", str(args.duration), "--ramp", str(args.ramp),
+            *loss, "--clip-cache", cache, "--truth", truth_path, *extra]
+
+
+def run_floor(n, args, cache):
+    """recbot-floor on the same N: batched receive, SRTP unprotect, append to a file."""
+    work = tempfile.mkdtemp(prefix=f"recbot-bench-floor-{n}-")
+    floor = subprocess.Popen([args.floor, "--out", os.path.join(work, "floor.bin")], stdout=subprocess.PIPE,
+                             stderr=open(os.path.join(work, "floor.log"), "w"), text=True)
+    port = json.loads(floor.stdout.readline())["port"]
+    started = time.time()
+    generator = subprocess.Popen(generator_command(args, n, cache, os.path.join(work, "truth.json"), ["--floor", f"127.0.0.1:{port}"]),
+                                 stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "loadgen.log"), "w"))
+    generator.wait()
+    done = json.loads(floor.stdout.readline() or "{}")
+    _, status, usage = os.wait4(floor.pid, 0)
+    cpu = usage.ru_utime + usage.ru_stime
+    if not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+    packets = done.get("packets", 0)
+    return {"kind": "floor", "n": n, "cpu_cores": cpu / (time.time() - started), "packets": packets,
+            "us_per_packet": 1e6 * cpu / max(1, packets), "failures": done.get("failures"), "exit": os.waitstatus_to_exitcode(status)}
+
+
+def run(kind, n, args, cache, extra=()):
     work = tempfile.mkdtemp(prefix=f"recbot-bench-{kind}-{n}-")
     truth_path = os.path.join(work, "truth.json")
     drops_before = udp_receive_drops()
-    generator = subprocess.Popen([args.loadgen, "--publishers", str(n), "--duration", str(args.duration), "--ramp", str(args.ramp),
-                                  "--loss", str(args.loss), "--clip-cache", cache, "--truth", truth_path],
+    generator = subprocess.Popen(generator_command(args, n, cache, truth_path, extra),
                                  stdout=subprocess.PIPE, stderr=open(os.path.join(work, "loadgen.log"), "w"), text=True)
     url = json.loads(generator.stdout.readline())["url"]
     out = os.path.join(work, "out")
@@ -111,12 +143,15 @@ def run(kind, n, args, cache):
     with open(truth_path) as handle:
         truth = json.load(handle)
     files = glob.glob(pattern, recursive=True)
-    shares, first_key = [], []
+    shares, first_key, bystanders = [], [], []
     for publisher in truth["publishers"]:
         cid, sent = publisher["connection_id"], publisher["sent"]["video_frames"]
         mine = [f for f in files if cid in os.path.basename(f) and "audio" not in os.path.basename(f)]
         got = sum(video_frames(f) for f in mine)
         shares.append(100.0 * got / sent if sent else 100.0)
+        # Bystanders: publishers the fault did not single out (no burst of their own, not vanished).
+        if not publisher["sent"].get("bursts") and not publisher.get("vanished"):
+            bystanders.append(shares[-1])
         seen = [watch.seen[f] for f in mine if f in watch.seen]
         if seen and publisher.get("joined_at_unix_milliseconds"):
             first_key.append((min(seen) - publisher["joined_at_unix_milliseconds"]) / 1000)
@@ -127,7 +162,9 @@ def run(kind, n, args, cache):
         "mb_per_pub": usage.ru_maxrss / 1024 / n, "worst_share": min(shares) if shares else 0.0,
         "drops": drops, "first_key_median": statistics.median(first_key) if first_key else None,
         "first_key_worst": max(first_key) if first_key else None, "gen_lag_p99": truth["send_lag"]["p99_milliseconds"],
-        "packets": sum(p["sent"]["packets"] - p["sent"]["packets_dropped"] + p["sent"]["retransmissions"] for p in truth["publishers"]),
+        "packets": sum(p["sent"]["packets"] - p["sent"]["packets_dropped"] + p["sent"]["retransmissions"] + p["sent"].get("packets_duplicated", 0)
+                       for p in truth["publishers"]),
+        "worst_bystander": min(bystanders) if bystanders else None,
         "files": len(files), "work": work,
     }
     result["us_per_packet"] = 1e6 * cpu / max(1, result["packets"])
@@ -136,11 +173,40 @@ def run(kind, n, args, cache):
     return result
 
 
-def row(r, baseline=None):
+def row(r, baseline=None, floor=None):
     key = "-" if r["first_key_median"] is None else f"{r['first_key_median']:.2f}/{r['first_key_worst']:.2f}"
     ratio = "" if not baseline else f"{r['cpu_cores'] / max(1e-9, baseline['cpu_cores']):.2f}x / {r['rss_mb'] / max(1e-9, baseline['rss_mb']):.2f}x"
-    return (f"{r['n']:>5} {r['kind']:<9} {r['cpu_cores']:>6.2f} {r['ms_per_pub_s']:>9.2f} {r['us_per_packet']:>7.1f} {r['rss_mb']:>7.0f} "
-            f"{r['mb_per_pub']:>7.2f} {r['worst_share']:>8.2f} {r['drops']:>9} {key:>11} {r['gen_lag_p99']:>7} {r['exit']:>4}  {ratio}")
+    over_floor = "" if not floor else f"{r['us_per_packet'] / max(1e-9, floor['us_per_packet']):.1f}x"
+    return (f"{r['n']:>5} {r['kind']:<9} {r['cpu_cores']:>6.2f} {r['ms_per_pub_s']:>9.2f} {r['us_per_packet']:>7.1f} {over_floor:>6} {r['rss_mb']:>7.0f} "
+            f"{r['mb_per_pub']:>7.2f} {r['worst_share']:>8.2f} {r['drops']:>9} {key:>11} {r['gen_lag_p99']:>5} {r['exit']:>4}  {ratio}")
+
+
+def floor_row(f):
+    return f"{f['n']:>5} {'floor':<9} {f['cpu_cores']:>6.2f} {'':>9} {f['us_per_packet']:>7.1f} {'1.0x':>6}   (receive + SRTP + append; {f['packets']} packets, {f['failures']} failures)"
+
+
+# Each fault on its own run of recbot (see recbot-loadgen --help).
+FAULTS = [
+    ("none", []),
+    ("loss 5 %", ["--loss", "5"]),
+    ("reorder 5 %", ["--reorder", "5"]),
+    ("duplicate 5 %", ["--duplicate", "5"]),
+    ("10x bursts", ["--burst-interval", "2", "--burst-seconds", "0.5"]),
+    ("vanish", ["--vanish-interval", "3"]),
+]
+
+
+def fault_runs(n, args, cache):
+    print(f"\nfaults, recbot only, N={n}: every publisher's video kept, and the others' (not bursting, not vanished)")
+    print("fault             cores  rss MB  frames% bystanders%  rcv drops exit")
+    results = []
+    for name, extra in FAULTS:
+        r = run("recbot", n, args, cache, extra)
+        r["fault"] = name
+        bystanders = "-" if r["worst_bystander"] is None else f"{r['worst_bystander']:.2f}"
+        print(f"{name:<16} {r['cpu_cores']:>6.2f} {r['rss_mb']:>7.0f} {r['worst_share']:>8.2f} {bystanders:>11} {r['drops']:>10} {r['exit']:>4}", flush=True)
+        results.append(r)
+    return results
 
 
 def main():
@@ -151,8 +217,10 @@ def main():
     parser.add_argument("--loss", type=float, default=0.0)
     parser.add_argument("--recbot", required=True)
     parser.add_argument("--loadgen", required=True)
+    parser.add_argument("--floor", required=True, help="the recbot-floor binary")
     parser.add_argument("--no-gstreamer", action="store_true")
     parser.add_argument("--no-extend", action="store_true")
+    parser.add_argument("--faults", type=int, default=32, help="publishers in the fault runs (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep each run's files")
     parser.add_argument("--json", help="also write every run's numbers here")
     args = parser.parse_args()
@@ -160,17 +228,19 @@ def main():
     counts = [int(x) for x in args.publishers.split(",")]
     print(f"recbot bench: {os.cpu_count()} CPUs, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
           f"{args.duration:.0f} s per run, loss {args.loss} %")
-    print("    N recorder   cores  ms/pub-s  us/pkt  rss MB  MB/pub frames%  rcv drops   1st key s  lag99 exit  recbot/gst cpu / rss")
+    print("    N recorder   cores  ms/pub-s  us/pkt xfloor  rss MB  MB/pub frames%  rcv drops   1st key s lag99 exit  recbot/gst cpu / rss")
     results, capacity = [], None
     index = 0
     while index < len(counts):
         n = counts[index]
+        floor = run_floor(n, args, cache)
         ours = run("recbot", n, args, cache)
         theirs = None if args.no_gstreamer else run("gstreamer", n, args, cache)
-        print(row(ours, theirs), flush=True)
+        print(row(ours, theirs, floor), flush=True)
         if theirs:
-            print(row(theirs), flush=True)
-        results += [r for r in (ours, theirs) if r]
+            print(row(theirs, None, floor), flush=True)
+        print(floor_row(floor), flush=True)
+        results += [r for r in (ours, theirs, floor) if r]
         if ours["worst_share"] >= 99.9 and ours["exit"] == 0:
             capacity = n
             if index == len(counts) - 1 and not args.no_extend:
@@ -180,6 +250,8 @@ def main():
         index += 1
     print(f"capacity: {capacity if capacity is not None else 'below ' + str(counts[0])} publishers with >= 99.9 % of frames "
           f"(the last N at which recbot kept 99.9 % of every publisher's video)")
+    if args.faults:
+        results += fault_runs(args.faults, args, cache)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(results, handle, indent=2)
