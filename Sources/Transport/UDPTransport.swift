@@ -17,6 +17,10 @@ public final class UDPTransport: @unchecked Sendable {
     private var timer: Scheduled<Void>?
     private var timerDeadline: MonotonicTime?
     private let logger: Logger
+    /// Inside one batch of reads (one recvmmsg): the clock is read once for the batch and the
+    /// timer is rescheduled once after it, not once per datagram (both showed in profiles).
+    private var batchArrival: MonotonicTime?
+    private var timerStale = false
 
     private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], logger: Logger) {
         self.eventLoop = eventLoop
@@ -29,7 +33,7 @@ public final class UDPTransport: @unchecked Sendable {
     static let datagramSlotBytes = 9_000
 
     /// The UDP receive buffer asked for per socket.
-    public static let receiveBufferBytes: SocketOptionValue = 4 << 20
+    public static let receiveBufferBytes: SocketOptionValue = 16 << 20
 
     /// The receive buffer the kernel actually granted (Linux reports twice the usable size).
     public func grantedReceiveBufferBytes() async throws -> [Int] {
@@ -49,7 +53,8 @@ public final class UDPTransport: @unchecked Sendable {
                 .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
                 // Bursts (keyframes from many senders, a burst of data-channel messages) must
                 // not overflow the socket while the loop is busy; the kernel's default is about
-                // 200 KiB. Linux caps this at net.core.rmem_max.
+                // 200 KiB. 16 MiB holds about 150 ms of 500 publishers' media (the kernel counts
+                // each datagram's buffer, about twice its bytes). Linux caps this at net.core.rmem_max.
                 .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: UDPTransport.receiveBufferBytes)
                 // recvmmsg: up to 32 datagrams per system call (all publishers arrive on this one
                 // socket, so under load reads come in batches). NIO splits the receive buffer into
@@ -105,10 +110,23 @@ public final class UDPTransport: @unchecked Sendable {
     fileprivate func receive(_ bytes: [UInt8], from remote: SocketAddress, to local: TransportAddress) {
         eventLoop.preconditionInEventLoop()
         guard let core, let from = TransportAddress(socketAddress: remote) else { return }
-        apply(core.handle(datagram: bytes, from: from, to: local, now: Self.now()))
+        let arrival = batchArrival ?? Self.now()
+        batchArrival = arrival
+        apply(core.handle(datagram: bytes, from: from, to: local, now: arrival), inReadBatch: true)
     }
 
-    private func apply(_ output: TransportOutput) {
+    /// The socket's batch of reads is over: the next read gets a fresh arrival time, and the
+    /// timer follows what the batch changed.
+    fileprivate func readBatchComplete() {
+        eventLoop.preconditionInEventLoop()
+        batchArrival = nil
+        if timerStale {
+            timerStale = false
+            rescheduleTimer()
+        }
+    }
+
+    private func apply(_ output: TransportOutput, inReadBatch: Bool = false) {
         eventLoop.preconditionInEventLoop()
         for datagram in output.datagrams {
             guard let channel = channels[datagram.from], let remote = try? datagram.to.socketAddress() else {
@@ -120,7 +138,7 @@ public final class UDPTransport: @unchecked Sendable {
             channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
         }
         for event in output.events { onEvent?(event) }
-        rescheduleTimer()
+        if inReadBatch { timerStale = true } else { rescheduleTimer() }
     }
 
     private func rescheduleTimer() {
@@ -160,6 +178,10 @@ private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable 
         guard let local else { return }
         let bytes = Array(envelope.data.readableBytesView)
         box.transport?.receive(bytes, from: envelope.remoteAddress, to: local)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        box.transport?.readBatchComplete()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

@@ -29,7 +29,7 @@ struct FloorCommand: AsyncParsableCommand {
         let sink = try FloorSink(path: out)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)  // recbot's media path is one loop too
         let channel = try await DatagramBootstrap(group: group)
-            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 4 << 20)
+            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 16 << 20)  // as recbot asks
             .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: 32)
             .channelOption(ChannelOptions.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 9_000 * 32))
             .channelInitializer { $0.pipeline.addHandler(FloorHandler(sink: sink)) }

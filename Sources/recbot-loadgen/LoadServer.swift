@@ -68,12 +68,14 @@ final class LoadServer: @unchecked Sendable {
 
     private func apply(_ output: LoadGenerator<SocketAddress>.Output, to address: SocketAddress? = nil) {
         if let target = address ?? generator.peer.remote, !output.datagrams.isEmpty {
+            // One buffer for the batch, sent as slices of it: one allocation per tick, not
+            // one per datagram. No promise per datagram either (that allocates too); failures
+            // reach DatagramHandler.errorCaught and are counted there.
+            var batch = udp.allocator.buffer(capacity: output.datagrams.reduce(0) { $0 + $1.count })
+            for datagram in output.datagrams { batch.writeBytes(datagram) }
             for datagram in output.datagrams {
-                var buffer = udp.allocator.buffer(capacity: datagram.count)
-                buffer.writeBytes(datagram)
-                // No promise per datagram (it would allocate on every send); failures reach
-                // DatagramHandler.errorCaught and are counted there.
-                udp.write(AddressedEnvelope(remoteAddress: target, data: buffer), promise: nil)
+                guard let slice = batch.readSlice(length: datagram.count) else { break }
+                udp.write(AddressedEnvelope(remoteAddress: target, data: slice), promise: nil)
             }
             udp.flush()  // one sendmmsg for the batch
             datagramsSent += output.datagrams.count

@@ -13,12 +13,14 @@ recorder records until then. Columns:
   xfloor         us/pkt as a multiple of the floor's: recbot-floor on the same N, the same
                  batched reads and libsrtp, decrypting each packet into a file and nothing else
   rss MB, MB/pub peak RSS (ru_maxrss), and per publisher
+  +MB/p          marginal RSS per publisher: from the previous N to this one (the fixed base excluded)
   frames %       video frames in the worst publisher's file over the frames the generator sent
                  it (ffprobe -count_packets: an independent reader of the files)
   rcv drops      the kernel's UDP receive-buffer drops during the run (/proc/net/snmp RcvbufErrors)
   1st key s      publisher start to its first cluster (a keyframe) on disk: median / worst,
                  polled every 200 ms
-  gen lag p99    how late the generator sent frames (its own schedule), so an overloaded
+  gen            the load generator's own CPU in cores (it must drive the channel from one)
+  lag99          how late the generator sent frames (its own schedule), so an overloaded
                  generator is not mistaken for a slow recorder
 and the recbot/GStreamer ratios of CPU and RSS. Past the listed N, it goes on (×1.5) until
 recbot keeps less than 99.9 % of the frames of its worst publisher and reports the last N that
@@ -133,10 +135,18 @@ def run(kind, n, args, cache, extra=()):
     recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"{kind}.log"), "w"))
     _, status, usage = os.wait4(recorder.pid, 0)
     wall = time.time() - started
-    try:
-        generator.wait(timeout=30)
-    except subprocess.TimeoutExpired:
+    generator_cpu = None  # the generator's own CPU: it should stay under one core
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        pid, _, generator_usage = os.wait4(generator.pid, os.WNOHANG)
+        if pid:
+            generator.returncode = 0
+            generator_cpu = generator_usage.ru_utime + generator_usage.ru_stime
+            break
+        time.sleep(0.05)
+    else:
         generator.kill()
+        generator.wait()
     watch.stopping.set()
     watch.join()
     drops = udp_receive_drops() - drops_before
@@ -165,6 +175,7 @@ def run(kind, n, args, cache, extra=()):
         "packets": sum(p["sent"]["packets"] - p["sent"]["packets_dropped"] + p["sent"]["retransmissions"] + p["sent"].get("packets_duplicated", 0)
                        for p in truth["publishers"]),
         "worst_bystander": min(bystanders) if bystanders else None,
+        "generator_cores": None if generator_cpu is None else generator_cpu / wall,
         "files": len(files), "work": work,
     }
     result["us_per_packet"] = 1e6 * cpu / max(1, result["packets"])
@@ -173,12 +184,14 @@ def run(kind, n, args, cache, extra=()):
     return result
 
 
-def row(r, baseline=None, floor=None):
+def row(r, baseline=None, floor=None, previous=None):
+    marginal = "" if not previous else f"{(r['rss_mb'] - previous['rss_mb']) / max(1, r['n'] - previous['n']):.2f}"
+    generator = "-" if r.get("generator_cores") is None else f"{r['generator_cores']:.2f}"
     key = "-" if r["first_key_median"] is None else f"{r['first_key_median']:.2f}/{r['first_key_worst']:.2f}"
     ratio = "" if not baseline else f"{r['cpu_cores'] / max(1e-9, baseline['cpu_cores']):.2f}x / {r['rss_mb'] / max(1e-9, baseline['rss_mb']):.2f}x"
     over_floor = "" if not floor else f"{r['us_per_packet'] / max(1e-9, floor['us_per_packet']):.1f}x"
     return (f"{r['n']:>5} {r['kind']:<9} {r['cpu_cores']:>6.2f} {r['ms_per_pub_s']:>9.2f} {r['us_per_packet']:>7.1f} {over_floor:>6} {r['rss_mb']:>7.0f} "
-            f"{r['mb_per_pub']:>7.2f} {r['worst_share']:>8.2f} {r['drops']:>9} {key:>11} {r['gen_lag_p99']:>5} {r['exit']:>4}  {ratio}")
+            f"{r['mb_per_pub']:>7.2f} {marginal:>6} {r['worst_share']:>8.2f} {r['drops']:>9} {key:>11} {generator:>5} {r['gen_lag_p99']:>5} {r['exit']:>4}  {ratio}")
 
 
 def floor_row(f):
@@ -219,6 +232,7 @@ def main():
     parser.add_argument("--loadgen", required=True)
     parser.add_argument("--floor", required=True, help="the recbot-floor binary")
     parser.add_argument("--no-gstreamer", action="store_true")
+    parser.add_argument("--gstreamer-up-to", type=int, default=256, help="skip GStreamer above this N (it falls behind first)")
     parser.add_argument("--no-extend", action="store_true")
     parser.add_argument("--faults", type=int, default=32, help="publishers in the fault runs (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep each run's files")
@@ -227,18 +241,20 @@ def main():
     cache = os.path.join(tempfile.gettempdir(), "recbot-loadgen-clips")
     counts = [int(x) for x in args.publishers.split(",")]
     print(f"recbot bench: {os.cpu_count()} CPUs, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
-          f"{args.duration:.0f} s per run, loss {args.loss} %")
-    print("    N recorder   cores  ms/pub-s  us/pkt xfloor  rss MB  MB/pub frames%  rcv drops   1st key s lag99 exit  recbot/gst cpu / rss")
-    results, capacity = [], None
+          f"{args.duration:.0f} s per run, loss {args.loss} %, net.core.rmem_max {open('/proc/sys/net/core/rmem_max').read().strip()}")
+    print("    N recorder   cores  ms/pub-s  us/pkt xfloor  rss MB  MB/pub  +MB/p  frames%  rcv drops   1st key s  gen lag99 exit  recbot/gst cpu / rss")
+    results, capacity, previous = [], None, {}
     index = 0
     while index < len(counts):
         n = counts[index]
         floor = run_floor(n, args, cache)
         ours = run("recbot", n, args, cache)
-        theirs = None if args.no_gstreamer else run("gstreamer", n, args, cache)
-        print(row(ours, theirs, floor), flush=True)
+        theirs = None if args.no_gstreamer or n > args.gstreamer_up_to else run("gstreamer", n, args, cache)
+        print(row(ours, theirs, floor, previous.get("recbot")), flush=True)
         if theirs:
-            print(row(theirs, None, floor), flush=True)
+            print(row(theirs, None, floor, previous.get("gstreamer")), flush=True)
+            previous["gstreamer"] = theirs
+        previous["recbot"] = ours
         print(floor_row(floor), flush=True)
         results += [r for r in (ours, theirs, floor) if r]
         if ours["worst_share"] >= 99.9 and ours["exit"] == 0:
