@@ -63,8 +63,9 @@ public final class SyntheticPublisher {
     private let faults: PacketFaults
     /// A packet the reordering holds back until the next one has gone.
     private var heldBack: [UInt8]?
-    /// A burst: from `start` until `end` (monotonic ns) the schedule runs `factor` times as fast.
-    private var burst: (start: Int64, end: Int64, factor: Int64)?
+    /// A burst: from `start` until `end` (monotonic ns) the schedule runs `factor` times as fast,
+    /// reaching `scheduleEnd` at `end`.
+    private var burst: (start: Int64, end: Int64, factor: Int64, scheduleEnd: Int64)?
     private var random: SplitMix64
     private var videoIndex = 0, audioIndex = 0
     private var nextVideo: Int64, nextAudio: Int64  // schedule, monotonic ns
@@ -115,7 +116,7 @@ public final class SyntheticPublisher {
         guard !stopped else { return nil }
         let scheduled = min(nextVideo, nextAudio, nextReport)
         // In a burst the schedule runs fast: its instant t is due at start + (t - start) / factor.
-        if let burst, scheduled < burst.start + (burst.end - burst.start) * burst.factor {
+        if let burst, scheduled < burst.scheduleEnd {
             return MonotonicTime(nanoseconds: burst.start + max(0, scheduled - burst.start) / burst.factor)
         }
         return MonotonicTime(nanoseconds: scheduled)
@@ -126,7 +127,8 @@ public final class SyntheticPublisher {
     /// wall clock reaches its schedule again. Timestamps stay those of the schedule.
     public func startBurst(now: MonotonicTime, seconds: Double, factor: Int = 10) {
         guard !stopped, burst == nil else { return }  // one at a time: the last one has caught up
-        burst = (now.nanoseconds, now.nanoseconds + Int64(seconds * 1e9), Int64(max(1, factor)))
+        let length = Int64(seconds * 1e9), speed = Int64(max(1, factor))
+        burst = (now.nanoseconds, now.nanoseconds + length, speed, now.nanoseconds + length * speed)
         counts.bursts += 1
     }
 

@@ -69,7 +69,6 @@ final class FloorSink: @unchecked Sendable {
     }
 
     func receive(_ datagram: ByteBuffer) {
-        lastPacket = DispatchTime.now().uptimeNanoseconds
         let count = datagram.readableBytes
         guard count >= 2, count <= scratch.count else { return }
         let isRTCP = datagram.getInteger(at: datagram.readerIndex + 1, as: UInt8.self).map { (192...223).contains($0) } ?? false
@@ -85,6 +84,11 @@ final class FloorSink: @unchecked Sendable {
         counts.bytes += plain
         pending.append(contentsOf: scratch[..<plain])
         if pending.count >= 1 << 20 { flush() }
+    }
+
+    /// Called once per batch of reads: the floor reads the clock no more often than recbot does.
+    func readBatchComplete() {
+        lastPacket = DispatchTime.now().uptimeNanoseconds
     }
 
     func nanosecondsSinceLastPacket() -> Int64? {
@@ -118,5 +122,9 @@ final class FloorHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         sink.receive(unwrapInboundIn(data).data)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        sink.readBatchComplete()
     }
 }
