@@ -17,6 +17,8 @@ public struct MediaReceiverConfiguration: Sendable {
     public var maximumRTCPBytes: Int
     /// Bytes all streams together may hold for reordering and frame assembly.
     public var maximumBufferedBytes = 64 << 20
+    /// What all streams together may ask senders to resend (NACKs, keyframe requests).
+    public var feedbackBudget = FeedbackBudgetPolicy()
 
     public init(localSSRC: UInt32, cname: String, recovery: RecoveryPolicy = RecoveryPolicy(), reportIntervalNanoseconds: Int64 = 1_000_000_000,
                 reducedSizeRTCP: Bool = false, streamTimeoutNanoseconds: Int64 = 5_000_000_000, maximumStreams: Int = 4_096,
@@ -78,6 +80,8 @@ public struct MediaReceiverCounters: Sendable, Equatable {
     public var budgetSheds = 0
     public var rtcpDatagramsSent = 0
     public var sync = SyncCounters()
+    /// Requests the session-wide feedback budget held back.
+    public var feedback = FeedbackBudgetCounters()
 
     public init() {}
 
@@ -89,7 +93,12 @@ public struct MediaReceiverCounters: Sendable, Equatable {
 /// PLI/FIR). Timers are deadlines (`nextTimeout` / `handleTimeout`), never threads.
 public final class MediaReceiver {
     public let configuration: MediaReceiverConfiguration
-    public private(set) var counters = MediaReceiverCounters()
+    public var counters: MediaReceiverCounters {
+        var result = ownCounters
+        result.feedback = budget.counters
+        return result
+    }
+    private var ownCounters = MediaReceiverCounters()
     public private(set) var tracks: [ReceiveTrack] = []
 
     private var router = StreamRouter()
@@ -104,11 +113,15 @@ public final class MediaReceiver {
     private var bufferedBytes = 0
     private var nextReport: MonotonicTime?
     private var deadline: MonotonicTime?
+    private var budget: FeedbackBudget
+    /// Where handleTimeout starts among the streams, so a short budget is shared in turn.
+    private var timeoutRotation = 0
     private let random: () -> UInt64
 
     public init(configuration: MediaReceiverConfiguration, random: @escaping () -> UInt64) {
         self.configuration = configuration
         self.random = random
+        budget = FeedbackBudget(policy: configuration.feedbackBudget)
     }
 
     // MARK: - Negotiation
@@ -134,29 +147,30 @@ public final class MediaReceiver {
 
     public func handle(rtp packet: RTPPacket, arrival: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
-        counters.rtpPackets += 1
+        ownCounters.rtpPackets += 1
         if nextReport == nil { scheduleReport(after: arrival) }
         switch router.route(packet) {
         case .media(let track, let codec):
             guard let stream = stream(for: packet.ssrc, track: track, codec: codec, now: arrival, &output) else { return output }
+            budget.received()
             receive(packet, on: stream, isRetransmission: false, arrival: arrival, &output)
         case .retransmission(let primary, _, let codec):
             guard let stream = streams[primary] else {
-                counters.unknownRetransmission += 1
+                ownCounters.unknownRetransmission += 1
                 return output
             }
             guard let restored = RetransmissionPacket.restore(packet, payloadType: codec.payloadType, ssrc: primary) else {
-                counters.paddingOnlyRetransmissions += 1
+                ownCounters.paddingOnlyRetransmissions += 1
                 return output
             }
             receive(restored, on: stream, isRetransmission: true, arrival: arrival, &output)
         case .unrouted(let reason):
             switch reason {
-            case .unknownStream: counters.unknownStream += 1
-            case .unknownPayloadType: counters.unknownPayloadType += 1
-            case .unknownRetransmission: counters.unknownRetransmission += 1
-            case .tooManyStreams: counters.tooManyStreams += 1
-            case .unannouncedStream: counters.unannouncedStream += 1
+            case .unknownStream: ownCounters.unknownStream += 1
+            case .unknownPayloadType: ownCounters.unknownPayloadType += 1
+            case .unknownRetransmission: ownCounters.unknownRetransmission += 1
+            case .tooManyStreams: ownCounters.tooManyStreams += 1
+            case .unannouncedStream: ownCounters.unannouncedStream += 1
             }
         }
         return output
@@ -164,19 +178,19 @@ public final class MediaReceiver {
 
     public func handle(rtcp packets: [RTCPPacket], arrival: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
-        counters.rtcpPackets += 1
+        ownCounters.rtcpPackets += 1
         for packet in packets {
             switch packet {
             case .senderReport(let ssrc, let ntp, let rtp, _, _, _):
-                counters.sync.senderReports += 1
+                ownCounters.sync.senderReports += 1
                 guard let stream = streams[ssrc] else { continue }
                 // LSR/DLSR echo every SR, believed or not: the sender's round-trip estimate needs them.
                 stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
                 if !clocks[stream.sender, default: SenderClock()].senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival) {
-                    counters.sync.implausibleSenderReports += 1
+                    ownCounters.sync.implausibleSenderReports += 1
                 }
             case .goodbye(let ssrcs):
-                counters.goodbyes += 1
+                ownCounters.goodbyes += 1
                 for ssrc in ssrcs { end(ssrc, now: arrival, &output) }
             default:
                 break  // reports about our (non-existent) RTP, feedback for senders: nothing to do
@@ -191,7 +205,8 @@ public final class MediaReceiver {
         var output = MediaOutput()
         guard let stream = streams[ssrc] else { return output }
         let assembled = stream.frameLostDownstream(rtpTimestamp: rtpTimestamp)
-        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now) {
+        budget.refill(now: now)
+        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget) {
             output.rtcp += compounds(feedback: [request], reports: [])
         }
         return output
@@ -208,9 +223,10 @@ public final class MediaReceiver {
         var feedback: [RTCPPacket] = []
         let retry = retryInterval
         deadline = nil
-        for (ssrc, stream) in streams {
+        budget.refill(now: now)
+        for (ssrc, stream) in streamsInTurn() {
             if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
-                counters.streamsExpired += 1
+                ownCounters.streamsExpired += 1
                 end(ssrc, now: now, &output)
                 continue
             }
@@ -218,7 +234,7 @@ public final class MediaReceiver {
             let result = stream.handleTimeout(now: now, retryInterval: retry)
             bufferedBytes += stream.bufferedBytes - before
             collect(result.assembled, from: stream, now: now, &output, feedback: &feedback)
-            let lost = stream.dueNacks(now: now, retryInterval: retry)
+            let lost = stream.dueNacks(now: now, retryInterval: retry, budget: &budget)
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
             consider(stream.nextDeadline(retryInterval: retry))
         }
@@ -255,12 +271,12 @@ public final class MediaReceiver {
         }
         // A learned SSRC that cannot become a stream is not kept, or it would fill the router.
         guard streams.count < configuration.maximumStreams else {
-            counters.tooManyStreams += 1
+            ownCounters.tooManyStreams += 1
             router.forget(ssrc: ssrc)
             return nil
         }
         guard let depacketizer = Depacketizers.depacketizer(for: codec.name) else {
-            counters.unsupportedCodec += 1
+            ownCounters.unsupportedCodec += 1
             router.forget(ssrc: ssrc)
             return nil
         }
@@ -278,7 +294,7 @@ public final class MediaReceiver {
             return true
         }
         guard let depacketizer = Depacketizers.depacketizer(for: codec.name) else {
-            counters.unsupportedCodec += 1
+            ownCounters.unsupportedCodec += 1
             return false
         }
         var feedback: [RTCPPacket] = []
@@ -299,14 +315,15 @@ public final class MediaReceiver {
             let before = stream.bufferedBytes
             stream.shed(&result)
             bufferedBytes += stream.bufferedBytes - before
-            counters.budgetSheds += 1
+            ownCounters.budgetSheds += 1
         }
         if let sample = result.roundTripSample { updateRoundTrip(sample) }
         var feedback: [RTCPPacket] = []
         collect(result.assembled, from: stream, now: arrival, &output, feedback: &feedback)
         if result.newlyMissing {
             // NACK a gap as soon as it is seen (RFC 4585 early feedback).
-            let lost = stream.dueNacks(now: arrival, retryInterval: retryInterval)
+            budget.refill(now: arrival)
+            let lost = stream.dueNacks(now: arrival, retryInterval: retryInterval, budget: &budget)
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
         }
         if !stream.register.isEmpty { consider(stream.nextDeadline(retryInterval: retryInterval)) }
@@ -316,8 +333,9 @@ public final class MediaReceiver {
     /// Frames get their media time; a keyframe need becomes a (rate-limited) request.
     private func collect(_ assembled: AssemblerOutput, from stream: ReceiveStream, now: MonotonicTime, _ output: inout MediaOutput,
                          feedback: inout [RTCPPacket]) {
-        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now) {
-            feedback.append(request)
+        if assembled.keyframeNeeded {
+            budget.refill(now: now)
+            if let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget) { feedback.append(request) }
         }
         guard !assembled.frames.isEmpty else { return }
         var clock = clocks[stream.sender] ?? SenderClock()
@@ -328,8 +346,8 @@ public final class MediaReceiver {
             output.frames.append(ReceivedFrame(ssrc: stream.ssrc, sender: stream.sender, kind: stream.kind, codec: stream.codec.name, frame: frame,
                                                mediaTime: mediaTime, completedAt: now))
         }
-        if clock.inconsistent && !wasInconsistent { counters.sync.inconsistentSenders += 1 }
-        counters.sync.timestampDiscontinuities += clock.discontinuities - discontinuitiesBefore
+        if clock.inconsistent && !wasInconsistent { ownCounters.sync.inconsistentSenders += 1 }
+        ownCounters.sync.timestampDiscontinuities += clock.discontinuities - discontinuitiesBefore
         clocks[stream.sender] = clock
     }
 
@@ -387,7 +405,7 @@ public final class MediaReceiver {
             current += bytes
         }
         if !current.isEmpty { datagrams.append(current) }
-        counters.rtcpDatagramsSent += datagrams.count
+        ownCounters.rtcpDatagramsSent += datagrams.count
         return datagrams
     }
 
@@ -409,8 +427,18 @@ public final class MediaReceiver {
     }
 
     private func consider(_ candidate: MonotonicTime?) {
-        guard let candidate else { return }
+        // NACKs held back by the budget are due already: look again at the recheck time, not at once.
+        guard let candidate = candidate.map(budget.clamp) else { return }
         if deadline.map({ candidate < $0 }) ?? true { deadline = candidate }
+    }
+
+    /// The streams, starting one further each time: when the budget runs short, the streams
+    /// first in line get it, and the line moves on.
+    private func streamsInTurn() -> [(key: UInt32, value: ReceiveStream)] {
+        let all = Array(streams)  // a snapshot: ending a stream removes it from the dictionary
+        guard all.count > 1 else { return all }
+        timeoutRotation = (timeoutRotation + 1) % all.count
+        return Array(all[timeoutRotation...] + all[..<timeoutRotation])
     }
 }
 

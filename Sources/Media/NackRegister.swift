@@ -86,14 +86,19 @@ struct NackRegister {
         return last
     }
 
-    /// Sequence numbers to NACK now, marking them as NACKed.
-    mutating func due(now: MonotonicTime, retryInterval: Int64) -> [Int64] {
+    /// Sequence numbers to NACK now, marking them as NACKed. One the session's budget holds
+    /// back stays due, and is asked for when the budget allows.
+    mutating func due(now: MonotonicTime, retryInterval: Int64, budget: inout FeedbackBudget) -> [Int64] {
         guard policy.nackEnabled else { return [] }
         var result: [Int64] = []
         for index in entries.indices {
             let entry = entries[index]
             guard entry.nacks < policy.maximumNacksPerPacket else { continue }
             if let last = entry.lastNack, now.nanoseconds - last.nanoseconds < retryInterval { continue }
+            guard budget.allowNack(isRetry: entry.nacks > 0, now: now) else {
+                if entry.nacks == 0 { break }  // not even a first NACK fits: nothing later will
+                continue
+            }
             entries[index].lastNack = now
             entries[index].nacks += 1
             result.append(entry.sequence)

@@ -220,8 +220,8 @@ final class ReceiveStream {
     }
 
     /// Sequence numbers to NACK now.
-    func dueNacks(now: MonotonicTime, retryInterval: Int64) -> [UInt16] {
-        let due = register.due(now: now, retryInterval: retryInterval)
+    func dueNacks(now: MonotonicTime, retryInterval: Int64, budget: inout FeedbackBudget) -> [UInt16] {
+        let due = register.due(now: now, retryInterval: retryInterval, budget: &budget)
         counters.nackedSequenceNumbers += due.count
         return due.map { UInt16(truncatingIfNeeded: $0) }
     }
@@ -347,9 +347,10 @@ final class ReceiveStream {
 
     /// The RTCP request for a keyframe, when one is needed and allowed now (rate-limited;
     /// never while NACK may still repair the loss, because only a given-up loss asks).
-    func keyframeRequest(localSSRC: UInt32, now: MonotonicTime) -> RTCPPacket? {
+    func keyframeRequest(localSSRC: UInt32, now: MonotonicTime, budget: inout FeedbackBudget) -> RTCPPacket? {
         guard kind == .video, assembler.waitingForKeyframe, codec.feedback.canRequestKeyframe else { return nil }
         if let last = lastKeyframeRequest, now.nanoseconds - last.nanoseconds < ReceiveStream.keyframeRequestInterval { return nil }
+        guard budget.allowKeyframeRequest() else { return nil }
         lastKeyframeRequest = now
         if codec.feedback.pictureLossIndication {
             counters.pictureLossIndications += 1

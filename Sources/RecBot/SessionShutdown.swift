@@ -1,6 +1,7 @@
 import Archive
 import Foundation
 import Logging
+import Media
 import Recorder
 import SoraSignaling
 import Transport
@@ -44,13 +45,8 @@ struct SessionShutdown {
                 "unsafe_sender_frames": "\(parts.unsafeSenderFrames)",
             ])
         }
-        if let received = try? await media.transport.eventLoop.submit({ core.media?.counters }).get(), received.unrouted > 0 {
-            // RTP that belongs to no negotiated stream: a misbehaving server, or a hostile one.
-            logger.warning("media: packets on no negotiated stream were refused", metadata: [
-                "unannounced_ssrc": "\(received.unannouncedStream)", "unknown_stream": "\(received.unknownStream)",
-                "unknown_payload_type": "\(received.unknownPayloadType)", "unknown_rtx": "\(received.unknownRetransmission)",
-                "too_many_streams": "\(received.tooManyStreams)",
-            ])
+        if let received = try? await media.transport.eventLoop.submit({ core.media?.counters }).get() {
+            logMediaSummary(received)
         }
         guard let (channels, sctp) = try? await media.transport.eventLoop.submit({ core.dataChannels.map { ($0.counters, $0.association.counters) } }).get()
         else { return }
@@ -69,6 +65,26 @@ struct SessionShutdown {
             logger.warning("data channels: some input was refused", metadata: metadata)
         } else {
             logger.info("data channels", metadata: metadata)
+        }
+    }
+
+    private func logMediaSummary(_ received: MediaReceiverCounters) {
+        if received.unrouted > 0 {
+            // RTP that belongs to no negotiated stream: a misbehaving server, or a hostile one.
+            logger.warning("media: packets on no negotiated stream were refused", metadata: [
+                "unannounced_ssrc": "\(received.unannouncedStream)", "unknown_stream": "\(received.unknownStream)",
+                "unknown_payload_type": "\(received.unknownPayloadType)", "unknown_rtx": "\(received.unknownRetransmission)",
+                "too_many_streams": "\(received.tooManyStreams)",
+            ])
+        }
+        if received.feedback != FeedbackBudgetCounters() {
+            // Every stream lost packets at once: usually this host (CPU, socket buffer), not the path.
+            logger.warning("media: NACKs and keyframe requests were held back by the session's budget; is this host overloaded?", metadata: [
+                "nack_waits": "\(received.feedback.nacksDeferred)", "keyframe_request_waits": "\(received.feedback.keyframeRequestsDeferred)",
+            ])
+        }
+        if received.budgetSheds > 0 {
+            logger.warning("media: the receive buffer budget made streams give up gaps early", metadata: ["sheds": "\(received.budgetSheds)"])
         }
     }
 

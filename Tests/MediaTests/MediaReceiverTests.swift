@@ -40,6 +40,7 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         let counters = receiver.counters(sender: Fixtures.sender)
         #expect(share >= minimumShare, "\(result.frames.count) of \(result.framesSent) frames at \(loss) loss; \(counters)")
         #expect(counters.recovered > 0 && counters.nackedSequenceNumbers >= counters.recovered)
+        #expect(receiver.counters.feedback == FeedbackBudgetCounters(), "one lossy stream is never held back by the session's budget")
         // NACK does the work: keyframe requests stay rare (≤ 1 per 10 s at 5 %).
         if loss <= 0.05 { #expect(counters.keyframeRequests <= 2, "\(counters)") }
         try expectDecodable(result.frames)
