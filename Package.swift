@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
         .package(url: "https://github.com/vapor/websocket-kit", from: "2.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         // MARK: System libraries (module maps over pkg-config; static inline shims for macros)
@@ -108,6 +110,17 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // MARK: Metrics (swift-metrics, exported by swift-prometheus): /metrics and node_exporter textfiles
+        .target(name: "RecBotMetrics", dependencies: [
+            "RecBot", "Media",
+            .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
         // MARK: Load generator (issue 13): synthetic Sora publishers for benchmarks and fault runs
         .target(name: "LoadGen", dependencies: ["DTLS", "SRTP", "STUN", "RTP", "SDP", "WebMReader", "WireCoding"]),
         .executableTarget(name: "recbot-loadgen", dependencies: [
@@ -154,7 +167,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "RecBot", "Recorder", "SoraSignaling", "Transport", "Verification", "Repair",
+                "Archive", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling", "Transport", "Verification", "Repair",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -172,6 +185,9 @@ let package = Package(
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "WebM", "CodecBindings"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
+        .testTarget(name: "RecBotMetricsTests", dependencies: [
+            "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),

@@ -254,6 +254,12 @@ public final class MediaReceiver {
         streams.values.filter { $0.sender == sender }.reduce(retired[sender] ?? ReceiveCounters()) { $0 + $1.currentCounters }
     }
 
+    /// Everything received in the session, by every sender, ended streams included: it only grows.
+    public var totalCounters: ReceiveCounters {
+        let ended = retired.values.reduce(ReceiveCounters(), +)
+        return streams.values.reduce(ended) { $0 + $1.currentCounters }
+    }
+
     public var activeStreamCount: Int { streams.count }
 
     /// Distinct media packets taken in per active SSRC (recovered ones included).

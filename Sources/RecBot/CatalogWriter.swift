@@ -97,4 +97,6 @@ final class CatalogWriter: @unchecked Sendable {
 
     var error: CatalogError? { lock.withLock { firstError } }
     var dropped: Int { lock.withLock { droppedWrites } }
+    /// Writes waiting for the catalog, and the bytes they carry.
+    var queued: (writes: Int, bytes: Int) { lock.withLock { (pending, pendingBytes) } }
 }

@@ -20,6 +20,8 @@ public final class JoinSession: @unchecked Sendable {
     private let stateLock = NSLock()
     private var live: (recordings: RecordingSet, core: PeerConnectionCore, loop: EventLoop)?
     private var phase = "starting"
+    private var writer: CatalogWriter?
+    private var finalTotals: SessionTotals?
     private let started = Date()
     private let stopRequest = StopRequest()
     /// Everything that reaches the session while it records; a stop jumps the queue.
@@ -50,6 +52,35 @@ public final class JoinSession: @unchecked Sendable {
         return JoinStatus(elapsedSeconds: Date().timeIntervalSince(started), phase: phase, senders: senders)
     }
 
+    /// Totals for metrics (safe from any thread; the counters are read on the transport's loop).
+    public func totals() async -> SessionTotals {
+        let (live, phase, writer, final) = stateLock.withLock { (self.live, self.phase, self.writer, self.finalTotals) }
+        if let final { return final }
+        var totals = SessionTotals(phase: phase, startedAtUnixSeconds: started.timeIntervalSince1970, uptimeSeconds: Date().timeIntervalSince(started))
+        if let (recordings, core, loop) = live {
+            let sample = try? await loop.submit { () -> SessionTotals in
+                var sample = totals
+                sample.iceState = "\(core.ice.state)"
+                sample.dtlsState = "\(core.dtls.state)"
+                sample.sendersRecording = recordings.recorders.count
+                sample.transport = core.counters
+                sample.received = core.media?.totalCounters ?? ReceiveCounters()
+                sample.receiver = core.media?.counters ?? MediaReceiverCounters()
+                sample.recording = recordings.totals
+                return sample
+            }.get()
+            if let sample { totals = sample }
+        }
+        totals.inboxDepth = inbox.depth
+        totals.signalingMessagesDropped = inbox.dropped.messages
+        if let writer {
+            (totals.catalogQueue, totals.catalogQueueBytes) = writer.queued
+            totals.catalogWritesDropped = writer.dropped
+        }
+        totals.writeQueueBytes = WriteBudget.shared.reservedBytes
+        return totals
+    }
+
     func setPhase(_ text: String) { stateLock.withLock { phase = text } }
 
     /// Ends the session from outside (signals); `reason` goes into the catalog. It travels on
@@ -66,6 +97,7 @@ public final class JoinSession: @unchecked Sendable {
             return JoinOutcome(result: .storage, endReason: "storage: \(error)", sessionID: nil)
         }
         let writer = CatalogWriter(catalog: catalog, logger: logger)
+        stateLock.withLock { self.writer = writer }
         let startedAt = Self.nowMilliseconds()
         let sessionID = ULID.generate(now: UInt64(startedAt)).string
         do {
@@ -192,7 +224,11 @@ public final class JoinSession: @unchecked Sendable {
         await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
         var dropped = inbox.dropped
         dropped.messages += start.connection.droppedMessages
-        return await shutdown.finish(end, inboxDropped: dropped)
+        let ending = await shutdown.finish(end, inboxDropped: dropped)
+        // The last totals, while the transport's loop still runs: metrics read them after the end.
+        let final = await totals()
+        stateLock.withLock { finalTotals = final }
+        return ending
     }
 
     /// Runs signaling until the session ends: inputs from the inbox go through the sans-IO

@@ -28,10 +28,41 @@ public struct JoinStatus: Sendable {
     public var senders: [Sender]
 }
 
+/// The session's running totals, for metrics: every counter only grows, senders that left included.
+public struct SessionTotals: Sendable {
+    public var phase: String
+    public var startedAtUnixSeconds: Double
+    public var uptimeSeconds: Double
+    /// ICE and DTLS states (`new`, `checking`, `connected`…), nil before the transport exists.
+    public var iceState: String?
+    public var dtlsState: String?
+    public var sendersRecording = 0
+    public var transport = TransportCounters()
+    public var received = ReceiveCounters()
+    public var receiver = MediaReceiverCounters()
+    public var recording = RecordingTotals()
+    /// Messages waiting in the signaling inbox; catalog writes waiting, and their bytes; media
+    /// bytes waiting to be written by every recorder of the process.
+    public var inboxDepth = 0
+    public var catalogQueue = 0
+    public var catalogQueueBytes = 0
+    public var writeQueueBytes = 0
+    public var catalogWritesDropped = 0
+    public var signalingMessagesDropped = 0
+
+    public init(phase: String, startedAtUnixSeconds: Double, uptimeSeconds: Double) {
+        (self.phase, self.startedAtUnixSeconds, self.uptimeSeconds) = (phase, startedAtUnixSeconds, uptimeSeconds)
+    }
+}
+
 public struct JoinOutcome: Sendable {
     public var result: ExitStatus
     public var endReason: String
     public var sessionID: String?
+
+    public init(result: ExitStatus, endReason: String, sessionID: String?) {
+        (self.result, self.endReason, self.sessionID) = (result, endReason, sessionID)
+    }
 }
 
 public struct JoinOptions: Sendable {

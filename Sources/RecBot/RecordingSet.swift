@@ -14,6 +14,30 @@ public struct RecordingSetCounters: Sendable, Equatable {
     public var returningSenders = 0
 }
 
+/// What the session's recorders produced, those that ended included: it only grows.
+public struct RecordingTotals: Sendable, Equatable {
+    /// Bytes of WebM produced (written, or queued to be written).
+    public var bytes: UInt64 = 0
+    /// Encoded media bytes taken in.
+    public var mediaBytes: UInt64 = 0
+    public var videoFrames = 0
+    public var audioFrames = 0
+    /// Frames the recorder could not take (order, backpressure, write errors, before a keyframe).
+    public var framesDropped = 0
+    /// Recorders (files) started.
+    public var recordersStarted = 0
+
+    public init() {}
+
+    mutating func add(_ recorder: SenderRecorder) {
+        bytes += recorder.bytesProduced
+        mediaBytes += recorder.mediaBytesReceived
+        videoFrames += recorder.statistics.videoFrames
+        audioFrames += recorder.statistics.audioFrames
+        framesDropped += recorder.statistics.framesDropped
+    }
+}
+
 /// One recorder per sender: whole frames from the media core go to their sender's file, whose
 /// tracks come from the offer. A video codec change (WebM cannot change a track's codec)
 /// retires the sender's file as split part 1 and continues in the next part. Runs on the
@@ -21,6 +45,9 @@ public struct RecordingSetCounters: Sendable, Equatable {
 final class RecordingSet {
     private(set) var recorders: [String: SenderRecorder] = [:]
     private(set) var counters = RecordingSetCounters()
+    /// Totals of the recorders that left the set.
+    private var endedTotals = RecordingTotals()
+    private var recordersStarted = 0
     private var layouts: [String: SenderLayout] = [:]
     private var refusedVideo: [String: String] = [:]
     /// Parts a codec change ended, for the caller to finish off the event loop.
@@ -58,8 +85,16 @@ final class RecordingSet {
         for (sender, recorder) in gone {
             recorders[sender] = nil
             endedParts[sender] = recorder.part
+            endedTotals.add(recorder)
         }
         return Array(gone.values)
+    }
+
+    /// Everything produced so far, by current and ended recorders.
+    var totals: RecordingTotals {
+        var result = recorders.values.reduce(into: endedTotals) { $0.add($1) }
+        result.recordersStarted = recordersStarted
+        return result
     }
 
     /// Parts retired by codec changes since the last call.
@@ -87,6 +122,7 @@ final class RecordingSet {
         current.endAsPart(boundary: boundary)
         retired.append(current)
         recorders[current.connectionID] = nil
+        endedTotals.add(current)
         counters.codecChanges += 1
         let tracks = SenderTracks(videoCodec: videoCodec, audioChannels: current.tracks.audioChannels)
         logger.notice("video codec changed; the sender's recording continues in a new part",
@@ -123,6 +159,7 @@ final class RecordingSet {
                                               segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
                                               startsAt: boundary, refusedVideoCodec: refusedVideo[sender])
             recorders[sender] = recorder
+            recordersStarted += 1
             recorder.onFileStarted = onFileStarted
             let logger = self.logger
             recorder.onWriteFailed = { recorder, error in

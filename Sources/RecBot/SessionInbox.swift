@@ -38,6 +38,8 @@ final class SessionInbox: @unchecked Sendable {
     }
 
     var dropped: Dropped { lock.withLock { droppedCounts } }
+    /// Messages waiting to be handled.
+    var depth: Int { lock.withLock { messages.count - head + control.count } }
 
     /// A stop or a failure: never dropped, handed out before any message.
     func post(control input: SignalingSession.Input) {

@@ -21,6 +21,8 @@ public struct TransportCounters: Equatable, Sendable {
     public var droppedMalformedRTCP = 0
     public var rtpPackets = 0
     public var rtcpPackets = 0
+
+    public init() {}
 }
 
 public enum TransportFailure: Error, Equatable, Sendable, CustomStringConvertible {

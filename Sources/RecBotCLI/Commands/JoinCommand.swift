@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Logging
 import RecBot
+import RecBotMetrics
 import Recorder
 import SoraSignaling
 import Transport
@@ -48,12 +49,14 @@ struct JoinCommand: AsyncParsableCommand {
             lines (--config, or RECBOT_CONFIG): RECBOT_CHANNEL, RECBOT_URLS (space or comma separated),
             RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
             RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
-            RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT.
+            RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT,
+            RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE.
             Precedence: flag, then environment, then config file.
 
             """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration]))
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
     @Option(help: "Channel id to record.") var channel: String?
     @Option(name: .customLong("url"), help: "Signaling URL (ws:// or wss://); repeat to race several.") var urls: [String] = []
     @Option(help: ArgumentHelp("Metadata for authentication: JSON text, or @file.", valueName: "json|@file")) var metadata: String?
@@ -105,19 +108,31 @@ struct JoinCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let options: JoinOptions
+        let metricsOptions: MetricsOptions
         do {
             options = try makeOptions(environment: environment)
+            metricsOptions = try metricsArguments.options(settings: try common.settings(environment: environment))
         } catch {
             throw Console.fail(error, status: .configuration)
         }
         let logger = Logger(label: "recbot.join")
         let session = JoinSession(options: options, logger: logger)
+        var metrics: MetricsReporter?
+        if metricsOptions.isEnabled {
+            do {
+                metrics = try await MetricsReporter(options: metricsOptions, channel: options.connect.channelID, session: session, logger: logger)
+            } catch {
+                throw Console.fail(ValidationError("--metrics-listen \(metricsArguments.listen ?? ""): \(error)"), status: .configuration)
+            }
+        }
         let signals = SignalForwarder { name in session.stop(reason: "signal: \(name)") }
         let status = LiveStatus()
         status.start(session: session, channel: options.connect.channelID, logger: logger)
         let outcome = await session.run()
         status.stop()
         signals.cancel()
+        await metrics?.finish(session: session, outcome: outcome)
+        await metrics?.close()
         if outcome.result != .success {
             StandardStreams.err("recbot: \(outcome.endReason)\n")
         }

@@ -1,0 +1,135 @@
+import CoreMetrics
+import Foundation
+import Media
+import RecBot
+
+/// One `recbot join`'s metrics, declared through swift-metrics with the factory it is given
+/// (never the process-wide bootstrap, so tests and sessions stay independent).
+///
+/// The values are not counted on the hot path: the session keeps its own totals in its
+/// sans-IO cores, and `update` samples them (about once a second) and advances the counters
+/// by what grew since the last sample. Every metric carries the channel as its one constant
+/// label; nothing is labelled per sender, so a channel's series stay few whatever its size.
+public final class SessionMetrics: @unchecked Sendable {
+    // @unchecked: every field is guarded by `lock`; swift-metrics handlers are thread-safe.
+    private let lock = NSLock()
+    private let factory: MetricsFactory
+    private let channel: String
+    private var counters: [String: SampledCounter] = [:]
+    private var gauges: [String: Gauge] = [:]
+
+    static let iceStates = ["new", "checking", "connected", "failed", "closed"]
+    static let dtlsStates = ["idle", "handshaking", "connected", "closed", "failed"]
+
+    public init(factory: MetricsFactory, channel: String) {
+        self.factory = factory
+        self.channel = channel
+    }
+
+    /// Advances every metric to the session's current totals.
+    public func update(_ totals: SessionTotals) {
+        lock.withLock {
+            let received = totals.received
+            count("recbot_udp_datagrams_received_total", to: totals.transport.datagramsReceived)
+            count("recbot_rtp_packets_received_total", to: totals.transport.rtpPackets)
+            count("recbot_rtcp_packets_received_total", to: totals.transport.rtcpPackets)
+            count("recbot_rtp_packets_lost_total", to: received.lost)
+            count("recbot_rtp_packets_recovered_total", to: received.recovered)
+            count("recbot_rtp_packets_unrouted_total", to: totals.receiver.unrouted)
+            count("recbot_nack_packets_requested_total", to: received.nackedSequenceNumbers)
+            count("recbot_keyframe_requests_sent_total", ("type", "pli"), to: received.pictureLossIndications)
+            count("recbot_keyframe_requests_sent_total", ("type", "fir"), to: received.fullIntraRequests)
+            count("recbot_feedback_deferred_total", ("type", "nack"), to: totals.receiver.feedback.nacksDeferred)
+            count("recbot_feedback_deferred_total", ("type", "keyframe_request"), to: totals.receiver.feedback.keyframeRequestsDeferred)
+            count("recbot_frames_dropped_total", ("reason", "incomplete"), to: received.framesDropped.incomplete)
+            count("recbot_frames_dropped_total", ("reason", "waiting_for_keyframe"), to: received.framesDropped.waitingForKeyframe)
+            count("recbot_frames_dropped_total", ("reason", "malformed"), to: received.framesDropped.malformed)
+            count("recbot_frames_dropped_total", ("reason", "oversized"), to: received.framesDropped.oversized)
+            count("recbot_frames_dropped_total", ("reason", "recorder"), to: totals.recording.framesDropped)
+            count("recbot_frames_recorded_total", ("kind", "video"), to: totals.recording.videoFrames)
+            count("recbot_frames_recorded_total", ("kind", "audio"), to: totals.recording.audioFrames)
+            count("recbot_bytes_written_total", to: Int(clamping: totals.recording.bytes))
+            count("recbot_media_bytes_received_total", to: Int(clamping: totals.recording.mediaBytes))
+            count("recbot_recordings_started_total", to: totals.recording.recordersStarted)
+            count("recbot_catalog_writes_dropped_total", to: totals.catalogWritesDropped)
+            count("recbot_signaling_messages_dropped_total", to: totals.signalingMessagesDropped)
+
+            set("recbot_senders_recording", to: Double(totals.sendersRecording))
+            set("recbot_session_start_time_seconds", to: totals.startedAtUnixSeconds)
+            set("recbot_session_uptime_seconds", to: totals.uptimeSeconds)
+            set("recbot_queue_depth", ("queue", "signaling_inbox"), to: Double(totals.inboxDepth))
+            set("recbot_queue_depth", ("queue", "catalog_writes"), to: Double(totals.catalogQueue))
+            set("recbot_queue_bytes", ("queue", "catalog_writes"), to: Double(totals.catalogQueueBytes))
+            set("recbot_queue_bytes", ("queue", "media_writes"), to: Double(totals.writeQueueBytes))
+            oneHot("recbot_ice_state", label: "state", states: Self.iceStates, current: totals.iceState)
+            oneHot("recbot_dtls_state", label: "state", states: Self.dtlsStates, current: totals.dtlsState)
+            set("recbot_session_ended", to: 0)
+        }
+    }
+
+    /// The session ended: its end reason (the exit status's name) and exit code.
+    public func ended(_ outcome: JoinOutcome) {
+        lock.withLock {
+            set("recbot_session_ended", to: 1)
+            set("recbot_session_exit_code", to: Double(outcome.result.rawValue))
+            oneHot("recbot_session_end_reason", label: "reason", states: ExitStatus.allCases.map(\.metricName), current: outcome.result.metricName)
+        }
+    }
+
+    // MARK: - Internals
+
+    private func count(_ name: String, _ label: (String, String)? = nil, to total: Int) {
+        let key = label.map { "\(name){\($0.0)=\($0.1)}" } ?? name
+        if counters[key] == nil {
+            counters[key] = SampledCounter(Counter(label: name, dimensions: dimensions(label), factory: factory))
+        }
+        counters[key]?.advance(to: total)
+    }
+
+    private func set(_ name: String, _ label: (String, String)? = nil, to value: Double) {
+        let key = label.map { "\(name){\($0.0)=\($0.1)}" } ?? name
+        if gauges[key] == nil { gauges[key] = Gauge(label: name, dimensions: dimensions(label), factory: factory) }
+        gauges[key]?.record(value)
+    }
+
+    /// One series per state, 1 for the current one and 0 for the others (so a state change
+    /// never leaves a stale 1 behind).
+    private func oneHot(_ name: String, label: String, states: [String], current: String?) {
+        for state in states { set(name, (label, state), to: state == current ? 1 : 0) }
+    }
+
+    private func dimensions(_ label: (String, String)?) -> [(String, String)] {
+        [("channel", channel)] + (label.map { [$0] } ?? [])
+    }
+}
+
+/// A swift-metrics counter fed from a total kept elsewhere: it advances by what the total grew.
+struct SampledCounter {
+    let counter: Counter
+    private(set) var last = 0
+
+    init(_ counter: Counter) { self.counter = counter }
+
+    mutating func advance(to total: Int) {
+        guard total > last else { return }
+        counter.increment(by: Int64(total - last))
+        last = total
+    }
+}
+
+extension ExitStatus {
+    /// The end reason as a metric label: the exit status's name (`success`, `network`…).
+    var metricName: String {
+        switch self {
+        case .success: "success"
+        case .failure: "failure"
+        case .usage: "usage"
+        case .dataError: "data_error"
+        case .network: "network"
+        case .storage: "storage"
+        case .protocolError: "protocol_error"
+        case .rejected: "rejected"
+        case .configuration: "configuration"
+        }
+    }
+}
