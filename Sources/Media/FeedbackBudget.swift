@@ -108,14 +108,10 @@ struct FeedbackBudget {
         keyframes.earn()
     }
 
-    mutating func refill(now: MonotonicTime) {
-        nacks.refill(now: now)
-        keyframes.refill(now: now)
-        if let recheck = recheckAt, now >= recheck { recheckAt = nil }
-    }
-
     /// May this sequence number be NACKed now? A retry may not dig into the reserve.
     mutating func allowNack(isRetry: Bool, now: MonotonicTime) -> Bool {
+        nacks.refill(now: now)
+        if let recheck = recheckAt, now >= recheck { recheckAt = nil }
         if nacks.take(keeping: isRetry ? retryReserve : 0) { return true }
         counters.nacksDeferred += 1
         recheckAt = now.adding(nanoseconds: Self.recheckNanoseconds)
@@ -123,7 +119,8 @@ struct FeedbackBudget {
     }
 
     /// May a keyframe be requested now? (A refused stream asks again with its next frame.)
-    mutating func allowKeyframeRequest() -> Bool {
+    mutating func allowKeyframeRequest(now: MonotonicTime) -> Bool {
+        keyframes.refill(now: now)
         if keyframes.take() { return true }
         counters.keyframeRequestsDeferred += 1
         return false

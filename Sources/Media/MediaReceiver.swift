@@ -205,7 +205,6 @@ public final class MediaReceiver {
         var output = MediaOutput()
         guard let stream = streams[ssrc] else { return output }
         let assembled = stream.frameLostDownstream(rtpTimestamp: rtpTimestamp)
-        budget.refill(now: now)
         if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget) {
             output.rtcp += compounds(feedback: [request], reports: [])
         }
@@ -223,7 +222,6 @@ public final class MediaReceiver {
         var feedback: [RTCPPacket] = []
         let retry = retryInterval
         deadline = nil
-        budget.refill(now: now)
         for (ssrc, stream) in streamsInTurn() {
             if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
                 ownCounters.streamsExpired += 1
@@ -328,7 +326,6 @@ public final class MediaReceiver {
         collect(result.assembled, from: stream, now: arrival, &output, feedback: &feedback)
         if result.newlyMissing {
             // NACK a gap as soon as it is seen (RFC 4585 early feedback).
-            budget.refill(now: arrival)
             let lost = stream.dueNacks(now: arrival, retryInterval: retryInterval, budget: &budget)
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
         }
@@ -339,9 +336,8 @@ public final class MediaReceiver {
     /// Frames get their media time; a keyframe need becomes a (rate-limited) request.
     private func collect(_ assembled: AssemblerOutput, from stream: ReceiveStream, now: MonotonicTime, _ output: inout MediaOutput,
                          feedback: inout [RTCPPacket]) {
-        if assembled.keyframeNeeded {
-            budget.refill(now: now)
-            if let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget) { feedback.append(request) }
+        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget) {
+            feedback.append(request)
         }
         guard !assembled.frames.isEmpty else { return }
         var clock = clocks[stream.sender] ?? SenderClock()

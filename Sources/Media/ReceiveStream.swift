@@ -350,7 +350,7 @@ final class ReceiveStream {
     func keyframeRequest(localSSRC: UInt32, now: MonotonicTime, budget: inout FeedbackBudget) -> RTCPPacket? {
         guard kind == .video, assembler.waitingForKeyframe, codec.feedback.canRequestKeyframe else { return nil }
         if let last = lastKeyframeRequest, now.nanoseconds - last.nanoseconds < ReceiveStream.keyframeRequestInterval { return nil }
-        guard budget.allowKeyframeRequest() else { return nil }
+        guard budget.allowKeyframeRequest(now: now) else { return nil }
         lastKeyframeRequest = now
         if codec.feedback.pictureLossIndication {
             counters.pictureLossIndications += 1
