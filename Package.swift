@@ -63,10 +63,12 @@ let package = Package(
         .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "SDP", "WireCoding"]),
         .target(name: "SRTP", dependencies: ["CSRTP", "DTLS"]),
         .target(name: "ICE", dependencies: ["STUN", "SDP", "WireCoding"]),
+        .target(name: "TURN", dependencies: ["STUN", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "Transport", dependencies: [
-            "ICE", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding",
+            "ICE", "TURN", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Logging", package: "swift-log"),
         ]),
         .target(name: "WebM", dependencies: ["Bitstreams"], swiftSettings: fuzzSwiftSettings),
@@ -142,6 +144,8 @@ let package = Package(
         // MARK: Fuzz targets (deploy/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
         .target(name: "FuzzSupport", swiftSettings: fuzzSwiftSettings),
         .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzTURN", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding", "FuzzSupport"],
+                          swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
@@ -194,6 +198,9 @@ let package = Package(
         .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings", "Bitstreams", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
+        // A sans-IO TURN server, strict like coturn, for the client's and the transport's tests.
+        .target(name: "TURNTestSupport", dependencies: ["STUN", "TURN", "WireCoding"], path: "Tests/TURNTestSupport"),
+        .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
             "Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),

@@ -11,6 +11,11 @@ extension STUNMessage {
     public var iceControlling: UInt64? { attribute(STUNAttributeType.iceControlling).flatMap { STUNMessage.uint64($0.value) } }
     public var iceControlled: UInt64? { attribute(STUNAttributeType.iceControlled).flatMap { STUNMessage.uint64($0.value) } }
     public var useCandidate: Bool { attribute(STUNAttributeType.useCandidate) != nil }
+    /// CHANNEL-NUMBER (TURN ChannelBind).
+    public var channelNumber: UInt16? {
+        guard let value = attribute(STUNAttributeType.channelNumber)?.value, value.count == 4 else { return nil }
+        return UInt16(value[0]) << 8 | UInt16(value[1])
+    }
 
     /// ERROR-CODE as (code, reason), e.g. (487, "Role Conflict").
     public var errorCode: (code: Int, reason: String)? {
@@ -20,8 +25,19 @@ extension STUNMessage {
     }
 
     /// XOR-MAPPED-ADDRESS, un-XORed with the magic cookie and transaction id.
-    public var xorMappedAddress: TransportAddress? {
-        guard let value = attribute(STUNAttributeType.xorMappedAddress)?.value else { return nil }
+    public var xorMappedAddress: TransportAddress? { xorAddress(STUNAttributeType.xorMappedAddress) }
+    /// TURN: the relayed transport address of an allocation, and a peer's address.
+    public var xorRelayedAddress: TransportAddress? { xorAddress(STUNAttributeType.xorRelayedAddress) }
+    public var xorPeerAddress: TransportAddress? { xorAddress(STUNAttributeType.xorPeerAddress) }
+
+    /// LIFETIME in seconds (TURN allocations).
+    public var lifetime: UInt32? { attribute(STUNAttributeType.lifetime).flatMap { STUNMessage.uint32($0.value) } }
+    /// DATA: the payload of a Send or Data indication.
+    public var data: [UInt8]? { attribute(STUNAttributeType.data)?.value }
+
+    /// Any XOR-encoded address attribute (RFC 8489 §14.2), un-XORed.
+    public func xorAddress(_ type: UInt16) -> TransportAddress? {
+        guard let value = attribute(type)?.value else { return nil }
         var reader = ByteReader(value)
         guard reader.readUInt8() != nil, let family = reader.readUInt8(), let xPort = reader.readUInt16() else { return nil }
         let port = xPort ^ UInt16(STUNMessage.magicCookie >> 16)
@@ -94,12 +110,45 @@ extension STUNAttribute {
     }
 
     public static func xorMappedAddress(_ address: TransportAddress, transactionID: STUNTransactionID) -> STUNAttribute {
+        xorAddress(STUNAttributeType.xorMappedAddress, address, transactionID: transactionID)
+    }
+
+    public static func xorPeerAddress(_ address: TransportAddress, transactionID: STUNTransactionID) -> STUNAttribute {
+        xorAddress(STUNAttributeType.xorPeerAddress, address, transactionID: transactionID)
+    }
+
+    public static func xorRelayedAddress(_ address: TransportAddress, transactionID: STUNTransactionID) -> STUNAttribute {
+        xorAddress(STUNAttributeType.xorRelayedAddress, address, transactionID: transactionID)
+    }
+
+    public static func realm(_ realm: String) -> STUNAttribute { .init(type: STUNAttributeType.realm, value: Array(realm.utf8)) }
+    public static func nonce(_ nonce: String) -> STUNAttribute { .init(type: STUNAttributeType.nonce, value: Array(nonce.utf8)) }
+    public static func data(_ payload: [UInt8]) -> STUNAttribute { .init(type: STUNAttributeType.data, value: payload) }
+
+    public static func lifetime(seconds: UInt32) -> STUNAttribute {
+        var writer = ByteWriter(capacity: 4)
+        writer.write(seconds)
+        return .init(type: STUNAttributeType.lifetime, value: writer.bytes)
+    }
+
+    /// REQUESTED-TRANSPORT UDP (protocol 17, then three reserved bytes): the only one RFC 8656 allocates.
+    public static var requestedTransportUDP: STUNAttribute { .init(type: STUNAttributeType.requestedTransport, value: [17, 0, 0, 0]) }
+
+    /// CHANNEL-NUMBER: the number, then two reserved bytes.
+    public static func channelNumber(_ number: UInt16) -> STUNAttribute {
+        var writer = ByteWriter(capacity: 4)
+        writer.write(number)
+        writer.write(UInt16(0))
+        return .init(type: STUNAttributeType.channelNumber, value: writer.bytes)
+    }
+
+    public static func xorAddress(_ type: UInt16, _ address: TransportAddress, transactionID: STUNTransactionID) -> STUNAttribute {
         var writer = ByteWriter(capacity: 20)
         writer.write(UInt8(0))
         writer.write(UInt8(address.ip.isIPv4 ? 0x01 : 0x02))
         writer.write(address.port ^ UInt16(STUNMessage.magicCookie >> 16))
         let mask = STUNMessage.xorMask(transactionID)
         writer.write(zip(address.ip.bytes, mask).map { $0 ^ $1 })
-        return .init(type: STUNAttributeType.xorMappedAddress, value: writer.bytes)
+        return .init(type: type, value: writer.bytes)
     }
 }

@@ -6,9 +6,16 @@ public enum STUNClass: UInt16, Sendable {
     case errorResponse = 0b11
 }
 
-/// Methods recbot uses. Others parse fine and keep their raw value.
+/// Methods recbot uses (RFC 8489, and RFC 8656 for TURN). Others parse fine and keep their raw value.
 public enum STUNMethod {
     public static let binding: UInt16 = 0x001
+    public static let allocate: UInt16 = 0x003
+    public static let refresh: UInt16 = 0x004
+    /// Indications only: data to a peer, and data from one.
+    public static let send: UInt16 = 0x006
+    public static let data: UInt16 = 0x007
+    public static let createPermission: UInt16 = 0x008
+    public static let channelBind: UInt16 = 0x009
 }
 
 /// The 96-bit transaction id.
@@ -36,8 +43,19 @@ public enum STUNAttributeType {
     public static let messageIntegrity: UInt16 = 0x0008
     public static let errorCode: UInt16 = 0x0009
     public static let unknownAttributes: UInt16 = 0x000A
+    // TURN (RFC 8656 §18)
+    public static let channelNumber: UInt16 = 0x000C
+    public static let lifetime: UInt16 = 0x000D
+    public static let xorPeerAddress: UInt16 = 0x0012
+    public static let data: UInt16 = 0x0013
     public static let realm: UInt16 = 0x0014
     public static let nonce: UInt16 = 0x0015
+    public static let xorRelayedAddress: UInt16 = 0x0016
+    public static let requestedAddressFamily: UInt16 = 0x0017
+    public static let evenPort: UInt16 = 0x0018
+    public static let requestedTransport: UInt16 = 0x0019
+    public static let dontFragment: UInt16 = 0x001A
+    public static let reservationToken: UInt16 = 0x0022
     public static let messageIntegritySHA256: UInt16 = 0x001C
     public static let userhash: UInt16 = 0x001E
     public static let xorMappedAddress: UInt16 = 0x0020
@@ -56,6 +74,8 @@ public enum STUNAttributeType {
     static let understood: Set<UInt16> = [
         mappedAddress, username, messageIntegrity, errorCode, unknownAttributes, realm, nonce,
         xorMappedAddress, priority, useCandidate,
+        channelNumber, lifetime, xorPeerAddress, data, xorRelayedAddress, requestedAddressFamily, evenPort,
+        requestedTransport, dontFragment, reservationToken,
     ]
 }
 
