@@ -202,7 +202,7 @@ let package = Package(
         .target(name: "TURNTestSupport", dependencies: ["STUN", "TURN", "WireCoding"], path: "Tests/TURNTestSupport"),
         .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
-            "Transport", "ICE", "DTLS", "SDP", "STUN", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
+            "Transport", "ICE", "DTLS", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),

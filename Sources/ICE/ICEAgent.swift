@@ -81,9 +81,44 @@ public final class ICEAgent {
         let remote = RemoteCandidate(address: TransportAddress(ip: ip, port: candidate.port), priority: candidate.priority, kind: candidate.kind)
         guard !remoteCandidates.contains(where: { $0.address == remote.address }) else { return }
         remoteCandidates.append(remote)
-        for local in localCandidates where local.kind == .host && local.base.ip.isIPv4 == ip.isIPv4 {
+        for local in localCandidates where isPairable(local) && local.base.ip.isIPv4 == ip.isIPv4 {
             addPair(local: local, remote: remote)
         }
+    }
+
+    /// Adds the relayed address a TURN allocation got (trickled as `.localCandidate`) and pairs
+    /// it with every remote candidate of its family. `typePreference`: 2 UDP, 1 TCP, 0 TLS.
+    public func addRelayCandidate(relayed: TransportAddress, mapped: TransportAddress?, typePreference: UInt32, now: MonotonicTime) -> ICEOutput {
+        var output = ICEOutput()
+        guard state == .new || state == .checking || state == .connected,
+              !localCandidates.contains(where: { $0.address == relayed }) else { return output }
+        let index = localCandidates.filter { $0.kind == .relay }.count
+        let candidate = LocalCandidate(address: relayed, base: relayed, kind: .relay,
+                                       priority: ICEPriority.relayCandidate(typePreference: typePreference,
+                                                                            localPreference: UInt32(65_535 - min(index, 65_535))),
+                                       foundation: "r\(index + 1)", related: mapped)
+        localCandidates.append(candidate)
+        output.events.append(.localCandidate(candidate.sdp))
+        for remote in remoteCandidates where remote.address.ip.isIPv4 == relayed.ip.isIPv4 {
+            addPair(local: candidate, remote: remote)
+        }
+        runTimers(now: now, &output)
+        return output
+    }
+
+    /// The allocation behind a relayed candidate is gone: its pairs fail, their checks stop.
+    public func relayCandidateFailed(relayed: TransportAddress, now: MonotonicTime) -> ICEOutput {
+        var output = ICEOutput()
+        for index in pairs.indices where pairs[index].local == relayed { pairs[index].state = .failed }
+        transactions = transactions.filter { $0.value.key.local != relayed }
+        triggered.removeAll { $0.local == relayed }
+        if nominating?.local == relayed { nominating = nil }
+        runTimers(now: now, &output)
+        return output
+    }
+
+    private func isPairable(_ local: LocalCandidate) -> Bool {
+        local.kind == .relay || (local.kind == .host && !configuration.relayOnly)
     }
 
     public func setRemoteEndOfCandidates() { remoteEndOfCandidates = true }
@@ -91,6 +126,7 @@ public final class ICEAgent {
     /// Asks a STUN server for our server-reflexive address from `base`.
     public func gatherServerReflexive(server: TransportAddress, from base: TransportAddress, now: MonotonicTime) -> ICEOutput {
         var output = ICEOutput()
+        guard !configuration.relayOnly else { return output }  // a srflx candidate could not be used
         let id = newTransactionID()
         let request = STUNMessage(method: STUNMethod.binding, class: .request, transactionID: id).encoded(fingerprint: true)
         transactions[id] = Transaction(key: PairKey(local: base, remote: server), purpose: .gather, bytes: request, transmissions: 1,
@@ -159,6 +195,10 @@ public final class ICEAgent {
     private func handleRequest(_ message: STUNMessage, from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime,
                                _ output: inout ICEOutput) {
         counters.requestsReceived += 1
+        guard let localCandidate = localCandidates.first(where: { $0.base == local && $0.isBase }), isPairable(localCandidate) else {
+            counters.droppedOutsidePolicy += 1  // relay-only: a host socket must not become a path
+            return
+        }
         let expectedPrefix = configuration.localUfrag + ":"
         guard message.hasValidFingerprint(), let username = message.username, username.hasPrefix(expectedPrefix),
               message.hasValidMessageIntegrity(key: Array(configuration.localPassword.utf8))
@@ -202,7 +242,7 @@ public final class ICEAgent {
             remoteCandidates.append(learned)
             candidate = learned
         }
-        guard let candidate, let localCandidate = localCandidates.first(where: { $0.base == local && $0.kind == .host }) else { return }
+        guard let candidate else { return }
         let key = PairKey(local: local, remote: remote)
         var index = pairs.firstIndex { PairKey(local: $0.local, remote: $0.remote.address) == key }
         if index == nil { index = addPair(local: localCandidate, remote: candidate) }

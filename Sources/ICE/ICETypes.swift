@@ -28,6 +28,9 @@ public struct ICEConfiguration: Sendable {
     public var consentIntervalMilliseconds: Int64 = 5_000
     public var consentTimeoutMilliseconds: Int64 = 30_000
     public var maximumRemoteCandidates = 64
+    /// `iceTransportPolicy: relay`: only relayed local candidates are paired, host sockets
+    /// answer nothing (they still reach TURN servers), and no server-reflexive gathering.
+    public var relayOnly = false
 
     public init(localUfrag: String, localPassword: String, remoteUfrag: String, remotePassword: String, role: ICERole, tieBreaker: UInt64) {
         self.localUfrag = localUfrag
@@ -39,18 +42,25 @@ public struct ICEConfiguration: Sendable {
     }
 }
 
-/// A local candidate: a host address we own (the base), or a server-reflexive address of one.
+/// A local candidate: a host address we own (the base), a server-reflexive address of one, or
+/// an address a TURN server relays for us (its own base: checks leave through the relay).
 public struct LocalCandidate: Equatable, Hashable, Sendable {
     public var address: TransportAddress
     public var base: TransportAddress
     public var kind: ICECandidate.Kind
     public var priority: UInt32
     public var foundation: String
+    /// raddr/rport in the SDP: the base for server-reflexive, the mapped address for relayed.
+    public var related: TransportAddress?
 
     public var sdp: ICECandidate {
-        ICECandidate(foundation: foundation, priority: priority, address: address.ip.description, port: address.port, kind: kind,
-                     relatedAddress: kind == .host ? nil : base.ip.description, relatedPort: kind == .host ? nil : base.port)
+        let related = kind == .host ? nil : (self.related ?? base)
+        return ICECandidate(foundation: foundation, priority: priority, address: address.ip.description, port: address.port, kind: kind,
+                            relatedAddress: related?.ip.description, relatedPort: related?.port)
     }
+
+    /// Host and relayed candidates own a socket (or an allocation) that checks leave from.
+    var isBase: Bool { kind == .host || kind == .relay }
 }
 
 public struct RemoteCandidate: Equatable, Hashable, Sendable {
@@ -108,6 +118,8 @@ public struct ICECounters: Equatable, Sendable {
     public var dropped = 0
     public var roleConflicts = 0
     public var ignoredRemoteCandidates = 0
+    /// Checks that reached a host socket while only relayed candidates may be used.
+    public var droppedOutsidePolicy = 0
 }
 
 /// Priorities (RFC 8445 §5.1.2, §6.1.2.3).
@@ -124,6 +136,12 @@ public enum ICEPriority {
     /// Component 1 only (rtcp-mux, BUNDLE).
     public static func candidate(kind: ICECandidate.Kind, localPreference: UInt32) -> UInt32 {
         typePreference(kind) << 24 | (localPreference & 0xFFFF) << 8 | (256 - 1)
+    }
+
+    /// Relayed candidates rank below everything else, and among them UDP to the server above
+    /// TCP above TLS (libwebrtc ranks them the same way): `typePreference` 2, 1 or 0.
+    public static func relayCandidate(typePreference: UInt32, localPreference: UInt32) -> UInt32 {
+        (typePreference & 0xFF) << 24 | (localPreference & 0xFFFF) << 8 | (256 - 1)
     }
 
     public static func pair(controlling g: UInt32, controlled d: UInt32) -> UInt64 {

@@ -22,7 +22,7 @@ public struct TURNCredentials: Sendable, Equatable, CustomStringConvertible {
     public var description: String { "\(username):<password>" }
 }
 
-public struct TURNClientConfiguration: Sendable {
+public struct TURNClientConfiguration: Sendable, Equatable {
     public var server: TransportAddress
     public var transport: TURNTransport
     public var credentials: TURNCredentials

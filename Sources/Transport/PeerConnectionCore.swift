@@ -6,6 +6,7 @@ import SCTP
 import SDP
 import SRTP
 import STUN
+import TURN
 import WireCoding
 
 /// What the receive path dropped, by reason (RFC 7983 demux and after).
@@ -15,6 +16,10 @@ public struct TransportCounters: Equatable, Sendable {
     public var droppedUnknownProtocol = 0
     /// DTLS or SRTP from a transport address ICE never validated.
     public var droppedUnvalidatedSource = 0
+    /// Relay-only: a datagram that reached a host socket directly, not from a TURN server.
+    public var droppedOutsideRelay = 0
+    /// Datagrams that arrived through a TURN relay (Data indications and ChannelData).
+    public var relayedDatagrams = 0
     /// SRTP/SRTCP before the keys exist.
     public var droppedBeforeKeys = 0
     public var droppedMalformedRTP = 0
@@ -30,9 +35,12 @@ public enum TransportFailure: Error, Equatable, Sendable, CustomStringConvertibl
     case dtls(DTLSError)
     case srtp(SRTPError)
     case consentLost
+    /// The relay the session depends on (relay-only, or the selected pair's) failed.
+    case relay(TURNFailure)
 
     public var description: String {
         switch self {
+        case .relay(let failure): "\(failure)"
         case .ice(let reason): "ICE failed: \(reason)"
         case .dtls(let error): "\(error)"
         case .srtp(let error): "\(error)"
@@ -55,6 +63,7 @@ public enum TransportEvent: Equatable, Sendable {
     case applicationData([UInt8])
     /// Data channels (SCTP over DTLS).
     case dataChannel(DataChannelEvent)
+    case relay(RelayEvent)
     case closed
     case failed(TransportFailure)
 }
@@ -67,6 +76,10 @@ public struct RTPPacketBox: Equatable, Sendable {
 
 public struct TransportOutput: Equatable, Sendable {
     public var datagrams: [ICEOutput.Datagram] = []
+    /// For TURN servers reached over TCP or TLS (by `RelayServer.id`).
+    public var streamWrites: [StreamWrite] = []
+    /// Stream connections to close (their server broke the framing or the allocation ended).
+    public var streamsToClose: [Int] = []
     public var events: [TransportEvent] = []
 
     public init() {}
@@ -84,21 +97,32 @@ public final class PeerConnectionCore {
     /// Present when the answer accepted audio or video sections.
     public let media: MediaReceiver?
     public private(set) var srtp: SRTPSession?
-    public private(set) var counters = TransportCounters()
+    public internal(set) var counters = TransportCounters()
     public private(set) var failure: TransportFailure?
     private var dtlsStarted = false
+    let relays: [RelayEndpoint]
+    /// UDP TURN servers by address, and relayed addresses (allocated) by address: indexes into `relays`.
+    var relayByServer: [TransportAddress: Int] = [:]
+    var relayByRelayed: [TransportAddress: Int] = [:]
+    var lastRelayFailure: TURNFailure?
+    /// The latest time the core was given, for entry points that are not told the time.
+    var lastNow = MonotonicTime(nanoseconds: 0)
 
-    public init(ice: ICEAgent, dtls: DTLSEndpoint, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil) {
+    public init(ice: ICEAgent, dtls: DTLSEndpoint, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil,
+                relays: [RelayServer] = [], random: @escaping () -> UInt64 = { UInt64.random(in: .min ... .max) }) {
         self.ice = ice
         self.dtls = dtls
         self.dataChannels = dataChannels
         self.media = media
+        self.relays = relays.map { RelayEndpoint(server: $0, random: random) }
     }
 
     public func start(now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
+        lastNow = now
         absorb(ice.start(now: now), now: now, &output)
-        return output
+        startDatagramRelays(now: now, &output)
+        return routed(output, now: now)
     }
 
     public func addRemoteCandidate(_ candidate: ICECandidate) { ice.addRemoteCandidate(candidate) }
@@ -112,42 +136,61 @@ public final class PeerConnectionCore {
                 absorb(ice.gatherServerReflexive(server: server, from: host.base, now: now), now: now, &output)
             }
         }
-        return output
+        return routed(output, now: now)
     }
 
     public func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
-        guard failure == nil, let first = datagram.first else { return output }
+        guard failure == nil, !datagram.isEmpty else { return output }
+        lastNow = now
         counters.datagramsReceived += 1
+        if !relayByServer.isEmpty, let index = relayByServer[remote], relays[index].hostSocket == local {
+            absorb(relay: index, relays[index].client.handle(datagram, now: now), now: now, &output)
+            return routed(output, now: now)
+        }
+        guard !ice.configuration.relayOnly else {
+            counters.droppedOutsideRelay += 1
+            return output
+        }
+        receive(datagram, from: remote, to: local, now: now, &output)
+        return relays.isEmpty ? output : routed(output, now: now)
+    }
+
+    /// The RFC 7983 demux, for datagrams straight from a socket or unwrapped from a relay.
+    func receive(_ datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime,
+                 _ output: inout TransportOutput) {
+        guard let first = datagram.first else { return }
         switch first {
         case 0...3:
             absorb(ice.handle(datagram: datagram, from: remote, to: local, now: now), now: now, &output)
         case 20...63:
             guard ice.isValidated(remote: remote) else {
                 counters.droppedUnvalidatedSource += 1
-                return output
+                return
             }
             absorb(dtls.handle(datagram: datagram, now: now), now: now, &output)
         case 128...191:
             guard ice.isValidated(remote: remote) else {
                 counters.droppedUnvalidatedSource += 1
-                return output
+                return
             }
             receiveSRTP(datagram, now: now, &output)
         default:
             counters.droppedUnknownProtocol += 1
         }
-        return output
     }
 
     public var nextTimeout: MonotonicTime? {
         guard failure == nil else { return nil }
-        return [ice.nextTimeout, dtls.nextTimeout, dataChannels?.nextTimeout, media?.nextTimeout].compactMap { $0 }.min()
+        let relayDeadline = relays.isEmpty ? nil : relays.compactMap(\.client.nextTimeout).min()
+        return [ice.nextTimeout, dtls.nextTimeout, dataChannels?.nextTimeout, media?.nextTimeout, relayDeadline].compactMap { $0 }.min()
     }
 
     public func handleTimeout(now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         guard failure == nil else { return output }
+        lastNow = now
+        relayTimeouts(now: now, &output)
         absorb(ice.handleTimeout(now: now), now: now, &output)
         if failure == nil { absorb(dtls.handleTimeout(now: now), now: now, &output) }
         if failure == nil, let dataChannels, let deadline = dataChannels.nextTimeout, now >= deadline {
@@ -156,49 +199,52 @@ public final class PeerConnectionCore {
         if failure == nil, let media, let deadline = media.nextTimeout, now >= deadline {
             absorb(media.handleTimeout(now: now), &output)
         }
-        return output
+        return routed(output, now: now)
     }
 
     /// Applies a re-negotiation to the media core (sections that went away end their streams).
     public func updateMedia(_ negotiated: [NegotiatedMedia]) -> TransportOutput {
         var output = TransportOutput()
         if let media { absorb(media.update(tracks: ReceiveTrack.tracks(from: negotiated)), &output) }
-        return output
+        return routed(output, now: lastNow)
     }
 
     /// The recorder dropped a frame of `ssrc`: its stream waits for (and asks for) a keyframe.
     public func frameLostDownstream(ssrc: UInt32, rtpTimestamp: UInt32, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         if let media { absorb(media.frameLostDownstream(ssrc: ssrc, rtpTimestamp: rtpTimestamp, now: now), &output) }
-        return output
+        return routed(output, now: now)
     }
 
     /// Sends DTLS application data (SCTP) on the selected pair.
     public func sendApplicationData(_ data: [UInt8], now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         absorb(dtls.send(data), now: now, &output)
-        return output
+        return routed(output, now: now)
     }
 
     /// Sends a message on a data channel (by label).
     public func sendOnDataChannel(_ data: [UInt8], label: String, binary: Bool, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         if let dataChannels { absorb(dataChannels.send(data, label: label, binary: binary, now: now), now: now, &output) }
-        return output
+        return routed(output, now: now)
     }
 
     /// Closes a data channel from our side (stream reset); `.closed` follows when the peer resets its side.
     public func closeDataChannel(label: String, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         if let dataChannels { absorb(dataChannels.close(label: label, now: now), now: now, &output) }
-        return output
+        return routed(output, now: now)
     }
 
-    /// Sends close_notify and stops ICE.
+    /// Sends close_notify (through the relay when the pair is relayed), stops ICE and deletes
+    /// the TURN allocations.
     public func close() -> TransportOutput {
         var output = TransportOutput()
         absorb(dtls.close(), now: MonotonicTime(nanoseconds: 0), &output)
         ice.close()
+        output = routed(output, now: lastNow)
+        closeRelays(&output)
         return output
     }
 
@@ -248,15 +294,16 @@ public final class PeerConnectionCore {
         }
     }
 
-    private func absorb(_ iceOutput: ICEOutput, now: MonotonicTime, _ output: inout TransportOutput) {
+    func absorb(_ iceOutput: ICEOutput, now: MonotonicTime, _ output: inout TransportOutput) {
         output.datagrams += iceOutput.datagrams
         for event in iceOutput.events {
             switch event {
             case .stateChanged(let state):
                 output.events.append(.iceStateChanged(state))
-                if state == .failed && failure == nil { fail(.ice("no candidate pair succeeded"), &output) }
+                if state == .failed && failure == nil { fail(relayExplanation().map { .relay($0) } ?? .ice("no candidate pair succeeded"), &output) }
             case .selectedPair(let local, let remote):
                 output.events.append(.selectedPair(local: local, remote: remote))
+                bindChannelIfRelayed(local: local, remote: remote, now: now, &output)
                 if !dtlsStarted {
                     dtlsStarted = true
                     absorb(dtls.start(now: now), now: now, &output)
@@ -305,7 +352,7 @@ public final class PeerConnectionCore {
         }
     }
 
-    private func fail(_ reason: TransportFailure, _ output: inout TransportOutput) {
+    func fail(_ reason: TransportFailure, _ output: inout TransportOutput) {
         guard failure == nil else { return }
         failure = reason
         output.events.append(.failed(reason))
