@@ -106,8 +106,9 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "Archive", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "WireCoding",
+            "Archive", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "TURN", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -12,6 +12,7 @@ set -euo pipefail
 # GStreamer's rtpvp9depay and vp9dec (plugins-good) check the test server's VP9 packets.
 # deploy/bench/gst_recorder.py, the webrtcbin baseline recorder for deploy/bench.sh, speaks Sora
 # signaling with the websockets package for /usr/bin/python3 (webmmux: plugins-good, opusparse: bad).
+# coturn: the TURN server the relay tests record through (its service stays disabled; tests start it).
 DEBIAN_PACKAGES=(
   pkg-config
   libssl-dev
@@ -34,6 +35,7 @@ DEBIAN_PACKAGES=(
   gir1.2-nice-0.1
   python3-gi
   python3-websockets
+  coturn
 )
 
 missing=()

@@ -18,6 +18,10 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case rejected = 77
     /// Configuration unusable (bad config file, missing channel).
     case configuration = 78
+    /// The TURN relay the session needed could not be reached, refused the allocation, or lost it.
+    case relayUnavailable = 80
+    /// The TURN server refused the credentials (from the offer, or `--ice-servers`).
+    case relayCredentials = 81
 
     /// A few words for the help text.
     public var summary: String {
@@ -31,6 +35,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .protocolError: "protocol error"
         case .rejected: "rejected by the server"
         case .configuration: "configuration error"
+        case .relayUnavailable: "TURN relay unreachable or lost"
+        case .relayCredentials: "TURN credentials refused"
         }
     }
 

@@ -74,6 +74,8 @@ public struct JoinOptions: Sendable {
     public var dataDirectory: DataDirectory
     public var connectTimeoutSeconds: Double = 30
     public var hostPolicy = HostAddressPolicy()
+    /// TURN: ICE servers and transport policy overrides, and the CA for `turns:`.
+    public var relay = RelaySettings()
     /// How lost packets are recovered (NACK/RTX) and how long a gap is waited for.
     public var recovery = RecoveryPolicy()
     /// What one session may store in the events table; beyond it events are counted, not stored.

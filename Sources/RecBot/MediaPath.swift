@@ -6,9 +6,11 @@ import Media
 import NIOCore
 import Recorder
 import SDP
+import NIOConcurrencyHelpers
 import SoraSignaling
 import STUN
 import Transport
+import TURN
 import WireCoding
 
 /// The session's media side once the offer is answered: the UDP transport with its peer
@@ -26,12 +28,16 @@ final class MediaPath: @unchecked Sendable {
     let offer: OfferMessage
     private var negotiation: RecvOnlyNegotiation
     private var refusals = VideoRefusals()
+    private let relayTrust: RelayTrust
+    /// Why the transport failed, once it has: the exit code depends on it (a relay's own codes).
+    let transportFailure = NIOLockedValueBox<TransportFailure?>(nil)
     private let session: JoinSession.SessionStart
     private var logger: Logger { session.logger }
 
     private init(transport: UDPTransport, negotiation: RecvOnlyNegotiation, offer: OfferMessage, options: JoinOptions,
                  session: JoinSession.SessionStart) {
         self.transport = transport
+        relayTrust = RelayTrust(caFile: options.relay.caFile)
         self.negotiation = negotiation
         self.offer = offer
         self.session = session
@@ -75,6 +81,18 @@ final class MediaPath: @unchecked Sendable {
             await connection.close()
             return .failure(SessionEnding(.network, "network: no usable local address for ICE (see the address allow/deny lists)"))
         }
+        let plan = await RelayPlan.make(offer: start.offer, settings: options.relay, logger: logger)
+        for reason in plan.skipped { logger.warning("ICE server not used", metadata: ["reason": "\(reason)"]) }
+        if plan.relayOnly && plan.servers.isEmpty {
+            logger.error("relay-only, but no TURN server with credentials to use")
+            connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
+            await connection.close()
+            return .failure(SessionEnding(.relayUnavailable, "TURN: relay-only, but no usable TURN server (see --ice-servers)"))
+        }
+        if !plan.servers.isEmpty {
+            logger.info("TURN relays", metadata: ["servers": "\(plan.servers.map(\.name).joined(separator: " "))",
+                                                  "policy": "\(plan.relayOnly ? "relay" : "all")"])
+        }
         let transport: UDPTransport
         let negotiation: RecvOnlyNegotiation
         do {
@@ -88,6 +106,7 @@ final class MediaPath: @unchecked Sendable {
             capabilities.acceptsDataChannels = true  // whatever data channels Sora offers are received and logged
             negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
                                                   capabilities: capabilities, recovery: options.recovery,
+                                                  relays: plan.servers, relayOnly: plan.relayOnly,
                                                   random: { UInt64.random(in: .min ... .max, using: &generator) })
         } catch {
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
@@ -112,7 +131,8 @@ final class MediaPath: @unchecked Sendable {
     /// local candidates queue in the inbox; a transport failure takes the control path.
     func start(inbox: SessionInbox, onPhase: @escaping @Sendable (String) -> Void) {
         let (recordings, core, finisher, context, logger, transport) = (recordings, core, finisher, context, logger, transport)
-        transport.run(core) { event in
+        let transportFailure = self.transportFailure
+        transport.run(core, relayTrust: relayTrust) { event in
             switch event {
             case .frames(let frames):
                 // Times come from the transport's clock, as the core saw them (no second clock read).
@@ -126,7 +146,10 @@ final class MediaPath: @unchecked Sendable {
                 for part in recordings.takeRetired() {
                     finisher.finish(part, counts: core.media?.counters(sender: part.connectionID) ?? ReceiveCounters(), context: context, isLastPart: false)
                 }
-            case .failed(let failure): inbox.post(control: .transportFailed("\(failure)"))
+            case .failed(let failure):
+                transportFailure.withLockedValue { $0 = $0 ?? failure }
+                inbox.post(control: .transportFailed("\(failure)"))
+            case .relay(let event): Self.log(event, logger: logger)
             case .localCandidate(let candidate): inbox.post(message: .localCandidate(candidate.sdp))
             case .iceStateChanged(let state):
                 logger.info("ICE \(state)")
@@ -237,6 +260,17 @@ final class MediaPath: @unchecked Sendable {
         return (try? await transport.eventLoop.submit {
             recordings.recorders.map { ($0.value, core.media?.counters(sender: $0.key) ?? ReceiveCounters()) }
         }.get()) ?? []
+    }
+
+    private static func log(_ event: RelayEvent, logger: Logger) {
+        switch event {
+        case .allocated(let server, let relayed, let mapped):
+            logger.info("TURN allocation", metadata: ["server": "\(server)", "relayed": "\(relayed)", "mapped": "\(mapped.map { "\($0)" } ?? "-")"])
+        case .channelBound(let server, let peer):
+            logger.debug("TURN channel bound", metadata: ["server": "\(server)", "peer": "\(peer)"])
+        case .failed(let server, let failure):
+            logger.warning("TURN relay failed", metadata: ["server": "\(server)", "reason": "\(failure)"])
+        }
     }
 
     static func stunServers(_ servers: [ICEServer]) -> [TransportAddress] {

@@ -92,6 +92,9 @@ struct SessionShutdown {
     /// not done by then is left to `recbot repair`) and writes the report.
     func finish(_ end: SignalingSessionEnd, inboxDropped: SessionInbox.Dropped) async -> SessionEnding {
         var result: ExitStatus = end.isFailure ? .network : .success
+        if case .relay(let failure) = media.transportFailure.withLockedValue({ $0 }) {
+            result = failure.isAuthentication ? .relayCredentials : .relayUnavailable
+        }
         var reason = end.reason
         let stoppedAt = JoinSession.nowMilliseconds()
         await media.transport.close()

@@ -130,6 +130,8 @@ extension ExitStatus {
         case .protocolError: "protocol_error"
         case .rejected: "rejected"
         case .configuration: "configuration"
+        case .relayUnavailable: "relay_unavailable"
+        case .relayCredentials: "relay_credentials"
         }
     }
 }

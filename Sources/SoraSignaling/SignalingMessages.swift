@@ -1,10 +1,38 @@
 import Foundation
 
-/// An ICE server from the offer's `config.iceServers`.
-public struct ICEServer: Sendable, Equatable {
+/// An ICE server from the offer's `config.iceServers` (or recbot's `--ice-servers`, same shape).
+/// `description` never shows the credential.
+public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
     public var urls: [String]
     public var username: String?
     public var credential: String?
+
+    public init(urls: [String], username: String? = nil, credential: String? = nil) {
+        self.urls = urls
+        self.username = username
+        self.credential = credential
+    }
+
+    public var description: String { urls.joined(separator: " ") + (username.map { " (user \($0))" } ?? "") }
+
+    /// The RTCIceServer list shape: `[{"urls": "…" or ["…"], "username": "…", "credential": "…"}]`,
+    /// at most 16 servers of 16 URLs each. Entries that are not objects are skipped.
+    public static func list(from value: Any?) -> [ICEServer] {
+        guard let list = value as? [[String: Any]] else { return [] }
+        return list.prefix(16).map { entry in
+            let urls = (entry["urls"] as? [String]) ?? ((entry["urls"] as? String).map { [$0] } ?? [])
+            return ICEServer(urls: Array(urls.prefix(16)), username: entry["username"] as? String, credential: entry["credential"] as? String)
+        }
+    }
+
+    /// Parses a JSON array of ICE servers (the `--ice-servers` override).
+    public static func list(json text: String) throws(SignalingError) -> [ICEServer] {
+        guard text.utf8.count <= 64 << 10,
+              let value = try? JSONSerialization.jsonObject(with: Data(text.utf8)), value is [[String: Any]] else {
+            throw .malformedMessage("ICE servers must be a JSON array of {urls, username, credential} objects")
+        }
+        return list(from: value)
+    }
 }
 
 /// The fields of `offer` a recvonly client uses (sora-protocol.md §3.1).
@@ -16,6 +44,8 @@ public struct OfferMessage: Sendable, Equatable {
     public var sessionID: String?
     public var channelID: String?
     public var iceServers: [ICEServer]
+    /// `config.iceTransportPolicy`: "relay" asks for relayed candidates only.
+    public var iceTransportPolicy: String?
     public var dataChannelSignaling: Bool?
     public var ignoreDisconnectWebsocket: Bool?
     /// Every data channel Sora opens, with its compress/header settings.
@@ -49,17 +79,11 @@ public enum IncomingMessage: Sendable, Equatable {
         switch type {
         case "offer":
             guard let sdp = string("sdp") else { throw .malformedMessage("offer without sdp") }
-            var servers: [ICEServer] = []
-            if let config = object["config"] as? [String: Any], let list = config["iceServers"] as? [[String: Any]] {
-                for entry in list.prefix(16) {
-                    let urls = (entry["urls"] as? [String]) ?? ((entry["urls"] as? String).map { [$0] } ?? [])
-                    servers.append(ICEServer(urls: Array(urls.prefix(16)), username: entry["username"] as? String,
-                                             credential: entry["credential"] as? String))
-                }
-            }
+            let config = object["config"] as? [String: Any]
             self = .offer(OfferMessage(
                 sdp: sdp, connectionID: string("connection_id"), clientID: string("client_id"), bundleID: string("bundle_id"),
-                sessionID: string("session_id"), channelID: string("channel_id"), iceServers: servers,
+                sessionID: string("session_id"), channelID: string("channel_id"), iceServers: ICEServer.list(from: config?["iceServers"]),
+                iceTransportPolicy: (config?["iceTransportPolicy"] as? String).map { String($0.prefix(16)) },
                 dataChannelSignaling: object["data_channel_signaling"] as? Bool,
                 ignoreDisconnectWebsocket: object["ignore_disconnect_websocket"] as? Bool,
                 dataChannels: SoraDataChannelSettings.parse(object["data_channels"]), raw: text))

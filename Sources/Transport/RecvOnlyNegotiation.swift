@@ -33,6 +33,7 @@ public struct RecvOnlyNegotiation {
 
     public init(offer: SessionDescription, hosts: [TransportAddress], certificate: DTLSCertificate,
                 capabilities: ReceiverCapabilities = ReceiverCapabilities(), recovery: RecoveryPolicy = RecoveryPolicy(), trickle: Bool = false,
+                relays: [RelayServer] = [], relayOnly: Bool = false,
                 random: @escaping () -> UInt64) throws(NegotiationError) {
         func randomString(_ count: Int) -> String {
             String((0..<count).map { _ in RecvOnlyNegotiation.iceCharacters[Int(random() % UInt64(RecvOnlyNegotiation.iceCharacters.count))] })
@@ -40,7 +41,10 @@ public struct RecvOnlyNegotiation {
         guard let fingerprint = certificate.fingerprint() else { throw .dtls(.setup("cannot fingerprint the certificate")) }
         let local = LocalTransportParameters(
             iceUfrag: randomString(8), icePwd: randomString(24), fingerprint: fingerprint,
-            candidates: trickle ? [] : ICEAgent.hostCandidates(hosts).map(\.sdp), endOfCandidates: !trickle,
+            // Relay-only: no host candidate is offered; the relayed one is trickled once allocated.
+            // With relays, candidates keep coming after the answer, so no end-of-candidates.
+            candidates: trickle || relayOnly ? [] : ICEAgent.hostCandidates(hosts).map(\.sdp),
+            endOfCandidates: !trickle && relays.isEmpty,
             sessionID: String(random() >> 2))
         let answer: RecvOnlyAnswer
         do {
@@ -53,6 +57,7 @@ public struct RecvOnlyNegotiation {
             localUfrag: local.iceUfrag, localPassword: local.icePwd, remoteUfrag: answer.remote.iceUfrag,
             remotePassword: answer.remote.icePwd, role: answer.remote.iceLite ? .controlling : .controlled, tieBreaker: random())
         configuration.maximumRemoteCandidates = 64
+        configuration.relayOnly = relayOnly
         let ice = ICEAgent(configuration: configuration, hosts: hosts, random: random)
         for candidate in answer.remote.candidates { ice.addRemoteCandidate(candidate) }
         if answer.remote.endOfCandidates { ice.setRemoteEndOfCandidates() }
@@ -78,7 +83,7 @@ public struct RecvOnlyNegotiation {
             reducedSizeRTCP: answer.media.contains { $0.accepted && $0.reducedSizeRTCP })
         let media = MediaReceiver(configuration: mediaConfiguration, random: random)
         _ = media.update(tracks: ReceiveTrack.tracks(from: answer.media))
-        self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels, media: media)
+        self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels, media: media, relays: relays, random: random)
         var reusable = local
         reusable.candidates = []
         reusable.endOfCandidates = false

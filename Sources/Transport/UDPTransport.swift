@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import NIOPosix
+import NIOSSL
 import STUN
 import WireCoding
 
@@ -12,11 +13,14 @@ public final class UDPTransport: @unchecked Sendable {
     public let eventLoop: EventLoop
     public let localAddresses: [TransportAddress]
     private let channels: [TransportAddress: Channel]
-    private var core: PeerConnectionCore?
+    var core: PeerConnectionCore?
     private var onEvent: ((TransportEvent) -> Void)?
+    /// TCP/TLS connections to TURN servers, by `RelayServer.id` (see RelayStreamConnections.swift).
+    var streamChannels: [Int: Channel] = [:]
+    var relayTrust = RelayTrust()
+    let logger: Logger
     private var timer: Scheduled<Void>?
     private var timerDeadline: MonotonicTime?
-    private let logger: Logger
     /// Inside one batch of reads (one recvmmsg): the clock is read once for the batch and the
     /// timer is rescheduled once after it, not once per datagram (both showed in profiles).
     private var batchArrival: MonotonicTime?
@@ -76,12 +80,15 @@ public final class UDPTransport: @unchecked Sendable {
         return transport
     }
 
-    /// Starts the core; `onEvent` is called on the event loop for every event.
-    public func run(_ core: PeerConnectionCore, onEvent: @escaping (TransportEvent) -> Void) {
+    /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
+    /// for every event.
+    public func run(_ core: PeerConnectionCore, relayTrust: RelayTrust = RelayTrust(), onEvent: @escaping (TransportEvent) -> Void) {
         eventLoop.execute {
             self.core = core
             self.onEvent = onEvent
+            self.relayTrust = relayTrust
             self.apply(core.start(now: Self.now()))
+            for server in core.relayStreams { self.connectRelay(server) }
         }
     }
 
@@ -103,6 +110,10 @@ public final class UDPTransport: @unchecked Sendable {
             }
         }
         for channel in channels.values { try? await channel.close() }
+        let streams = await withCheckedContinuation { continuation in
+            eventLoop.execute { continuation.resume(returning: Array(self.streamChannels.values)) }
+        }
+        for channel in streams { try? await channel.close() }
     }
 
     static func now() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
@@ -126,8 +137,9 @@ public final class UDPTransport: @unchecked Sendable {
         }
     }
 
-    private func apply(_ output: TransportOutput, inReadBatch: Bool = false) {
+    func apply(_ output: TransportOutput, inReadBatch: Bool = false) {
         eventLoop.preconditionInEventLoop()
+        if !output.streamWrites.isEmpty || !output.streamsToClose.isEmpty { applyStreams(output) }
         for datagram in output.datagrams {
             guard let channel = channels[datagram.from], let remote = try? datagram.to.socketAddress() else {
                 logger.debug("no socket for datagram", metadata: ["from": "\(datagram.from)", "to": "\(datagram.to)"])

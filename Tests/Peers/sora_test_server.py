@@ -508,6 +508,11 @@ class Session:
             self.truth["end"] = "bad-offer"
             return
         pc = RTCPeerConnection(RTCConfiguration(iceServers=[], bundlePolicy=RTCBundlePolicy.MAX_BUNDLE))
+
+        @pc.on("iceconnectionstatechange")
+        def note_selected_pair():
+            if pc.iceConnectionState == "completed" and "ice_selected_remote" not in self.truth:
+                self.truth["ice_selected_remote"] = selected_remote(pc)
         for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
             publisher.attach(pc)
             self.impairment.watch(publisher)
@@ -539,7 +544,8 @@ class Session:
         await self.send(ws, {
             "type": "offer", "sdp": self.offer_text(pc), "connection_id": bot_id, "client_id": connect.get("client_id", bot_id),
             "bundle_id": bot_id, "session_id": session_id, "channel_id": channel, "simulcast": False, "spotlight": False,
-            "version": "recbot-test-server", "config": {"iceServers": [], "iceTransportPolicy": "all"},
+            "version": "recbot-test-server",
+            "config": {"iceServers": json.loads(args.ice_servers_json), "iceTransportPolicy": args.ice_transport_policy},
             **({"data_channel_signaling": True, "ignore_disconnect_websocket": bool(connect.get("ignore_disconnect_websocket")),
                 "data_channels": self.channel_settings} if dc_signaling else {}),
         })
@@ -819,6 +825,18 @@ class Session:
         await pc.close()
 
 
+def selected_remote(pc):
+    """The remote address of the pair aioice nominated ("host:port"): a relayed address when
+    recbot connected through TURN. Read from aioice's internals, as aiortc exposes no stats for it."""
+    try:
+        transceivers = pc.getTransceivers()
+        dtls = transceivers[0].receiver.transport if transceivers else pc.sctp.transport
+        pair = dtls.transport._connection._nominated.get(1)
+        return f"{pair.remote_candidate.host}:{pair.remote_candidate.port}" if pair else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def self_signed_context():
     """A throwaway self-signed certificate for 127.0.0.1, so wss:// can be tested offline."""
     import datetime
@@ -874,6 +892,9 @@ async def main():
     parser.add_argument("--bad-offer", action="store_true", help="send an offer whose SDP cannot be answered")
     parser.add_argument("--first-publisher-id", help="use this connection id (even a hostile one) for the first publisher")
     parser.add_argument("--tls", action="store_true", help="serve wss:// with a self-signed certificate")
+    parser.add_argument("--ice-servers-json", default="[]", metavar="JSON",
+                        help="the offer's config.iceServers (e.g. a TURN server with credentials)")
+    parser.add_argument("--ice-transport-policy", default="all", choices=["all", "relay"], help="the offer's config.iceTransportPolicy")
     parser.add_argument("--max-seconds", type=float, default=120)
     parser.add_argument("--truth", help="write the ground truth here when the session ends")
     parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",

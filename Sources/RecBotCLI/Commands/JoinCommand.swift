@@ -50,13 +50,15 @@ struct JoinCommand: AsyncParsableCommand {
             RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
             RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
             RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT,
-            RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE.
+            RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE, RECBOT_ICE_SERVERS (JSON or @file),
+            RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE.
             Precedence: flag, then environment, then config file.
 
             """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration]))
 
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
+    @OptionGroup(title: "TURN relays") var relayArguments: RelayArguments
     @Option(help: "Channel id to record.") var channel: String?
     @Option(name: .customLong("url"), help: "Signaling URL (ws:// or wss://); repeat to race several.") var urls: [String] = []
     @Option(help: ArgumentHelp("Metadata for authentication: JSON text, or @file.", valueName: "json|@file")) var metadata: String?
@@ -225,6 +227,7 @@ struct JoinCommand: AsyncParsableCommand {
         }
         options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, "RECBOT_ALLOW_ADDRESSES"),
                                                deny: try prefixes(denyAddresses, "RECBOT_DENY_ADDRESSES"))
+        options.relay = try relayArguments.settings(settings)
         return options
     }
 

@@ -1,0 +1,175 @@
+import Archive
+import Foundation
+import Glibc
+import Testing
+
+/// coturn (Debian's `turnserver`), started for one test on loopback: UDP and TCP on one port,
+/// TLS on another with a throwaway certificate for `localhost`, long-term credentials.
+struct Coturn {
+    let directory: URL
+    let process = Process()
+    let port: Int
+    let tlsPort: Int
+    static let username = "recbot"
+    let password = "pw-\(UUID().uuidString.prefix(8))"
+
+    static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-coturn-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        port = try Coturn.freePort()
+        tlsPort = try Coturn.freePort()
+        let (key, cert) = (directory.appendingPathComponent("key.pem").path, certificatePath)
+        try Coturn.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
+                                            "-keyout", key, "-out", cert, "-subj", "/CN=localhost",
+                                            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+        let relayBase = 40_000 + Int.random(in: 0..<200) * 100
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/turnserver")
+        process.arguments = [
+            "-n", "--no-cli", "--log-file=stdout", "--simple-log", "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1",
+            "--listening-port=\(port)", "--tls-listening-port=\(tlsPort)", "--min-port=\(relayBase)", "--max-port=\(relayBase + 99)",
+            "--lt-cred-mech", "--realm=recbot", "--user=\(Coturn.username):\(password)", "--fingerprint",
+            // The test peers live on loopback; coturn refuses loopback peers unless told.
+            "--allow-loopback-peers", "--no-multicast-peers", "--no-dtls", "--cert=\(cert)", "--pkey=\(key)",
+            "--userdb=\(directory.appendingPathComponent("turndb").path)", "--pidfile=\(directory.appendingPathComponent("pid").path)",
+        ]
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        for _ in 0..<100 where !Coturn.accepts(port: tlsPort) || !Coturn.accepts(port: port) { Thread.sleep(forTimeInterval: 0.05) }
+    }
+
+    var certificatePath: String { directory.appendingPathComponent("cert.pem").path }
+
+    func relayRange() -> ClosedRange<Int> {
+        let arguments = process.arguments ?? []
+        let low = arguments.first { $0.hasPrefix("--min-port=") }.flatMap { Int($0.dropFirst(11)) } ?? 0
+        return low...(low + 99)
+    }
+
+    /// Sora's `config.iceServers` shape, for one URL.
+    func iceServers(_ url: String, password: String? = nil) -> String {
+        #"[{"urls": ["\#(url)"], "username": "\#(Coturn.username)", "credential": "\#(password ?? self.password)"}]"#
+    }
+
+    func stop() {
+        // coturn takes its time over SIGTERM; its state is throwaway, so kill it.
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound else { throw POSIXError(.EADDRINUSE) }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
+    static func run(_ path: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        process.waitUntilExit()
+    }
+}
+
+/// Recordings through a real TURN server (issue 14): relay-only over each transport to the server,
+/// with the credentials from the offer or from `--ice-servers`, and the failures' exit codes.
+@Suite(.serialized, .enabled(if: Coturn.isInstalled, "coturn (turnserver) is not installed: deploy/install-deps.sh installs it"))
+struct RelayScenarioTests {
+    enum Source { case offer, override }
+
+    @Test(arguments: [("udp", Source.offer), ("tcp", .offer), ("tls", .override)])
+    func relayOnlyRecordingThroughEachTransport(transport: String, source: Source) throws {
+        let coturn = try Coturn()
+        defer { coturn.stop() }
+        let url = switch transport {
+        case "udp": "turn:127.0.0.1:\(coturn.port)?transport=udp"
+        case "tcp": "turn:127.0.0.1:\(coturn.port)?transport=tcp"
+        default: "turns:localhost:\(coturn.tlsPort)?transport=tcp"
+        }
+        var serverArguments = ["--publisher", "vp8"]
+        var joinArguments = ["--duration", "5s"]
+        if source == .offer {
+            // Sora's way: the TURN server and the policy come in the offer's config.
+            serverArguments += ["--ice-servers-json", coturn.iceServers(url), "--ice-transport-policy", "relay"]
+        } else {
+            let file = coturn.directory.appendingPathComponent("ice.json")
+            try coturn.iceServers(url).write(to: file, atomically: true, encoding: .utf8)
+            joinArguments += ["--ice-servers", "@" + file.path, "--ice-transport-policy", "relay", "--turn-ca-file", coturn.certificatePath]
+        }
+        let scenario = try Scenario(serverArguments: serverArguments)
+        defer { scenario.stop() }
+        let result = try scenario.join(joinArguments)
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        #expect(result.stderr.contains("TURN allocation"))
+        #expect(!result.stderr.contains(coturn.password), "the credential never reaches the log")
+        let truth = try scenario.truth()
+        // The peer's nominated pair ends at coturn's relayed address: media went through the relay.
+        let selected = try #require(truth["ice_selected_remote"] as? String, "truth: \(truth.keys.sorted())")
+        let selectedPort = try #require(Int(selected.split(separator: ":").last ?? ""))
+        #expect(coturn.relayRange().contains(selectedPort), "selected \(selected), relay ports \(coturn.relayRange())")
+
+        let publisher = try #require((truth["publishers"] as? [[String: Any]])?.first)
+        let recording = try #require(try scenario.catalog().recordings().first)
+        #expect(recording.status == .complete)
+        let probe = try Scenario.probe(scenario.dataDirectory + "/" + recording.path)
+        let video = try #require(probe.streams.first { $0.codec == "vp8" })
+        let sent = try #require(publisher["video_frames_sent"] as? Int)
+        #expect(Double(video.frames) >= 0.9 * Double(sent), "\(video.frames) of \(sent) video frames through \(transport)")
+        #expect(probe.streams.contains { $0.codec == "opus" && $0.frames > 100 })
+        let events = try scenario.catalog().events(EventFilter(sessionID: recording.sessionID))
+        #expect(!events.contains { "\($0.payload)".contains(coturn.password) }, "nor the catalog")
+    }
+
+    @Test func wrongCredentialsExit81AndAnUnreachableRelayExits80() throws {
+        let coturn = try Coturn()
+        defer { coturn.stop() }
+        let wrong = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
+                                                   "--ice-servers-json", coturn.iceServers("turn:127.0.0.1:\(coturn.port)", password: "wrong")])
+        defer { wrong.stop() }
+        let refused = try wrong.join(["--duration", "20s"])
+        #expect(refused.status == 81, "recbot: \(refused.stderr.suffix(2_000))")
+        #expect(refused.stderr.contains("TURN server refused the credentials"))
+
+        // Nothing listens there: the TCP connection is refused, which relay-only cannot survive.
+        let closedPort = try Coturn.freePort()
+        let dead = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
+                                                  "--ice-servers-json", coturn.iceServers("turn:127.0.0.1:\(closedPort)?transport=tcp")])
+        defer { dead.stop() }
+        let unreachable = try dead.join(["--duration", "20s"])
+        #expect(unreachable.status == 80, "recbot: \(unreachable.stderr.suffix(2_000))")
+        #expect(unreachable.stderr.contains("TURN server unreachable"))
+
+        // A turns: server whose certificate nobody vouches for is not trusted.
+        let untrusted = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
+                                                       "--ice-servers-json", coturn.iceServers("turns:localhost:\(coturn.tlsPort)")])
+        defer { untrusted.stop() }
+        let unverified = try untrusted.join(["--duration", "20s"])
+        #expect(unverified.status == 80, "recbot: \(unverified.stderr.suffix(2_000))")
+    }
+}
