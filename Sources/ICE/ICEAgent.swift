@@ -482,13 +482,7 @@ public final class ICEAgent {
         output.events.append(.stateChanged(newState))
     }
 
-    private func newTransactionID() -> STUNTransactionID {
-        let a = random(), b = random()
-        var bytes: [UInt8] = []
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: a >> UInt64(shift))) }
-        for shift in stride(from: 56, through: 32, by: -8) { bytes.append(UInt8(truncatingIfNeeded: b >> UInt64(shift))) }
-        return STUNTransactionID(bytes: bytes)!
-    }
+    private func newTransactionID() -> STUNTransactionID { .random(random) }
 
     /// 4 to 6 s, randomised so that consent checks do not synchronise (RFC 7675 §5.1).
     private func consentInterval() -> Int64 {

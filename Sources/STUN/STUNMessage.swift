@@ -31,6 +31,16 @@ public struct STUNTransactionID: Hashable, Sendable, CustomStringConvertible {
         STUNTransactionID(uncheckedBytes: (0..<12).map { _ in UInt8.random(in: .min ... .max, using: &generator) })
     }
 
+    /// From two draws of a 64-bit source: the sans-IO cores (ICE, TURN) take randomness as a closure.
+    public static func random(_ next: () -> UInt64) -> STUNTransactionID {
+        let a = next(), b = next()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(12)
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: a >> UInt64(shift))) }
+        for shift in stride(from: 56, through: 32, by: -8) { bytes.append(UInt8(truncatingIfNeeded: b >> UInt64(shift))) }
+        return STUNTransactionID(uncheckedBytes: bytes)
+    }
+
     init(uncheckedBytes: [UInt8]) { bytes = uncheckedBytes }
 
     public var description: String { bytes.map { String($0, radix: 16).leftPadded(to: 2) }.joined() }

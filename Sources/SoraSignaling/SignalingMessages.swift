@@ -2,7 +2,7 @@ import Foundation
 
 /// An ICE server from the offer's `config.iceServers` (or recbot's `--ice-servers`, same shape).
 /// `description` never shows the credential.
-public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
+public struct ICEServer: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var urls: [String]
     public var username: String?
     public var credential: String?
@@ -14,6 +14,7 @@ public struct ICEServer: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { urls.joined(separator: " ") + (username.map { " (user \($0))" } ?? "") }
+    public var debugDescription: String { description }
 
     /// The RTCIceServer list shape: `[{"urls": "…" or ["…"], "username": "…", "credential": "…"}]`,
     /// at most 16 servers of 16 URLs each. Entries that are not objects are skipped.

@@ -293,12 +293,5 @@ public final class TURNClient {
 
     var isStream: Bool { configuration.transport.isStream }
 
-    func newTransactionID() -> STUNTransactionID {
-        let a = random(), b = random()
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(12)
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8(truncatingIfNeeded: a >> UInt64(shift))) }
-        for shift in stride(from: 56, through: 32, by: -8) { bytes.append(UInt8(truncatingIfNeeded: b >> UInt64(shift))) }
-        return STUNTransactionID(bytes: bytes)!
-    }
+    func newTransactionID() -> STUNTransactionID { .random(random) }
 }

@@ -9,8 +9,9 @@ public enum TURNTransport: String, Sendable, CaseIterable {
     public var isStream: Bool { self != .udp }
 }
 
-/// Long-term credentials (RFC 8489 §9.2). `description` never shows the password.
-public struct TURNCredentials: Sendable, Equatable, CustomStringConvertible {
+/// Long-term credentials (RFC 8489 §9.2). Neither description shows the password, so a
+/// configuration printed whole (by reflection) does not either.
+public struct TURNCredentials: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var username: String
     public var password: String
 
@@ -20,6 +21,7 @@ public struct TURNCredentials: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(username):<password>" }
+    public var debugDescription: String { description }
 }
 
 public struct TURNClientConfiguration: Sendable, Equatable {

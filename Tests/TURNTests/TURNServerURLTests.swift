@@ -1,4 +1,5 @@
 import Testing
+import STUN
 @testable import TURN
 
 @Suite struct TURNServerURLTests {
@@ -15,6 +16,17 @@ import Testing
         for bad in ["turn:", "turn:host:0", "turn:host:70000", "turns:host?transport=udp", "turn:host?transport=sctp",
                     "turn:2001:db8::1", "turn:[::1", "turn:host?foo=bar", "turn:ho st", "turn:user@host"] {
             #expect(throws: TURNServerURL.ParseError.self, "\(bad)") { try TURNServerURL(parsing: bad) }
+        }
+    }
+}
+
+@Suite struct TURNCredentialsTests {
+    @Test func noDescriptionShowsThePassword() {
+        var configuration = TURNClientConfiguration(server: .init(ip: .v4(127, 0, 0, 1), port: 3478), transport: .udp,
+                                                    credentials: TURNCredentials(username: "u", password: "s3cret"))
+        configuration.software = "x"
+        for text in [String(describing: configuration), String(reflecting: configuration), "\(configuration.credentials)"] {
+            #expect(!text.contains("s3cret"), "\(text)")
         }
     }
 }
