@@ -108,17 +108,9 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-metrics-\(UUID())")
         let scenario = Scenario(existingDirectory: directory)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0 }
-        }
-        try #require(bound)
-        let occupied = Int(UInt16(bigEndian: address.sin_port))
+        let listener = try #require(LoopbackSocket(listening: true))
+        defer { close(listener.descriptor) }
+        let occupied = listener.port
         let url = "ws://127.0.0.1:9/signaling"
         let inUse = try scenario.join(["--duration", "2s", "--metrics-listen", "127.0.0.1:\(occupied)"], url: url)
         #expect(inUse.status == 78 && inUse.stderr.contains("--metrics-listen 127.0.0.1:\(occupied)") && inUse.stderr.contains("in use"), "\(inUse.stderr)")
