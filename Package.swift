@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/websocket-kit", from: "2.16.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // MARK: System libraries (module maps over pkg-config; static inline shims for macros)
@@ -90,6 +91,19 @@ let package = Package(
             plugins: ["EmbedMigrations"]
         ),
 
+        // The catalog on PostgreSQL for fleets (`--catalog postgres://…`); SQLite stays the default.
+        .target(
+            name: "ArchivePostgres",
+            dependencies: [
+                "Archive",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // MARK: Build-time embedding of migrations/*.sql (so a copied binary works alone)
         .executableTarget(name: "MigrationEmbedder"),
         .plugin(name: "EmbedMigrations", capability: .buildTool(), dependencies: ["MigrationEmbedder"]),
@@ -106,7 +120,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "Archive", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "TURN", "WireCoding",
+            "Archive", "ArchivePostgres", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "TURN", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -172,7 +186,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling", "Transport", "Verification", "Repair",
+                "Archive", "ArchivePostgres", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling", "Transport", "Verification", "Repair",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -185,6 +199,11 @@ let package = Package(
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "SRTP", "WireCoding"]),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
+        // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
+        .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
+        .testTarget(name: "ArchivePostgresTests", dependencies: [
+            "Archive", "ArchivePostgres", "PostgresTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+        ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "RecBotTests", dependencies: ["RecBot", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
                                                         .product(name: "Logging", package: "swift-log")]),

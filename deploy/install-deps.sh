@@ -13,6 +13,8 @@ set -euo pipefail
 # deploy/bench/gst_recorder.py, the webrtcbin baseline recorder for deploy/bench.sh, speaks Sora
 # signaling with the websockets package for /usr/bin/python3 (webmmux: plugins-good, opusparse: bad).
 # coturn: the TURN server the relay tests record through (its service stays disabled; tests start it).
+# postgresql-15: the server the PostgreSQL catalog tests start (a throwaway cluster each; the
+# packaged cluster is not used).
 DEBIAN_PACKAGES=(
   pkg-config
   libssl-dev
@@ -36,6 +38,7 @@ DEBIAN_PACKAGES=(
   python3-gi
   python3-websockets
   coturn
+  postgresql-15
 )
 
 missing=()

@@ -52,11 +52,13 @@ public struct EventFilter: Sendable {
 public struct EventCount: Sendable, Equatable {
     public var kind: EventKind
     public var count: Int
+
+    public init(kind: EventKind, count: Int) { (self.kind, self.count) = (kind, count) }
 }
 
 extension Catalog {
     /// Newest first.
-    public func sessions(_ filter: SessionFilter = SessionFilter()) throws(CatalogError) -> [SessionRecord] {
+    public func sessions(_ filter: SessionFilter) throws(CatalogError) -> [SessionRecord] {
         try read { db in
             var request = SessionRecord.all()
             if let channel = filter.channelID { request = request.filter(Column("channel_id") == channel) }
@@ -89,7 +91,7 @@ extension Catalog {
     }
 
     /// Oldest first, within a session by sender and part.
-    public func recordings(_ filter: RecordingFilter = RecordingFilter()) throws(CatalogError) -> [RecordingRecord] {
+    public func recordings(_ filter: RecordingFilter) throws(CatalogError) -> [RecordingRecord] {
         try read { db in
             var request = RecordingRecord.all()
             if let session = filter.sessionID { request = request.filter(Column("session_id") == session) }

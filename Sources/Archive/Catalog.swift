@@ -2,13 +2,14 @@ import Foundation
 import GRDB
 import Logging
 
-/// The SQLite catalog of sessions, connections, recordings and events.
+/// The SQLite catalog (the embedded default; `CatalogStore` says what every catalog does) of sessions, connections, recordings and events.
 ///
 /// WAL mode and a busy timeout let `recbot sessions list` read while several bots write.
 /// GRDB starts a pool's write transactions IMMEDIATE, so concurrent writer processes
 /// queue on the busy timeout instead of failing on a read-to-write lock upgrade.
-public final class Catalog: Sendable {
+public final class Catalog: CatalogStore {
     public let path: String
+    public var location: String { path }
     let pool: DatabasePool
 
     public static let busyTimeout: TimeInterval = 10
@@ -34,7 +35,7 @@ public final class Catalog: Sendable {
         do {
             // Joins that start together on a fresh or older catalog would race through the
             // migrations ("table already exists"): one process migrates at a time.
-            let lock = try MigrationLock(catalogPath: path)
+            let lock = try FileLock(path: path + ".lock", for: path)
             defer { lock.release() }
             pool = try DatabasePool(path: path, configuration: Catalog.configuration(readonly: false))
             let migrator = Catalog.migrator()

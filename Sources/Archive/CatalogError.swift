@@ -1,4 +1,5 @@
-/// Why the catalog could not be used. Always names the file.
+/// Why the catalog could not be used. Always names the catalog: its file, or its URL without
+/// the password.
 public struct CatalogError: Error, CustomStringConvertible, Sendable {
     public enum Reason: Sendable, Equatable {
         /// The file exists but is not an SQLite database.
@@ -12,8 +13,17 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
         case cannotCreateDirectory(String)
         case sqlite(String)
         case notFound(String)
+        /// `--catalog` / RECBOT_CATALOG_URL does not say where a catalog is.
+        case badLocation(String)
+        /// The PostgreSQL server cannot be reached (refused, timed out, connection lost).
+        case unreachable(String)
+        /// The PostgreSQL server refused the user or password.
+        case credentials(String)
+        /// The PostgreSQL server refused a statement (SQLSTATE and message).
+        case server(String)
     }
 
+    /// The catalog's file, or its URL without the password.
     public var path: String
     public var reason: Reason
 
@@ -38,6 +48,14 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
             "catalog \(path): \(detail)"
         case .notFound(let what):
             "catalog \(path): \(what) not found"
+        case .badLocation(let why):
+            "catalog location \(path): \(why)"
+        case .unreachable(let why):
+            "catalog \(path) is unreachable: \(why)"
+        case .credentials(let why):
+            "catalog \(path) refused the credentials: \(why)"
+        case .server(let why):
+            "catalog \(path): \(why)"
         }
     }
 }

@@ -199,7 +199,7 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
 }
 
 /// A live file's progress, written to its catalog row every few seconds.
-public struct RecordingProgress: Sendable, Equatable {
+public struct RecordingProgress: Codable, Sendable, Equatable {
     public var bytes: Int64
     public var durationMs: Int64
     public var videoFrames: Int64
@@ -212,7 +212,7 @@ public struct RecordingProgress: Sendable, Equatable {
 }
 
 /// What a session refused or dropped, stored when it ends.
-public struct SessionCounters: Sendable, Equatable {
+public struct SessionCounters: Codable, Sendable, Equatable {
     public var eventsStored: Int64 = 0
     public var eventsRefused: Int64 = 0
     public var eventsRefusedBytes: Int64 = 0
@@ -231,7 +231,7 @@ public enum EventKind: String, Codable, Sendable, CaseIterable, DatabaseValueCon
 }
 
 /// The payload of an event as received: JSON text, other text, or bytes.
-public enum EventPayload: Sendable, Equatable {
+public enum EventPayload: Codable, Sendable, Equatable {
     case json(String)
     case text(String)
     case binary([UInt8])
@@ -243,7 +243,7 @@ public enum EventPayload: Sendable, Equatable {
 }
 
 /// A notify / push / data-channel message.
-public struct EventRecord: Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+public struct EventRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
     public static let databaseTableName = "events"
 
     public var id: Int64?
@@ -309,4 +309,37 @@ public struct EventRecord: Sendable, Equatable, FetchableRecord, MutablePersista
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+}
+
+// Codable for the spool, by the record's properties; the catalog's columns are `encode(to:)`
+// (GRDB's PersistenceContainer) and `init(row:)` above.
+extension EventRecord {
+    enum CodingKeys: String, CodingKey {
+        case id, kind, label, payload
+        case sessionID = "session_id", eventType = "event_type", senderConnectionID = "sender_connection_id", receivedAt = "received_at"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        id = try container.decodeIfPresent(Int64.self, forKey: .id)
+        sessionID = try container.decode(String.self, forKey: .sessionID)
+        kind = try container.decode(EventKind.self, forKey: .kind)
+        eventType = try container.decodeIfPresent(String.self, forKey: .eventType)
+        label = try container.decodeIfPresent(String.self, forKey: .label)
+        senderConnectionID = try container.decodeIfPresent(String.self, forKey: .senderConnectionID)
+        receivedAt = try container.decode(Int64.self, forKey: .receivedAt)
+        payload = try container.decode(EventPayload.self, forKey: .payload)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(id, forKey: .id)
+        try container.encode(sessionID, forKey: .sessionID)
+        try container.encode(kind, forKey: .kind)
+        try container.encodeIfPresent(eventType, forKey: .eventType)
+        try container.encodeIfPresent(label, forKey: .label)
+        try container.encodeIfPresent(senderConnectionID, forKey: .senderConnectionID)
+        try container.encode(receivedAt, forKey: .receivedAt)
+        try container.encode(payload, forKey: .payload)
+    }
 }

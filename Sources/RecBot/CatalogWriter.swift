@@ -4,36 +4,52 @@ import Logging
 
 /// Catalog writes off the network event loop: one serial queue, bounded by count and by the
 /// bytes the queued writes carry (event payloads). Dropped writes are counted and logged (a
-/// full queue means the disk cannot keep up).
+/// full queue means the catalog cannot keep up).
+///
+/// When the catalog is unreachable (a PostgreSQL server gone away), writes go to a local
+/// spool (`CatalogSpool`) in order, and are replayed, still in order, once the server answers
+/// again: the recording goes on and the catalog ends up with every row.
 final class CatalogWriter: @unchecked Sendable {
-    let catalog: Catalog
+    let catalog: any CatalogStore
     private let queue = DispatchQueue(label: "recbot.catalog-writer")
     private let lock = NSLock()
     private var pending = 0
     private var pendingBytes = 0
     private var droppedWrites = 0
     private var droppedEventCount = 0
+    /// Events admitted to the queue (so counted as stored by the event log) that a full spool refused.
+    private var spoolDroppedEventCount = 0
     private var eventBatch: [(EventRecord, Int)] = []
     private(set) var firstError: CatalogError?
     private let logger: Logger
     static let maximumPending = 50_000
     static let maximumPendingBytes = 64 << 20
 
-    init(catalog: Catalog, logger: Logger) {
+    // Spooling state: touched on `queue` only.
+    private let spoolPath: String?
+    private var spool: CatalogSpool?
+    private var lastReplayAttempt = DispatchTime(uptimeNanoseconds: 0)
+    private var replayScheduled = false
+    private var spooledCount = 0
+    /// How often the writer asks an unreachable catalog again.
+    let replayInterval: Double
+
+    /// `spoolPath`: where writes wait while the catalog is unreachable; nil disables spooling
+    /// (an SQLite catalog is never "unreachable").
+    init(catalog: any CatalogStore, spoolPath: String? = nil, replayIntervalSeconds: Double = 2, logger: Logger) {
         self.catalog = catalog
+        self.spoolPath = spoolPath
+        self.replayInterval = replayIntervalSeconds
         self.logger = logger
     }
 
     /// `bytes`: what the write carries (an event's payload); rows without one count a little.
-    /// `essential` writes (the session's and its recordings' rows, a handful per sender) are
+    /// Essential writes (the session's and its recordings' rows, a handful per sender) are
     /// never dropped, so a flood of events cannot cost the catalog its record of the files.
-    func submit(_ what: String, bytes: Int = 256, essential: Bool = false, _ body: @escaping @Sendable (Catalog) throws(CatalogError) -> Void) {
-        guard admit(what, bytes: bytes, essential: essential) else { return }
+    func submit(_ write: CatalogWrite, bytes: Int = 256) {
+        guard admit(write.name, bytes: bytes, essential: write.isEssential) else { return }
         queue.async { [self] in
-            do throws(CatalogError) { try body(catalog) } catch {
-                lock.withLock { if firstError == nil { firstError = error } }
-                logger.error("catalog write failed", metadata: ["what": "\(what)", "error": "\(error)"])
-            }
+            perform(write)
             lock.withLock { pending -= 1; pendingBytes -= bytes }
         }
     }
@@ -60,43 +76,149 @@ final class CatalogWriter: @unchecked Sendable {
             return eventBatch
         }
         guard !batch.isEmpty else { return }
-        do throws(CatalogError) { try catalog.insertEvents(batch.map(\.0)) } catch {
-            lock.withLock { if firstError == nil { firstError = error } }
-            logger.error("catalog write failed", metadata: ["what": "events", "count": "\(batch.count)", "error": "\(error)"])
-        }
+        perform(.events(batch.map(\.0)))
         let bytes = batch.reduce(0) { $0 + $1.1 }
         lock.withLock { pending -= batch.count; pendingBytes -= bytes }
     }
 
+    // MARK: Applying, spooling, replaying (on `queue`)
+
+    private func perform(_ write: CatalogWrite) {
+        if spool != nil {
+            replayIfDue()
+            if let spool, !spool.isEmpty { keep(write, in: spool, attempted: false); return }
+        }
+        do throws(CatalogError) { try catalog.apply(write) } catch {
+            if case .unreachable = error.reason, let spool = openSpool(after: error) {
+                keep(write, in: spool, attempted: true)
+            } else {
+                fail(write.name, error)
+            }
+        }
+    }
+
+    private func openSpool(after error: CatalogError) -> CatalogSpool? {
+        if let spool { return spool }
+        guard let spoolPath else { return nil }
+        do throws(CatalogError) {
+            guard let opened = try CatalogSpool(path: spoolPath) else {
+                fail("spool", CatalogError(path: spoolPath, reason: .sqlite("the spool is locked by another process")))
+                return nil
+            }
+            spool = opened
+            logger.error("catalog unreachable: writes go to the local spool until it answers", metadata: [
+                "error": "\(error)", "spool": "\(spoolPath)",
+            ])
+            lastReplayAttempt = .now()
+            scheduleReplay()
+            return opened
+        } catch {
+            fail("spool", error)
+            return nil
+        }
+    }
+
+    private func keep(_ write: CatalogWrite, in spool: CatalogSpool, attempted: Bool) {
+        do throws(CatalogError) {
+            if try spool.append(write, attempted: attempted) {
+                spooledCount += 1
+            } else {
+                countDrop(write.name, events: write.eventCount)
+            }
+        } catch {
+            fail(write.name, error)
+        }
+    }
+
+    private func replayIfDue(force: Bool = false) {
+        guard let spool, !spool.isEmpty else { return }
+        guard force || DispatchTime.now().uptimeNanoseconds >= lastReplayAttempt.uptimeNanoseconds + UInt64(replayInterval * 1e9) else { return }
+        lastReplayAttempt = .now()
+        do throws(CatalogError) {
+            let result = try spool.replay(into: catalog)
+            for refusal in result.refused { fail("spooled write", CatalogError(path: catalog.location, reason: .server(refusal))) }
+            logger.notice("catalog reachable again: spooled writes applied", metadata: ["writes": "\(result.applied)"])
+        } catch {
+            if case .unreachable = error.reason { return }
+            fail("spool replay", error)
+        }
+    }
+
+    private func scheduleReplay() {
+        guard !replayScheduled else { return }
+        replayScheduled = true
+        queue.asyncAfter(deadline: .now() + replayInterval) { [self] in
+            replayScheduled = false
+            replayIfDue()
+            if let spool, !spool.isEmpty { scheduleReplay() }
+        }
+    }
+
+    private func fail(_ what: String, _ error: CatalogError) {
+        lock.withLock { if firstError == nil { firstError = error } }
+        logger.error("catalog write failed", metadata: ["what": "\(what)", "error": "\(error)"])
+    }
+
+    // MARK: Admission
+
     /// Takes a place in the queue, or counts the drop (logged once, not per write: a flood of
     /// drops must not become a flood of log lines).
     private func admit(_ what: String, bytes: Int, essential: Bool) -> Bool {
-        let (accepted, firstDrop) = lock.withLock { () -> (Bool, Bool) in
+        let accepted = lock.withLock { () -> Bool in
             guard essential || (pending < CatalogWriter.maximumPending && pendingBytes + bytes <= CatalogWriter.maximumPendingBytes) else {
-                droppedWrites += 1
-                return (false, droppedWrites == 1)
+                return false
             }
             pending += 1
             pendingBytes += bytes
-            return (true, false)
+            return true
         }
-        if firstDrop { logger.error("catalog writes dropped: queue full (counted; total at the end)", metadata: ["what": "\(what)"]) }
+        if !accepted { countDrop(what, events: 0) }
         return accepted
     }
 
-    /// Events that were dropped because the queue was full (so the report does not count them as stored).
-    var droppedEvents: Int { lock.withLock { droppedEventCount } }
+    private func countDrop(_ what: String, events: Int) {
+        let first = lock.withLock { () -> Bool in
+            droppedWrites += 1
+            spoolDroppedEventCount += events
+            return droppedWrites == 1
+        }
+        if first { logger.error("catalog writes dropped: no room (counted; total at the end)", metadata: ["what": "\(what)"]) }
+    }
+
+    /// Events that were dropped for lack of room, in the queue or in the spool.
+    var droppedEvents: Int { lock.withLock { droppedEventCount + spoolDroppedEventCount } }
+    /// Of those, the ones the event log had already counted as stored.
+    var droppedAdmittedEvents: Int { lock.withLock { spoolDroppedEventCount } }
 
     /// Waits until every submitted write is done, at most `timeoutSeconds` (the catalog may sit
-    /// on a disk that hangs); false when it gave up.
+    /// on a disk that hangs); false when it gave up. With writes spooled, it asks the catalog
+    /// once more; what is still spooled then stays in the file for `recbot repair`.
     func drain(timeoutSeconds: Double) -> Bool {
         let done = DispatchSemaphore(value: 0)
-        queue.async { done.signal() }
+        queue.async { [self] in
+            replayIfDue(force: true)
+            if let spool, spool.isEmpty {
+                spool.removeIfEmpty()
+                self.spool = nil
+            }
+            done.signal()
+        }
         return done.wait(timeout: .now() + max(0, timeoutSeconds)) == .success
+    }
+
+    /// Writes still waiting in the spool for the catalog, and the spool's file.
+    var spooled: (writes: Int, path: String?) {
+        queue.sync { (spool?.count ?? 0, spool.flatMap { $0.isEmpty ? nil : $0.path }) }
     }
 
     var error: CatalogError? { lock.withLock { firstError } }
     var dropped: Int { lock.withLock { droppedWrites } }
     /// Writes waiting for the catalog, and the bytes they carry.
     var queued: (writes: Int, bytes: Int) { lock.withLock { (pending, pendingBytes) } }
+}
+
+extension CatalogWrite {
+    var eventCount: Int {
+        if case .events(let events) = self { events.count } else { 0 }
+    }
 }

@@ -1,3 +1,5 @@
+import Archive
+
 /// recbot's exit codes (sysexits.h values, so cron and systemd logs read naturally): the one
 /// definition, stored in the catalog as a session's `exit_status` and listed in the help.
 public enum ExitStatus: Int32, CaseIterable, Sendable {
@@ -22,6 +24,10 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case relayUnavailable = 80
     /// The TURN server refused the credentials (from the offer, or `--ice-servers`).
     case relayCredentials = 81
+    /// The PostgreSQL catalog could not be reached (refused, timed out, too many connections).
+    case catalogUnavailable = 82
+    /// The PostgreSQL catalog refused the user or password.
+    case catalogCredentials = 83
 
     /// A few words for the help text.
     public var summary: String {
@@ -37,11 +43,27 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .configuration: "configuration error"
         case .relayUnavailable: "TURN relay unreachable or lost"
         case .relayCredentials: "TURN credentials refused"
+        case .catalogUnavailable: "PostgreSQL catalog unreachable"
+        case .catalogCredentials: "PostgreSQL catalog credentials refused"
         }
     }
 
     /// "Exit codes: 0 done, 69 …" for a command's help, from this one table.
     public static func helpLine(_ statuses: [ExitStatus]) -> String {
         "Exit codes: " + statuses.map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ") + "."
+    }
+}
+
+extension ExitStatus {
+    /// The exit code a catalog failure gives: the server's reachability and credentials have
+    /// their own codes (a fleet's alerting tells a down database from a full disk), a location
+    /// that does not parse is configuration, anything else is storage.
+    public init(catalogError: CatalogError) {
+        switch catalogError.reason {
+        case .unreachable: self = .catalogUnavailable
+        case .credentials: self = .catalogCredentials
+        case .badLocation: self = .configuration
+        default: self = .storage
+        }
     }
 }

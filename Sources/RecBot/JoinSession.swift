@@ -5,6 +5,7 @@ import Logging
 import Media
 import NIOCore
 import NIOPosix
+import ArchivePostgres
 import Recorder
 import SDP
 import SoraSignaling
@@ -91,15 +92,16 @@ public final class JoinSession: @unchecked Sendable {
     }
 
     public func run() async -> JoinOutcome {
-        let catalog: Catalog
-        do { catalog = try Catalog(path: options.dataDirectory.catalogPath, logger: logger) } catch {
+        let catalog: any CatalogStore
+        let location = options.catalog ?? .sqlite(path: options.dataDirectory.catalogPath)
+        do { catalog = try location.open(logger: logger) } catch {
             logger.error("catalog unusable", metadata: ["error": "\(error)"])
-            return JoinOutcome(result: .storage, endReason: "storage: \(error)", sessionID: nil)
+            return JoinOutcome(result: ExitStatus(catalogError: error), endReason: "storage: \(error)", sessionID: nil)
         }
-        let writer = CatalogWriter(catalog: catalog, logger: logger)
-        stateLock.withLock { self.writer = writer }
         let startedAt = Self.nowMilliseconds()
         let sessionID = ULID.generate(now: UInt64(startedAt)).string
+        let writer = CatalogWriter(catalog: catalog, spoolPath: options.dataDirectory.spoolPath(session: sessionID), logger: logger)
+        stateLock.withLock { self.writer = writer }
         do {
             try catalog.insertSession(SessionRecord(
                 id: sessionID, channelID: options.connect.channelID, startedAt: startedAt, clientID: options.connect.clientID,
@@ -129,12 +131,20 @@ public final class JoinSession: @unchecked Sendable {
             logger.error("catalog writes dropped: the catalog could not keep up", metadata: ["dropped": "\(writer.dropped)"])
         }
         ending.counters.catalogWritesDropped = Int64(writer.dropped)
-        do {
-            try catalog.recordSessionCounters(id: sessionID, counters: ending.counters)
-            try catalog.endSession(id: sessionID, endedAt: Self.nowMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue))
-        } catch {
-            logger.error("cannot end the session in the catalog", metadata: ["error": "\(error)"])
+        // Through the writer, so an unreachable catalog gets them from the spool later.
+        writer.submit(.sessionCounters(id: sessionID, ending.counters))
+        writer.submit(.endSession(id: sessionID, endedAt: Self.nowMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
+        let drained = writer.drain(timeoutSeconds: options.finalizeTimeoutSeconds)
+        if !drained || (writer.error != nil && ending.result == .success) {
+            logger.error("cannot end the session in the catalog", metadata: ["error": "\(writer.error.map { "\($0)" } ?? "timed out")"])
             ending.result = .storage
+        }
+        let spooled = writer.spooled
+        if let spool = spooled.path {
+            // The recording is whole; the catalog will learn of it from the spool.
+            logger.error("catalog unreachable at the end: writes kept in the spool; `recbot repair` applies them when it answers",
+                         metadata: ["writes": "\(spooled.writes)", "spool": "\(spool)"])
+            if ending.result == .success { ending.result = .catalogUnavailable }
         }
         logger.notice("session ended", metadata: ["reason": "\(ending.reason)", "recordings": "\(ending.recordings)"])
         return JoinOutcome(result: ending.result, endReason: ending.reason, sessionID: sessionID)
@@ -176,10 +186,8 @@ public final class JoinSession: @unchecked Sendable {
         }
         let offer = start.offer
         logger.info("offer received", metadata: ["url": "\(start.connection.url)", "connection_id": "\(offer.connectionID ?? "-")"])
-        session.writer.submit("session", essential: true) { catalog throws(CatalogError) in
-            try catalog.updateSession(id: session.id, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
-                                      clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: start.connection.url)
-        }
+        session.writer.submit(.updateSession(id: session.id, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
+                                             clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: start.connection.url))
         let eventLog = SignalingEventLog(sessionID: session.id, writer: session.writer, logger: logger, limits: options.eventLimits)
         for message in start.earlier { eventLog.record(message) }
 

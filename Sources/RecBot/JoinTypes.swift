@@ -1,3 +1,4 @@
+import Archive
 import Foundation
 import Media
 import Recorder
@@ -70,8 +71,10 @@ public struct JoinOptions: Sendable {
     public var connect: ConnectOptions
     public var durationMilliseconds: Int64?
     public var insecure = false
-    /// Catalog and recordings.
+    /// Recordings, and the catalog unless `catalog` names another.
     public var dataDirectory: DataDirectory
+    /// The catalog: nil is catalog.sqlite in the data directory.
+    public var catalog: CatalogLocation?
     public var connectTimeoutSeconds: Double = 30
     public var hostPolicy = HostAddressPolicy()
     /// TURN: ICE servers and transport policy overrides, and the CA for `turns:`.

@@ -51,10 +51,8 @@ final class MediaPath: @unchecked Sendable {
         recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
                                   interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
                                   logger: session.logger) { recorder in
-            writer.submit("connection") { catalog throws(CatalogError) in
-                try catalog.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
-                                                              firstSeenAt: JoinSession.nowMilliseconds(), role: "sendonly"))
-            }
+            writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
+                                                             firstSeenAt: JoinSession.nowMilliseconds(), role: "sendonly")))
         }
         // The catalog learns of each file when it is created, so a kill leaves a row to repair.
         let layout = self.layout
@@ -63,7 +61,7 @@ final class MediaPath: @unchecked Sendable {
                                       path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
                                       audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
                                       status: .recording)
-            writer.submit("recording", essential: true) { catalog throws(CatalogError) in try catalog.insertRecording(row) }
+            writer.submit(.startRecording(row))
         }
     }
 
@@ -247,9 +245,7 @@ final class MediaPath: @unchecked Sendable {
                 }
             }.get()) ?? []
             for (path, progress) in rows {
-                writer.submit("progress") { catalog throws(CatalogError) in
-                    try catalog.updateRecordingProgress(sessionID: sessionID, path: path, progress: progress)
-                }
+                writer.submit(.recordingProgress(sessionID: sessionID, path: path, progress))
             }
         }
     }

@@ -76,36 +76,34 @@ final class RecordingFinisher: @unchecked Sendable {
     private func catalog(_ done: FinishedRecording, sender: String, layout: ArchiveLayout, counts: ReceiveCounters) {
         let sessionID = self.sessionID
         let path = layout.catalogPath(done.filename)
-        writer.submit("recording", essential: true) { catalog throws(CatalogError) in
-            var row = RecordingRecord(sessionID: sessionID, connectionID: sender, part: done.part, path: path,
-                                      videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
-                                      startedAt: done.startedAtMilliseconds,
-                                      status: done.error == nil && done.interruption == nil ? .complete : .interrupted)
-            row.error = done.error ?? done.interruption
-            row.endedAt = done.stoppedAtMilliseconds
-            row.durationMs = done.durationMilliseconds
-            row.bytes = Int64(done.size)
-            row.videoFrames = Int64(done.statistics.videoFrames)
-            row.audioFrames = Int64(done.statistics.audioFrames)
-            row.packetsReceived = Int64(counts.packets)
-            row.packetsLost = Int64(counts.lost)
-            row.nacksSent = Int64(counts.nackedSequenceNumbers)
-            row.packetsRecovered = Int64(counts.recovered)
-            row.framesDropped = Int64(counts.framesDropped.total + done.statistics.framesDropped)
-            row.keyframeRequests = Int64(counts.keyframeRequests)
-            row.pliSent = Int64(counts.pictureLossIndications)
-            row.firSent = Int64(counts.fullIntraRequests)
-            row.packetsLate = Int64(counts.lateArrivals)
-            row.packetsDuplicate = Int64(counts.duplicates)
-            row.jitterMs = counts.packets > 0 ? (counts.jitterMilliseconds * 10).rounded() / 10 : nil
-            row.framesDroppedIncomplete = Int64(counts.framesDropped.incomplete)
-            row.framesDroppedKeyframeWait = Int64(counts.framesDropped.waitingForKeyframe + done.statistics.framesDroppedAwaitingKeyframe)
-            row.framesDroppedMalformed = Int64(counts.framesDropped.malformed + counts.framesDropped.oversized)
-            row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure
-                                             + done.statistics.framesDroppedAfterWriteError)
-            row.videoSizes = done.statistics.videoSizes.isEmpty ? nil : done.statistics.videoSizes.joined(separator: ",")
-            row.videoRefused = done.refusedVideoCodec
-            try catalog.completeRecording(row, createdPath: layout.catalogPath(done.createdFilename))
-        }
+        var row = RecordingRecord(sessionID: sessionID, connectionID: sender, part: done.part, path: path,
+                                  videoCodec: done.tracks.videoCodec?.rawValue, audioCodec: done.tracks.audioChannels != nil ? "OPUS" : nil,
+                                  startedAt: done.startedAtMilliseconds,
+                                  status: done.error == nil && done.interruption == nil ? .complete : .interrupted)
+        row.error = done.error ?? done.interruption
+        row.endedAt = done.stoppedAtMilliseconds
+        row.durationMs = done.durationMilliseconds
+        row.bytes = Int64(done.size)
+        row.videoFrames = Int64(done.statistics.videoFrames)
+        row.audioFrames = Int64(done.statistics.audioFrames)
+        row.packetsReceived = Int64(counts.packets)
+        row.packetsLost = Int64(counts.lost)
+        row.nacksSent = Int64(counts.nackedSequenceNumbers)
+        row.packetsRecovered = Int64(counts.recovered)
+        row.framesDropped = Int64(counts.framesDropped.total + done.statistics.framesDropped)
+        row.keyframeRequests = Int64(counts.keyframeRequests)
+        row.pliSent = Int64(counts.pictureLossIndications)
+        row.firSent = Int64(counts.fullIntraRequests)
+        row.packetsLate = Int64(counts.lateArrivals)
+        row.packetsDuplicate = Int64(counts.duplicates)
+        row.jitterMs = counts.packets > 0 ? (counts.jitterMilliseconds * 10).rounded() / 10 : nil
+        row.framesDroppedIncomplete = Int64(counts.framesDropped.incomplete)
+        row.framesDroppedKeyframeWait = Int64(counts.framesDropped.waitingForKeyframe + done.statistics.framesDroppedAwaitingKeyframe)
+        row.framesDroppedMalformed = Int64(counts.framesDropped.malformed + counts.framesDropped.oversized)
+        row.framesDroppedRecorder = Int64(done.statistics.framesDroppedForOrder + done.statistics.framesDroppedForBackpressure
+                                         + done.statistics.framesDroppedAfterWriteError)
+        row.videoSizes = done.statistics.videoSizes.isEmpty ? nil : done.statistics.videoSizes.joined(separator: ",")
+        row.videoRefused = done.refusedVideoCodec
+        writer.submit(.completeRecording(row, createdPath: layout.catalogPath(done.createdFilename)))
     }
 }

@@ -121,7 +121,7 @@ struct SessionShutdown {
                                                           "error": "\(recording.interruption ?? "")"])
         }
         var ending = SessionEnding(result, reason, recordings: finished.count)
-        ending.counters.eventsStored = Int64(eventLog.stored)
+        ending.counters.eventsStored = Int64(eventLog.stored - session.writer.droppedAdmittedEvents)
         ending.counters.eventsRefused = Int64(eventLog.refused)
         ending.counters.eventsRefusedBytes = Int64(eventLog.refusedBytes)
         ending.counters.messagesDropped = Int64(inboxDropped.messages)
@@ -149,7 +149,7 @@ struct SessionShutdown {
         try layout.createDirectory()
         var report = Sidecar.report(finished, failed: failed, context: context, layout: layout,
                                     startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stoppedAt)
-        report["events_stored"] = eventLog.stored
+        report["events_stored"] = eventLog.stored - session.writer.droppedAdmittedEvents
         report["events_refused"] = eventLog.refused
         report["events_refused_bytes"] = eventLog.refusedBytes
         report["events_dropped"] = session.writer.droppedEvents  // the catalog could not keep up

@@ -60,7 +60,7 @@ final class SignalingEventLog {
         case .notify(let type, let raw):
             event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, label: label, receivedAt: receivedAt, payload: .json(raw))
             if let connection = ConnectionNotice(raw: raw, sessionID: sessionID, at: receivedAt) {
-                writer.submit("connection", bytes: raw.utf8.count + 256) { catalog throws(CatalogError) in try catalog.upsertConnection(connection.record) }
+                writer.submit(.upsertConnection(connection.record), bytes: raw.utf8.count + 256)
             }
         case .push(let raw):
             event = EventRecord(sessionID: sessionID, kind: .push, label: label, receivedAt: receivedAt, payload: .json(raw))

@@ -132,6 +132,8 @@ extension ExitStatus {
         case .configuration: "configuration"
         case .relayUnavailable: "relay_unavailable"
         case .relayCredentials: "relay_credentials"
+        case .catalogUnavailable: "catalog_unavailable"
+        case .catalogCredentials: "catalog_credentials"
         }
     }
 }

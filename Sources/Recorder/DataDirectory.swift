@@ -23,6 +23,9 @@ public struct DataDirectory: Sendable, Equatable {
     }
 
     public var catalogPath: String { path + "/catalog.sqlite" }
+    /// Catalog writes waiting for an unreachable PostgreSQL catalog, one file per session.
+    public var spoolDirectory: String { path + "/spool" }
+    public func spoolPath(session: String) -> String { spoolDirectory + "/" + session + ".sqlite" }
     public var recordingsPath: String { path + "/" + DataDirectory.recordingsFolder }
     /// Recordings live in `<data dir>/recordings/<session id>/`.
     static let recordingsFolder = "recordings"

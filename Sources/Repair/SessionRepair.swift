@@ -26,12 +26,12 @@ public struct SessionRepairOutcome: Sendable {
 /// process is still alive on this host is left alone, so it is safe beside running joins; one
 /// recorded on another host is only touched when forced.
 public struct SessionRepair {
-    public let catalog: Catalog
+    public let catalog: any CatalogStore
     public let dataDirectory: DataDirectory
     public let hostname: String
     public let isProcessAlive: (Int) -> Bool
 
-    public init(catalog: Catalog, dataDirectory: DataDirectory, hostname: String = ProcessInfo.processInfo.hostName,
+    public init(catalog: any CatalogStore, dataDirectory: DataDirectory, hostname: String = ProcessInfo.processInfo.hostName,
                 isProcessAlive: @escaping (Int) -> Bool = SessionRepair.processExists) {
         self.catalog = catalog
         self.dataDirectory = dataDirectory

@@ -1,6 +1,8 @@
 import Archive
+import ArchivePostgres
 import ArgumentParser
 import Foundation
+import Logging
 import RecBot
 import Recorder
 
@@ -10,6 +12,10 @@ struct CommonOptions: ParsableArguments {
         "Data directory (catalog and recordings). Overrides RECBOT_DATA_DIR.", valueName: "dir"))
     var dataDir: String?
     @Option(help: ArgumentHelp("Config file of RECBOT_NAME=value lines (also RECBOT_CONFIG).", valueName: "file")) var config: String?
+    @Option(name: .customLong("catalog"), help: ArgumentHelp(
+        "The catalog: postgres://user@host[:port]/database[?sslmode=…] for a fleet's shared PostgreSQL, or an SQLite file. Default: catalog.sqlite in the data directory. Overrides RECBOT_CATALOG_URL; a password belongs there (or in the config file), not on the command line.",
+        valueName: "url"))
+    var catalog: String?
 
     /// The environment over the config file (--config or RECBOT_CONFIG).
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Settings {
@@ -25,27 +31,40 @@ struct CommonOptions: ParsableArguments {
                                      isRoot: getuid() == 0)
     }
 
+    /// `--catalog`, else RECBOT_CATALOG_URL (environment or config file), else the data
+    /// directory's SQLite file. A password on the command line is refused: ps shows it.
+    func catalogLocation(settings: Settings) throws -> CatalogLocation {
+        let text = catalog ?? settings["RECBOT_CATALOG_URL"]
+        guard let text else { return .sqlite(path: dataDirectory.catalogPath) }
+        let location: CatalogLocation
+        do { location = try CatalogLocation.parse(text) } catch { throw Console.fail(error, status: .configuration) }
+        if catalog != nil, case .postgres(let url) = location, url.password != nil {
+            throw ValidationError("--catalog must not carry a password (ps shows it): set RECBOT_CATALOG_URL in the environment or the config file")
+        }
+        return location
+    }
+
     /// Opens the catalog read-only for a query (never migrating it). Returns nil (after a note
     /// on stderr) when nothing was recorded yet.
-    func openCatalogForQuery() throws -> Catalog? {
-        try open { path throws(CatalogError) in try Catalog.openForQuery(path: path) }
+    func openCatalogForQuery() throws -> (any CatalogStore)? {
+        try open { location throws(CatalogError) in try location.openForQuery(logger: Logger(label: "recbot.catalog")) }
     }
 
     /// Opens the catalog to write to it (verify, repair), upgrading an older schema.
-    func openCatalogForWriting() throws -> Catalog? {
-        try open { path throws(CatalogError) in try Catalog.openExisting(path: path) }
+    func openCatalogForWriting() throws -> (any CatalogStore)? {
+        try open { location throws(CatalogError) in try location.openExisting(logger: Logger(label: "recbot.catalog")) }
     }
 
-    private func open(_ opener: (String) throws(CatalogError) -> Catalog?) throws -> Catalog? {
-        let path = dataDirectory.catalogPath
+    private func open(_ opener: (CatalogLocation) throws(CatalogError) -> (any CatalogStore)?) throws -> (any CatalogStore)? {
+        let location = try catalogLocation(settings: try settings())
         do {
-            guard let catalog = try opener(path) else {
-                Console.note("no catalog at \(path) yet: nothing has been recorded there")
+            guard let catalog = try opener(location) else {
+                Console.note("no catalog at \(location) yet: nothing has been recorded there")
                 return nil
             }
             return catalog
         } catch {
-            throw Console.fail(error, status: .storage)
+            throw Console.fail(error, status: ExitStatus(catalogError: error))
         }
     }
 }
@@ -71,9 +90,9 @@ enum Console {
     }
 }
 
-extension Catalog {
-    /// Runs a query, turning catalog errors into a message and the storage exit code.
-    func query<T>(_ body: (Catalog) throws(CatalogError) -> T) throws -> T {
-        do { return try body(self) } catch { throw Console.fail(error, status: .storage) }
+extension CatalogStore {
+    /// Runs a query, turning catalog errors into a message and their exit code.
+    func query<T>(_ body: (Self) throws(CatalogError) -> T) throws -> T {
+        do { return try body(self) } catch { throw Console.fail(error, status: ExitStatus(catalogError: error)) }
     }
 }

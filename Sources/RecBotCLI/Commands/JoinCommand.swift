@@ -51,10 +51,11 @@ struct JoinCommand: AsyncParsableCommand {
             RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
             RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT,
             RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE, RECBOT_ICE_SERVERS (JSON or @file),
-            RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE.
+            RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE, RECBOT_CATALOG_URL.
             Precedence: flag, then environment, then config file.
 
-            """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration]))
+            """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration,
+                                 .relayUnavailable, .relayCredentials, .catalogUnavailable, .catalogCredentials]))
 
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
@@ -192,6 +193,7 @@ struct JoinCommand: AsyncParsableCommand {
             connect.dataChannelsJSON = String(decoding: data, as: UTF8.self)
         }
         var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
+        options.catalog = try common.catalogLocation(settings: settings)
         if let duration = duration ?? settings["RECBOT_DURATION"].map({ DurationArgument(argument: $0) }) ?? nil {
             guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
             options.durationMilliseconds = duration.milliseconds

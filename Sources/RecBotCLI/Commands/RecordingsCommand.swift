@@ -46,7 +46,7 @@ struct RecordingsCommand: ParsableCommand {
         func run() throws {
             guard let catalog = try common.openCatalogForQuery() else { throw ExitStatus.failure.exitCode }
             guard let r = try catalog.query({ catalog throws(CatalogError) in try catalog.recording(id: id) }) else {
-                throw Console.fail(CatalogError(path: catalog.path, reason: .notFound("recording \(id)")), status: .failure)
+                throw Console.fail(CatalogError(path: catalog.location, reason: .notFound("recording \(id)")), status: .failure)
             }
             let directory = common.dataDirectory
             if output.json {

@@ -16,9 +16,10 @@ struct RepairCommand: ParsableCommand {
             marked `repaired`, files the catalog never heard of are added, and the session ends
             as `crashed`. Sessions whose recbot still runs on this host are left alone, so it is
             safe to run beside other joins (the systemd unit runs it before each join).
-            Idempotent.
+            Idempotent. First, catalog writes a join kept in its spool (data-dir/spool/) because
+            a PostgreSQL catalog was unreachable are applied, in order.
 
-            """ + ExitStatus.helpLine([.success, .storage])
+            """ + ExitStatus.helpLine([.success, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
     @OptionGroup var common: CommonOptions
@@ -35,6 +36,10 @@ struct RepairCommand: ParsableCommand {
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
         let repair = SessionRepair(catalog: catalog, dataDirectory: directory)
+        for replayed in try catalog.query({ _ throws(CatalogError) in try repair.replaySpools() }) {
+            Console.note("applied \(replayed.applied) catalog writes spooled in \(replayed.path)")
+            for refusal in replayed.refused { Console.note("the catalog refused a spooled write: \(refusal)") }
+        }
         var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory).unfinishedSessions() }
         if !sessions.isEmpty {
             targets = try sessions.map { id in

@@ -56,7 +56,7 @@ struct SessionsCommand: ParsableCommand {
                         try catalog.eventCounts(sessionID: session.id))
             }
             guard let (session, connections, recordings, counts) = found else {
-                throw Console.fail(CatalogError(path: catalog.path, reason: .notFound("session \(id.value)")), status: .failure)
+                throw Console.fail(CatalogError(path: catalog.location, reason: .notFound("session \(id.value)")), status: .failure)
             }
             let directory = common.dataDirectory
             if output.json {

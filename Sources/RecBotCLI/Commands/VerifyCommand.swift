@@ -1,6 +1,8 @@
 import Archive
+import ArchivePostgres
 import ArgumentParser
 import Foundation
+import Logging
 import RecBot
 import Recorder
 import Verification
@@ -15,7 +17,7 @@ struct VerifyCommand: ParsableCommand {
             recording not verified yet (for cron). Results of cataloged recordings are stored:
             `recordings list` then shows verified / failed.
 
-            """ + ExitStatus.helpLine([.success, .dataError, .storage])
+            """ + ExitStatus.helpLine([.success, .dataError, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
     @OptionGroup var common: CommonOptions
@@ -56,12 +58,16 @@ struct VerifyCommand: ParsableCommand {
         var path: String
     }
 
-    private func openCatalog(_ directory: DataDirectory) throws -> Catalog? {
-        do { return try Catalog.openExisting(path: directory.catalogPath) } catch { throw Console.fail(error, status: .storage) }
+    /// The catalog, when there is one (a file can be verified without it).
+    private func openCatalog(_ directory: DataDirectory) throws -> (any CatalogStore)? {
+        let location = try common.catalogLocation(settings: try common.settings())
+        do { return try location.openExisting(logger: Logger(label: "recbot.catalog")) } catch {
+            throw Console.fail(error, status: ExitStatus(catalogError: error))
+        }
     }
 
     /// A recording id, a session id, or a file (matched to its catalog row when it has one).
-    private func resolve(_ target: String, catalog: Catalog?, directory: DataDirectory) throws -> [VerifyItem] {
+    private func resolve(_ target: String, catalog: (any CatalogStore)?, directory: DataDirectory) throws -> [VerifyItem] {
         if let id = Int64(target) {
             guard let catalog, let recording = try catalog.query({ c throws(CatalogError) in try c.recording(id: id) }) else {
                 throw Console.fail(ValidationError("no recording \(id) in the catalog"), status: .usage)
@@ -80,7 +86,7 @@ struct VerifyCommand: ParsableCommand {
         return [VerifyItem(recording: recording, path: absolute)]
     }
 
-    private func store(_ report: VerificationReport, recordingID: Int64, in catalog: Catalog) throws {
+    private func store(_ report: VerificationReport, recordingID: Int64, in catalog: any CatalogStore) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let text = (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"

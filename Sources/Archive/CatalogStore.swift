@@ -1,0 +1,66 @@
+/// What recbot needs from a catalog, whatever keeps it: the embedded SQLite file (`Catalog`,
+/// the default) or a PostgreSQL server shared by a fleet (`PostgresCatalog`). Both apply the
+/// same migrations and answer the same queries in the same order, so `recbot sessions list
+/// --json` prints the same document from either.
+///
+/// Synchronous on purpose: writes run on the join's catalog-writer queue and the query
+/// commands are one-shot, so neither gains from async, and a blocking call keeps the two
+/// implementations interchangeable for every caller.
+public protocol CatalogStore: AnyObject, Sendable {
+    /// Where the catalog lives, for messages: a file path, or a URL without its password.
+    var location: String { get }
+
+    // MARK: Writes made by a recording session
+    func insertSession(_ session: SessionRecord) throws(CatalogError)
+    /// `exitStatus` is nil when no process reported one (a session `recbot repair` ended).
+    func endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?) throws(CatalogError)
+    /// Fills in what signaling learned after the session row was created (nil keeps a value).
+    func updateSession(id: String, soraSessionID: String?, connectionID: String?, clientID: String?, bundleID: String?,
+                       signalingURL: String?) throws(CatalogError)
+    /// Inserts the connection, or refreshes it when the session already knows it.
+    @discardableResult func upsertConnection(_ connection: ConnectionRecord) throws(CatalogError) -> ConnectionRecord
+    @discardableResult func insertRecording(_ recording: RecordingRecord) throws(CatalogError) -> RecordingRecord
+    /// Rewrites a recording's row, found by its id.
+    func updateRecording(_ recording: RecordingRecord) throws(CatalogError)
+    /// Stores a finished recording over the row its file got when it was created (found by
+    /// the path it had then: a first part is renamed when a split follows), or inserts it.
+    @discardableResult func completeRecording(_ recording: RecordingRecord, createdPath: String) throws(CatalogError) -> RecordingRecord
+    /// What a file holds so far, while it is still being written.
+    func updateRecordingProgress(sessionID: String, path: String, progress: RecordingProgress) throws(CatalogError)
+    /// What the session refused or dropped.
+    func recordSessionCounters(id: String, counters: SessionCounters) throws(CatalogError)
+    /// `recbot verify`'s verdict on a recording (the latest run wins).
+    func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError)
+    /// Many events in one transaction.
+    func insertEvents(_ events: [EventRecord]) throws(CatalogError)
+    @discardableResult func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord
+
+    // MARK: Queries
+    /// Newest first.
+    func sessions(_ filter: SessionFilter) throws(CatalogError) -> [SessionRecord]
+    func session(id: String) throws(CatalogError) -> SessionRecord?
+    /// In the order they were first seen.
+    func connections(sessionID: String) throws(CatalogError) -> [ConnectionRecord]
+    func recording(id: Int64) throws(CatalogError) -> RecordingRecord?
+    /// The recording stored at this catalog path (relative to the data directory).
+    func recording(path: String) throws(CatalogError) -> RecordingRecord?
+    /// Oldest first, within a session by sender and part.
+    func recordings(_ filter: RecordingFilter) throws(CatalogError) -> [RecordingRecord]
+    /// In arrival order.
+    func events(_ filter: EventFilter) throws(CatalogError) -> [EventRecord]
+    func eventCounts(sessionID: String) throws(CatalogError) -> [EventCount]
+    /// Migration identifiers recorded as applied, in order.
+    func appliedMigrations() throws(CatalogError) -> [String]
+}
+
+extension CatalogStore {
+    public func sessions() throws(CatalogError) -> [SessionRecord] { try sessions(SessionFilter()) }
+    public func recordings() throws(CatalogError) -> [RecordingRecord] { try recordings(RecordingFilter()) }
+}
+
+/// The migrations this binary carries (migrations/*.sql, embedded at build time), for the
+/// catalog implementations outside this module.
+public enum CatalogMigrations {
+    public static var all: [(identifier: String, sql: String)] { EmbeddedMigrations.all }
+    public static var identifiers: [String] { all.map(\.identifier) }
+}

@@ -1,0 +1,77 @@
+/// A write a recording session makes, as a value: the join's writer applies it to the
+/// catalog, or, while a PostgreSQL catalog is unreachable, keeps it in the local spool
+/// (`CatalogSpool`) and applies it when the server is back. Applying one twice has the effect
+/// of applying it once, since a write whose commit was lost with the connection is replayed.
+public enum CatalogWrite: Codable, Sendable, Equatable {
+    case updateSession(id: String, soraSessionID: String?, connectionID: String?, clientID: String?, bundleID: String?, signalingURL: String?)
+    case upsertConnection(ConnectionRecord)
+    /// A file was created (status `recording`).
+    case startRecording(RecordingRecord)
+    /// A file was finished; `createdPath` is the name it was created under.
+    case completeRecording(RecordingRecord, createdPath: String)
+    case recordingProgress(sessionID: String, path: String, RecordingProgress)
+    case events([EventRecord])
+    case sessionCounters(id: String, SessionCounters)
+    case endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?)
+
+    /// The session's own rows and its recordings' rows: never dropped for lack of room (a
+    /// flood of events must not cost the catalog its record of the files).
+    public var isEssential: Bool {
+        switch self {
+        case .updateSession, .startRecording, .completeRecording, .sessionCounters, .endSession: true
+        case .upsertConnection, .recordingProgress, .events: false
+        }
+    }
+
+    /// A few words for logs.
+    public var name: String {
+        switch self {
+        case .updateSession: "session"
+        case .upsertConnection: "connection"
+        case .startRecording, .completeRecording: "recording"
+        case .recordingProgress: "progress"
+        case .events: "events"
+        case .sessionCounters, .endSession: "session end"
+        }
+    }
+}
+
+extension CatalogStore {
+    /// Applies a write. `replay` says it may have been applied already (its first attempt
+    /// lost the connection, perhaps after the server committed it): rows it would duplicate
+    /// are recognised and skipped.
+    public func apply(_ write: CatalogWrite, replay: Bool = false) throws(CatalogError) {
+        switch write {
+        case .updateSession(let id, let sora, let connection, let client, let bundle, let url):
+            try updateSession(id: id, soraSessionID: sora, connectionID: connection, clientID: client, bundleID: bundle, signalingURL: url)
+        case .upsertConnection(let record):
+            try upsertConnection(record)
+        case .startRecording(let record):
+            if replay, try recordingExists(record) { return }
+            try insertRecording(record)
+        case .completeRecording(let record, let createdPath):
+            if replay, let stored = try recording(path: record.path), stored.sessionID == record.sessionID, stored.status != .recording { return }
+            try completeRecording(record, createdPath: createdPath)
+        case .recordingProgress(let session, let path, let progress):
+            try updateRecordingProgress(sessionID: session, path: path, progress: progress)
+        case .events(let events):
+            if replay, try eventsStored(events) { return }
+            try insertEvents(events)
+        case .sessionCounters(let id, let counters):
+            try recordSessionCounters(id: id, counters: counters)
+        case .endSession(let id, let endedAt, let reason, let status):
+            try endSession(id: id, endedAt: endedAt, endReason: reason, exitStatus: status)
+        }
+    }
+
+    private func recordingExists(_ record: RecordingRecord) throws(CatalogError) -> Bool {
+        try recordings(RecordingFilter(sessionID: record.sessionID, connectionID: record.connectionID)).contains { $0.part == record.part }
+    }
+
+    /// A batch is stored whole or not at all (one transaction), so its last event tells.
+    private func eventsStored(_ events: [EventRecord]) throws(CatalogError) -> Bool {
+        guard let last = events.last else { return true }
+        let stored = try self.events(EventFilter(sessionID: last.sessionID, kind: last.kind, eventType: last.eventType, label: last.label))
+        return stored.contains { $0.receivedAt == last.receivedAt && $0.payload == last.payload && $0.senderConnectionID == last.senderConnectionID }
+    }
+}

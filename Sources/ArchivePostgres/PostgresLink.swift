@@ -1,0 +1,183 @@
+import Archive
+import Foundation
+import Logging
+import NIOCore
+import NIOPosix
+import NIOSSL
+import PostgresNIO
+
+/// One connection to the catalog's PostgreSQL server, used by one thread at a time, with the
+/// blocking calls `CatalogStore` promises.
+///
+/// Not postgres-nio's `PostgresClient` pool: that needs a long-lived async `run()` task, and a
+/// recbot makes one catalog write at a time (its writer queue is serial; a query command makes a
+/// handful). One connection per process also keeps a fleet of hundreds of recbots within the
+/// server's `max_connections`. A lost connection is reopened by the next call.
+final class PostgresLink: @unchecked Sendable {
+    let url: PostgresCatalogURL
+    private let logger: Logger
+    private let eventLoop: any EventLoop
+    private let lock = NSLock()
+    private var connection: PostgresConnection?
+    private var nextConnectionID = 1
+    /// A statement (or the connection attempt) that takes longer has hung: the connection is
+    /// closed, so the writer can spool and the queries can fail with a clear message.
+    let statementTimeout: TimeAmount
+
+    init(url: PostgresCatalogURL, logger: Logger, statementTimeout: TimeAmount = .seconds(30)) {
+        self.url = url
+        self.logger = logger
+        self.statementTimeout = statementTimeout
+        eventLoop = MultiThreadedEventLoopGroup.singleton.any()
+    }
+
+    deinit {
+        if let connection { _ = try? connection.close().wait() }
+    }
+
+    /// Runs `body` on the connection (opening it when needed), one caller at a time.
+    func withConnection<T>(_ body: (Session) throws -> T) throws(CatalogError) -> T {
+        lock.lock()
+        defer { lock.unlock() }
+        do {
+            let session = Session(connection: try connected(), link: self)
+            return try body(session)
+        } catch {
+            let mapped = mapError(error)
+            if case .unreachable = mapped.reason, let connection {
+                self.connection = nil
+                connection.close().whenComplete { _ in }
+            }
+            throw mapped
+        }
+    }
+
+    /// Runs `body` between BEGIN and COMMIT; any error rolls back (and is rethrown).
+    func transaction<T>(_ body: (Session) throws -> T) throws(CatalogError) -> T {
+        try withConnection { session in
+            try session.execute("BEGIN")
+            do {
+                let value = try body(session)
+                try session.execute("COMMIT")
+                return value
+            } catch {
+                try? session.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+
+    func close() {
+        lock.withLock {
+            if let connection { _ = try? connection.close().wait() }
+            connection = nil
+        }
+    }
+
+    private func connected() throws -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        connection = nil
+        let configuration = try connectionConfiguration()
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let opened = try PostgresConnection.connect(on: eventLoop, configuration: configuration, id: id, logger: logger).wait()
+        connection = opened
+        return opened
+    }
+
+    private func connectionConfiguration() throws -> PostgresConnection.Configuration {
+        var configuration: PostgresConnection.Configuration
+        if let socketPath = url.socketPath {
+            configuration = .init(unixSocketPath: socketPath, username: url.username, password: url.password, database: url.database)
+        } else {
+            configuration = .init(host: url.host ?? "localhost", port: url.port, username: url.username, password: url.password,
+                                  database: url.database, tls: try tls())
+        }
+        configuration.options.connectTimeout = .seconds(Int64(url.connectTimeoutSeconds))
+        configuration.options.additionalStartupParameters = [("application_name", "recbot")]
+        return configuration
+    }
+
+    /// libpq's sslmode: prefer and require encrypt without checking the certificate (as libpq
+    /// does); verify-full checks the chain (against `sslrootcert` when given) and the host name.
+    private func tls() throws -> PostgresConnection.Configuration.TLS {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        switch url.tls {
+        case .disable:
+            return .disable
+        case .prefer, .require:
+            tls.certificateVerification = .none
+        case .verifyFull:
+            tls.certificateVerification = .fullVerification
+            if let path = url.rootCertificatePath { tls.trustRoots = .file(path) }
+        }
+        let context = try NIOSSLContext(configuration: tls)
+        return url.tls == .prefer ? .prefer(context) : .require(context)
+    }
+
+    /// A statement on the open connection, bounded by `statementTimeout`.
+    struct Session {
+        let connection: PostgresConnection
+        let link: PostgresLink
+
+        @discardableResult
+        func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
+            let connection = connection
+            let timer = connection.eventLoop.scheduleTask(in: link.statementTimeout) { connection.close().whenComplete { _ in } }
+            defer { timer.cancel() }
+            return try connection.query(query, logger: link.logger).wait()
+        }
+
+        func execute(_ sql: String) throws {
+            try query(PostgresQuery(unsafeSQL: sql))
+        }
+
+        /// Rows changed by an UPDATE/INSERT/DELETE.
+        func changes(_ query: PostgresQuery) throws -> Int {
+            try self.query(query).metadata.rows ?? 0
+        }
+    }
+
+    // MARK: Errors
+
+    /// A one-line reason that never carries the password (postgres-nio's own descriptions are
+    /// generic on purpose; the details are read from the error's parts).
+    func mapError(_ error: any Error) -> CatalogError {
+        let location = url.redacted
+        if let catalogError = error as? CatalogError { return catalogError }
+        guard let psql = error as? PSQLError else {
+            return CatalogError(path: location, reason: .unreachable(Self.describe(error)))
+        }
+        switch psql.code {
+        case .server:
+            let state = psql.serverInfo?[.sqlState] ?? "?"
+            let message = psql.serverInfo?[.message] ?? "server error"
+            let detail = psql.serverInfo?[.detail].map { " (\($0))" } ?? ""
+            if state == "28P01" || state == "28000" { return CatalogError(path: location, reason: .credentials(message)) }
+            // 08: connection exceptions; 57P0x: shutting down or starting up; 53300: too many connections.
+            if state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300" {
+                return CatalogError(path: location, reason: .unreachable("\(message) (SQLSTATE \(state))"))
+            }
+            return CatalogError(path: location, reason: .server("\(message)\(detail) (SQLSTATE \(state))"))
+        case .authMechanismRequiresPassword:
+            return CatalogError(path: location, reason: .credentials("the server wants a password and the URL has none"))
+        case .unsupportedAuthMechanism, .saslError:
+            return CatalogError(path: location, reason: .credentials("authentication failed (\(psql.code))"))
+        case .sslUnsupported:
+            return CatalogError(path: location, reason: .unreachable("the server does not offer TLS and sslmode requires it"))
+        default:
+            return CatalogError(path: location, reason: .unreachable(psql.underlying.map(Self.describe) ?? "\(psql.code)"))
+        }
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        if let connectError = error as? NIOConnectionError, let failure = connectError.connectionErrors.first {
+            return "\(describe(failure.error)) (\(failure.target))"
+        }
+        if let ioError = error as? IOError { return String(cString: strerror(ioError.errnoCode)) }
+        if let timeout = error as? ChannelError, case .connectTimeout(let amount) = timeout {
+            return "connection timed out after \(amount.nanoseconds / 1_000_000_000) s"
+        }
+        return String(describing: error)
+    }
+}

@@ -1,0 +1,224 @@
+import Archive
+import Foundation
+import NIOCore
+import PostgresNIO
+
+/// Rows to records and records to column lists: the PostgreSQL side of what GRDB's record
+/// protocols do for the SQLite catalog (GRDB has no PostgreSQL backend).
+struct ColumnValues {
+    private(set) var names: [String] = []
+    private(set) var binds = PostgresBindings()
+
+    mutating func add<Value: PostgresDynamicTypeEncodable>(_ name: String, _ value: Value?) {
+        names.append(name)
+        binds.append(value)
+    }
+
+    /// `(a, b, c) VALUES ($1, $2, $3)`.
+    var insertClause: String {
+        "(\(names.joined(separator: ", "))) VALUES (\(placeholders(from: 1).joined(separator: ", ")))"
+    }
+
+    /// `a = $1, b = $2`, numbered from `first`.
+    func assignments(from first: Int = 1) -> String {
+        zip(names, placeholders(from: first)).map { "\($0) = \($1)" }.joined(separator: ", ")
+    }
+
+    private func placeholders(from first: Int) -> [String] { names.indices.map { "$\($0 + first)" } }
+}
+
+/// Reads named columns, with the column in the error when a value does not decode.
+struct RowReader {
+    let row: PostgresRandomAccessRow
+
+    init(_ row: PostgresRow) { self.row = row.makeRandomAccess() }
+
+    func callAsFunction<Value: PostgresDecodable>(_ column: String, as type: Value.Type = Value.self) throws -> Value {
+        try row[column].decode(Value.self)
+    }
+}
+
+extension SessionRecord {
+    static let selectColumns = """
+        id, channel_id, sora_session_id, connection_id, client_id, bundle_id, signaling_url, recbot_version, hostname, pid,
+        started_at, ended_at, end_reason, exit_status, events_stored, events_refused, events_refused_bytes, messages_dropped,
+        catalog_writes_dropped
+        """
+
+    init(postgres row: PostgresRow) throws {
+        let value = RowReader(row)
+        self.init(id: try value("id"), channelID: try value("channel_id"), startedAt: try value("started_at"),
+                  soraSessionID: try value("sora_session_id"), connectionID: try value("connection_id"), clientID: try value("client_id"),
+                  bundleID: try value("bundle_id"), signalingURL: try value("signaling_url"), recbotVersion: try value("recbot_version"),
+                  hostname: try value("hostname"), pid: try value("pid"), endedAt: try value("ended_at"), endReason: try value("end_reason"),
+                  exitStatus: try value("exit_status"))
+        eventsStored = try value("events_stored")
+        eventsRefused = try value("events_refused")
+        eventsRefusedBytes = try value("events_refused_bytes")
+        messagesDropped = try value("messages_dropped")
+        catalogWritesDropped = try value("catalog_writes_dropped")
+    }
+
+    var postgresColumns: ColumnValues {
+        var columns = ColumnValues()
+        columns.add("id", id)
+        columns.add("channel_id", channelID)
+        columns.add("sora_session_id", soraSessionID)
+        columns.add("connection_id", connectionID)
+        columns.add("client_id", clientID)
+        columns.add("bundle_id", bundleID)
+        columns.add("signaling_url", signalingURL)
+        columns.add("recbot_version", recbotVersion)
+        columns.add("hostname", hostname)
+        columns.add("pid", pid)
+        columns.add("started_at", startedAt)
+        columns.add("ended_at", endedAt)
+        columns.add("end_reason", endReason)
+        columns.add("exit_status", exitStatus)
+        columns.add("events_stored", eventsStored)
+        columns.add("events_refused", eventsRefused)
+        columns.add("events_refused_bytes", eventsRefusedBytes)
+        columns.add("messages_dropped", messagesDropped)
+        columns.add("catalog_writes_dropped", catalogWritesDropped)
+        return columns
+    }
+}
+
+extension ConnectionRecord {
+    static let selectColumns = """
+        id, session_id, connection_id, client_id, bundle_id, role, metadata, authn_metadata, authz_metadata, first_seen_at,
+        last_seen_at, left_at
+        """
+
+    init(postgres row: PostgresRow) throws {
+        let value = RowReader(row)
+        self.init(sessionID: try value("session_id"), connectionID: try value("connection_id"), firstSeenAt: try value("first_seen_at"),
+                  lastSeenAt: try value("last_seen_at"), clientID: try value("client_id"), bundleID: try value("bundle_id"),
+                  role: try value("role"), metadata: try value("metadata"), authnMetadata: try value("authn_metadata"),
+                  authzMetadata: try value("authz_metadata"), leftAt: try value("left_at"))
+        id = try value("id")
+    }
+
+    /// Without `id`: the server assigns it.
+    var postgresColumns: ColumnValues {
+        var columns = ColumnValues()
+        columns.add("session_id", sessionID)
+        columns.add("connection_id", connectionID)
+        columns.add("client_id", clientID)
+        columns.add("bundle_id", bundleID)
+        columns.add("role", role)
+        columns.add("metadata", metadata)
+        columns.add("authn_metadata", authnMetadata)
+        columns.add("authz_metadata", authzMetadata)
+        columns.add("first_seen_at", firstSeenAt)
+        columns.add("last_seen_at", lastSeenAt)
+        columns.add("left_at", leftAt)
+        return columns
+    }
+}
+
+extension RecordingRecord {
+    static let selectColumns = """
+        id, session_id, connection_id, part, path, video_codec, audio_codec, started_at, ended_at, duration_ms, bytes,
+        video_frames, audio_frames, packets_received, packets_lost, nacks_sent, packets_recovered, frames_dropped,
+        keyframe_requests, status, pli_sent, fir_sent, packets_late, packets_duplicate, jitter_ms, frames_dropped_incomplete,
+        frames_dropped_keyframe_wait, frames_dropped_malformed, frames_dropped_recorder, video_sizes, video_refused,
+        verification, verified_at, verification_report, error
+        """
+
+    init(postgres row: PostgresRow) throws {
+        let value = RowReader(row)
+        let statusText: String = try value("status")
+        self.init(sessionID: try value("session_id"), connectionID: try value("connection_id"), part: try value("part"),
+                  path: try value("path"), videoCodec: try value("video_codec"), audioCodec: try value("audio_codec"),
+                  startedAt: try value("started_at"), status: RecordingStatus(rawValue: statusText) ?? .interrupted)
+        id = try value("id")
+        endedAt = try value("ended_at")
+        durationMs = try value("duration_ms")
+        (bytes, videoFrames, audioFrames) = (try value("bytes"), try value("video_frames"), try value("audio_frames"))
+        (packetsReceived, packetsLost, nacksSent) = (try value("packets_received"), try value("packets_lost"), try value("nacks_sent"))
+        (packetsRecovered, framesDropped, keyframeRequests) = (try value("packets_recovered"), try value("frames_dropped"), try value("keyframe_requests"))
+        (pliSent, firSent, packetsLate, packetsDuplicate) = (try value("pli_sent"), try value("fir_sent"), try value("packets_late"), try value("packets_duplicate"))
+        jitterMs = try value("jitter_ms")
+        framesDroppedIncomplete = try value("frames_dropped_incomplete")
+        framesDroppedKeyframeWait = try value("frames_dropped_keyframe_wait")
+        framesDroppedMalformed = try value("frames_dropped_malformed")
+        framesDroppedRecorder = try value("frames_dropped_recorder")
+        (videoSizes, videoRefused) = (try value("video_sizes"), try value("video_refused"))
+        let verificationText: String? = try value("verification")
+        verification = verificationText.flatMap(VerificationStatus.init(rawValue:))
+        (verifiedAt, verificationReport, error) = (try value("verified_at"), try value("verification_report"), try value("error"))
+    }
+
+    /// Without `id`: the server assigns it.
+    var postgresColumns: ColumnValues {
+        var columns = ColumnValues()
+        columns.add("session_id", sessionID)
+        columns.add("connection_id", connectionID)
+        columns.add("part", part)
+        columns.add("path", path)
+        columns.add("video_codec", videoCodec)
+        columns.add("audio_codec", audioCodec)
+        columns.add("started_at", startedAt)
+        columns.add("ended_at", endedAt)
+        columns.add("duration_ms", durationMs)
+        for (name, count) in [("bytes", bytes), ("video_frames", videoFrames), ("audio_frames", audioFrames),
+                              ("packets_received", packetsReceived), ("packets_lost", packetsLost), ("nacks_sent", nacksSent),
+                              ("packets_recovered", packetsRecovered), ("frames_dropped", framesDropped),
+                              ("keyframe_requests", keyframeRequests), ("pli_sent", pliSent), ("fir_sent", firSent),
+                              ("packets_late", packetsLate), ("packets_duplicate", packetsDuplicate),
+                              ("frames_dropped_incomplete", framesDroppedIncomplete),
+                              ("frames_dropped_keyframe_wait", framesDroppedKeyframeWait),
+                              ("frames_dropped_malformed", framesDroppedMalformed), ("frames_dropped_recorder", framesDroppedRecorder)] {
+            columns.add(name, count)
+        }
+        columns.add("status", status.rawValue)
+        columns.add("jitter_ms", jitterMs)
+        columns.add("video_sizes", videoSizes)
+        columns.add("video_refused", videoRefused)
+        columns.add("verification", verification?.rawValue)
+        columns.add("verified_at", verifiedAt)
+        columns.add("verification_report", verificationReport)
+        columns.add("error", error)
+        return columns
+    }
+}
+
+extension EventRecord {
+    static let selectColumns = "id, session_id, kind, event_type, label, sender_connection_id, received_at, payload_format, payload_text, payload_blob"
+
+    init(postgres row: PostgresRow) throws {
+        let value = RowReader(row)
+        let kindText: String = try value("kind")
+        let payload: EventPayload
+        switch try value("payload_format", as: String.self) {
+        case "json": payload = .json(try value("payload_text"))
+        case "text": payload = .text(try value("payload_text"))
+        default:
+            let buffer: ByteBuffer? = try value("payload_blob")
+            payload = .binary(buffer.map { Array($0.readableBytesView) } ?? [])
+        }
+        self.init(sessionID: try value("session_id"), kind: EventKind(rawValue: kindText) ?? .signaling, eventType: try value("event_type"),
+                  label: try value("label"), senderConnectionID: try value("sender_connection_id"), receivedAt: try value("received_at"),
+                  payload: payload)
+        id = try value("id")
+    }
+
+    var postgresColumns: ColumnValues {
+        var columns = ColumnValues()
+        columns.add("session_id", sessionID)
+        columns.add("kind", kind.rawValue)
+        columns.add("event_type", eventType)
+        columns.add("label", label)
+        columns.add("sender_connection_id", senderConnectionID)
+        columns.add("received_at", receivedAt)
+        switch payload {
+        case .json(let text): columns.add("payload_format", "json"); columns.add("payload_text", text)
+        case .text(let text): columns.add("payload_format", "text"); columns.add("payload_text", text)
+        case .binary(let bytes):
+            columns.add("payload_format", "binary")
+            columns.add("payload_blob", ByteBuffer(bytes: bytes))
+        }
+        return columns
+    }
+}
