@@ -206,6 +206,7 @@ let package = Package(
         ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "RecBotTests", dependencies: ["RecBot", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
+                                                        "Archive", "ArchivePostgres", "PostgresTestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "WebM", "CodecBindings"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
@@ -224,7 +225,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: [
             "Transport", "ICE", "DTLS", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .testTarget(name: "JoinTests", dependencies: ["Archive", "WebMReader", "CodecBindings"]),
+        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",

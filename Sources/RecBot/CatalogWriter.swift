@@ -84,6 +84,7 @@ final class CatalogWriter: @unchecked Sendable {
     // MARK: Applying, spooling, replaying (on `queue`)
 
     private func perform(_ write: CatalogWrite) {
+        guard spooledAtFinish == nil else { return fail(write.name, CatalogError(path: catalog.location, reason: .sqlite("written after the end"))) }
         if spool != nil {
             replayIfDue()
             if let spool, !spool.isEmpty { keep(write, in: spool, attempted: false); return }
@@ -147,7 +148,8 @@ final class CatalogWriter: @unchecked Sendable {
     private func scheduleReplay() {
         guard !replayScheduled else { return }
         replayScheduled = true
-        queue.asyncAfter(deadline: .now() + replayInterval) { [self] in
+        queue.asyncAfter(deadline: .now() + replayInterval) { [weak self] in
+            guard let self else { return }
             replayScheduled = false
             replayIfDue()
             if let spool, !spool.isEmpty { scheduleReplay() }
@@ -206,9 +208,22 @@ final class CatalogWriter: @unchecked Sendable {
         return done.wait(timeout: .now() + max(0, timeoutSeconds)) == .success
     }
 
+    /// The last drain: afterwards the spool, if writes are left in it, is closed and unlocked
+    /// for `recbot repair`, and the catalog is not asked again.
+    func finish(timeoutSeconds: Double) -> Bool {
+        guard drain(timeoutSeconds: timeoutSeconds) else { return false }
+        queue.sync {
+            spooledAtFinish = (spool?.count ?? 0, spool?.path)
+            spool = nil
+        }
+        return true
+    }
+
+    private var spooledAtFinish: (writes: Int, path: String?)?
+
     /// Writes still waiting in the spool for the catalog, and the spool's file.
     var spooled: (writes: Int, path: String?) {
-        queue.sync { (spool?.count ?? 0, spool.flatMap { $0.isEmpty ? nil : $0.path }) }
+        queue.sync { spooledAtFinish ?? (spool?.count ?? 0, spool.flatMap { $0.isEmpty ? nil : $0.path }) }
     }
 
     var error: CatalogError? { lock.withLock { firstError } }

@@ -134,7 +134,7 @@ public final class JoinSession: @unchecked Sendable {
         // Through the writer, so an unreachable catalog gets them from the spool later.
         writer.submit(.sessionCounters(id: sessionID, ending.counters))
         writer.submit(.endSession(id: sessionID, endedAt: Self.nowMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
-        let drained = writer.drain(timeoutSeconds: options.finalizeTimeoutSeconds)
+        let drained = writer.finish(timeoutSeconds: options.finalizeTimeoutSeconds)
         if !drained || (writer.error != nil && ending.result == .success) {
             logger.error("cannot end the session in the catalog", metadata: ["error": "\(writer.error.map { "\($0)" } ?? "timed out")"])
             ending.result = .storage

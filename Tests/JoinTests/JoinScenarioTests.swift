@@ -53,8 +53,9 @@ struct Scenario {
 
     struct Result { var status: Int32; var stdout: String; var stderr: String }
 
-    func join(_ extra: [String], url: String? = nil) throws -> Result {
-        try recbot(["join", "--channel", "sora", "--url", url ?? self.url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"] + extra)
+    func join(_ extra: [String], url: String? = nil, environment: [String: String] = [:]) throws -> Result {
+        try recbot(["join", "--channel", "sora", "--url", url ?? self.url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"] + extra,
+                   environment: environment)
     }
 
     /// Starts `recbot join` without waiting for it (to signal or kill it).
@@ -69,12 +70,13 @@ struct Scenario {
     }
 
     /// Runs any recbot command (the caller names the data directory where it needs one).
-    func recbot(_ arguments: [String]) throws -> Result {
+    func recbot(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Result {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Scenario.recbot)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["RECBOT_LOG_LEVEL"] = "info"
+        environment.merge(extra) { _, new in new }
         process.environment = environment
         let out = Pipe(), err = Pipe()
         process.standardOutput = out

@@ -1,0 +1,90 @@
+import Archive
+import ArchivePostgres
+import Foundation
+import Logging
+import PostgresTestSupport
+import Testing
+@testable import RecBot
+
+/// A PostgreSQL catalog that goes away mid-session: the writer keeps the writes in its local
+/// spool, in order, and applies them when the server is back; nothing is lost, nothing doubled.
+@Suite(.serialized, .enabled(if: PostgresServer.isInstalled, "PostgreSQL 15 is not installed: deploy/install-deps.sh installs it"))
+struct CatalogSpoolTests {
+    let session = "01JD00000000000000000SPOOL1"
+
+    func start(_ server: PostgresServer) throws -> (PostgresCatalog, String) {
+        let text = try server.makeDatabase()
+        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
+        let catalog = try PostgresCatalog(url: url)
+        try catalog.insertSession(SessionRecord(id: session, channelID: "outage", startedAt: 0))
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
+        return (catalog, spool)
+    }
+
+    func writes(_ range: Range<Int>) -> [CatalogWrite] {
+        range.flatMap { index -> [CatalogWrite] in
+            let path = "recordings/\(session)/archive-S\(index).webm"
+            var done = RecordingRecord(sessionID: session, connectionID: "S\(index)", path: path, videoCodec: "VP9", audioCodec: "OPUS", startedAt: Int64(index))
+            done.status = .complete
+            done.bytes = Int64(1_000 + index)
+            return [
+                .upsertConnection(ConnectionRecord(sessionID: session, connectionID: "S\(index)", firstSeenAt: Int64(index))),
+                .startRecording(RecordingRecord(sessionID: session, connectionID: "S\(index)", path: path, videoCodec: "VP9", audioCodec: "OPUS", startedAt: Int64(index))),
+                .events([EventRecord(sessionID: session, kind: .notify, eventType: "connection.created", receivedAt: Int64(index), payload: .json("{\"i\":\(index)}"))]),
+                .completeRecording(done, createdPath: path),
+            ]
+        }
+    }
+
+    @Test func writesMadeWhileTheServerIsDownArriveWhenItIsBack() throws {
+        let server = try PostgresServer()
+        defer { server.remove() }
+        let (catalog, spoolPath) = try start(server)
+        let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, logger: Logger(label: "test"))
+        for write in writes(0..<3) { writer.submit(write) }
+        #expect(writer.drain(timeoutSeconds: 30))
+        server.stop()
+        for write in writes(3..<10) { writer.submit(write) }
+        #expect(writer.drain(timeoutSeconds: 60))
+        #expect(writer.spooled.writes == 28, "everything made while the server was down waits in the spool")
+        #expect(FileManager.default.fileExists(atPath: spoolPath))
+        try server.start()
+        for write in writes(10..<12) { writer.submit(write) }
+        #expect(writer.drain(timeoutSeconds: 60))
+        #expect(writer.spooled.writes == 0 && !FileManager.default.fileExists(atPath: spoolPath), "replayed and removed")
+        #expect(writer.error == nil && writer.dropped == 0)
+        let recordings = try catalog.recordings(RecordingFilter(sessionID: session))
+        #expect(recordings.map(\.connectionID) == (0..<12).map { "S\($0)" })
+        #expect(recordings.allSatisfy { $0.status == .complete })
+        #expect(try catalog.eventCounts(sessionID: session) == [EventCount(kind: .notify, count: 12)])
+        #expect(try catalog.connections(sessionID: session).count == 12)
+    }
+
+    /// The join ended while the server was still down: the spool stays, and a later replay
+    /// (what `recbot repair` does) applies it once the server answers.
+    @Test func aSpoolLeftBehindIsAppliedLater() throws {
+        let server = try PostgresServer()
+        defer { server.remove() }
+        let (catalog, spoolPath) = try start(server)
+        server.stop()
+        do {
+            let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, logger: Logger(label: "test"))
+            for write in writes(0..<4) { writer.submit(write) }
+            writer.submit(.endSession(id: session, endedAt: 99, endReason: "duration", exitStatus: 0))
+            #expect(writer.drain(timeoutSeconds: 60))
+            #expect(writer.spooled.writes == 17 && writer.spooled.path == spoolPath)
+            #expect(CatalogSpool.leftovers(in: (spoolPath as NSString).deletingLastPathComponent) == [spoolPath])
+            #expect(try CatalogSpool(path: spoolPath) == nil, "locked while its writer lives")
+            #expect(writer.finish(timeoutSeconds: 60))
+            #expect(writer.spooled.writes == 17 && writer.spooled.path == spoolPath, "left for recbot repair")
+        }
+        try server.start()
+        let spool = try #require(try CatalogSpool(path: spoolPath))
+        let result = try spool.replay(into: catalog)
+        #expect(result.applied == 17 && result.refused.isEmpty)
+        #expect(try catalog.session(id: session)?.endReason == "duration")
+        #expect(try catalog.recordings(RecordingFilter(sessionID: session)).count == 4)
+    }
+}
+
+struct CatalogBackendMismatch: Error {}
