@@ -122,10 +122,16 @@ extension PostgresCatalog {
 
     public func insertEvents(_ events: [EventRecord]) throws(CatalogError) {
         guard !events.isEmpty else { return }
+        // Multi-row INSERTs: one round trip per 1,000 events, not one each (a data-channel
+        // flood sends thousands a second, and the server may be a network away).
         try link.transaction { db in
-            for event in events {
-                let columns = event.postgresColumns
+            var start = events.startIndex
+            while start < events.endIndex {
+                let end = min(start + 1_000, events.endIndex)
+                var columns = events[start].postgresColumns
+                for event in events[(start + 1)..<end] { columns.append(row: event.postgresColumns) }
                 try db.query(PostgresQuery(unsafeSQL: "INSERT INTO events \(columns.insertClause)", binds: columns.binds))
+                start = end
             }
         }
     }

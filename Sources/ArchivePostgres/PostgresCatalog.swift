@@ -28,7 +28,7 @@ public final class PostgresCatalog: CatalogStore {
     /// Connects for the query commands: never migrates. An older or newer schema is an error
     /// that says which; a database recbot never wrote to is nil (nothing recorded yet).
     public static func openForQuery(url: PostgresCatalogURL, logger: Logger = Logger(label: "recbot.catalog")) throws(CatalogError) -> PostgresCatalog? {
-        let catalog = PostgresCatalog(link: PostgresLink(url: url, logger: logger))
+        let catalog = PostgresCatalog(link: PostgresLink(url: url, logger: logger, readOnly: true))
         let applied = try catalog.link.withConnection { session in try Self.appliedIdentifiers(session) }
         guard let applied else { return nil }
         try Self.checkNotNewer(applied, location: catalog.location)

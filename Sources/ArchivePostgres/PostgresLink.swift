@@ -23,16 +23,22 @@ final class PostgresLink: @unchecked Sendable {
     /// A statement (or the connection attempt) that takes longer has hung: the connection is
     /// closed, so the writer can spool and the queries can fail with a clear message.
     let statementTimeout: TimeAmount
+    /// For the query commands: every transaction on the connection is read-only, so a query
+    /// cannot change the catalog whatever it runs.
+    let readOnly: Bool
 
-    init(url: PostgresCatalogURL, logger: Logger, statementTimeout: TimeAmount = .seconds(30)) {
+    init(url: PostgresCatalogURL, logger: Logger, readOnly: Bool = false, statementTimeout: TimeAmount = .seconds(30)) {
         self.url = url
         self.logger = logger
+        self.readOnly = readOnly
         self.statementTimeout = statementTimeout
         eventLoop = MultiThreadedEventLoopGroup.singleton.any()
     }
 
     deinit {
-        if let connection { _ = try? connection.close().wait() }
+        // No wait (the last reference may go on an event loop thread), but the connection
+        // must live until it is closed: postgres-nio asserts that.
+        if let connection { Self.close(connection) }
     }
 
     /// Runs `body` on the connection (opening it when needed), one caller at a time.
@@ -46,7 +52,7 @@ final class PostgresLink: @unchecked Sendable {
             let mapped = mapError(error)
             if case .unreachable = mapped.reason, let connection {
                 self.connection = nil
-                connection.close().whenComplete { _ in }
+                Self.close(connection)
             }
             throw mapped
         }
@@ -67,6 +73,12 @@ final class PostgresLink: @unchecked Sendable {
         }
     }
 
+    /// Closes without waiting, keeping the connection alive until it is closed (postgres-nio
+    /// asserts that a connection is closed before it goes).
+    static func close(_ connection: PostgresConnection) {
+        connection.close().whenComplete { _ in withExtendedLifetime(connection) {} }
+    }
+
     func close() {
         lock.withLock {
             if let connection { _ = try? connection.close().wait() }
@@ -81,6 +93,9 @@ final class PostgresLink: @unchecked Sendable {
         let id = nextConnectionID
         nextConnectionID += 1
         let opened = try PostgresConnection.connect(on: eventLoop, configuration: configuration, id: id, logger: logger).wait()
+        if readOnly {
+            _ = try Session(connection: opened, link: self).query("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+        }
         connection = opened
         return opened
     }
@@ -123,9 +138,14 @@ final class PostgresLink: @unchecked Sendable {
         @discardableResult
         func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
             let connection = connection
-            let timer = connection.eventLoop.scheduleTask(in: link.statementTimeout) { connection.close().whenComplete { _ in } }
+            let timer = connection.eventLoop.scheduleTask(in: link.statementTimeout) { PostgresLink.close(connection) }
             defer { timer.cancel() }
-            return try connection.query(query, logger: link.logger).wait()
+            do {
+                return try connection.query(query, logger: link.logger).wait()
+            } catch let error as PSQLError where error.code == .clientClosedConnection {
+                let seconds = link.statementTimeout.nanoseconds / 1_000_000_000
+                throw CatalogError(path: link.url.redacted, reason: .unreachable("no answer in \(seconds) s"))
+            }
         }
 
         func execute(_ sql: String) throws {

@@ -7,16 +7,32 @@ import PostgresNIO
 /// protocols do for the SQLite catalog (GRDB has no PostgreSQL backend).
 struct ColumnValues {
     private(set) var names: [String] = []
-    private(set) var binds = PostgresBindings()
+    /// One per value, in order; binds are built when the statement is (a multi-row INSERT
+    /// concatenates the rows' values, which PostgresBindings cannot do itself).
+    private var values: [(inout PostgresBindings) -> Void] = []
+    private(set) var rows = 1
 
     mutating func add<Value: PostgresDynamicTypeEncodable>(_ name: String, _ value: Value?) {
         names.append(name)
-        binds.append(value)
+        values.append { $0.append(value) }
     }
 
-    /// `(a, b, c) VALUES ($1, $2, $3)`.
+    /// Another row with the same columns, for one multi-row INSERT.
+    mutating func append(row other: ColumnValues) {
+        values += other.values
+        rows += 1
+    }
+
+    var binds: PostgresBindings {
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values { value(&binds) }
+        return binds
+    }
+
+    /// `(a, b, c) VALUES ($1, $2, $3)`, with one tuple per row.
     var insertClause: String {
-        "(\(names.joined(separator: ", "))) VALUES (\(placeholders(from: 1).joined(separator: ", ")))"
+        let tuples = (0..<rows).map { row in "(\(placeholders(from: 1 + row * names.count).joined(separator: ", ")))" }
+        return "(\(names.joined(separator: ", "))) VALUES \(tuples.joined(separator: ", "))"
     }
 
     /// `a = $1, b = $2`, numbered from `first`.
@@ -212,13 +228,27 @@ extension EventRecord {
         columns.add("label", label)
         columns.add("sender_connection_id", senderConnectionID)
         columns.add("received_at", receivedAt)
+        // The same columns for every payload, so a batch goes in one multi-row INSERT.
         switch payload {
-        case .json(let text): columns.add("payload_format", "json"); columns.add("payload_text", text)
-        case .text(let text): columns.add("payload_format", "text"); columns.add("payload_text", text)
+        case .json(let text), .text(let text):
+            columns.add("payload_format", payload.format)
+            columns.add("payload_text", text)
+            columns.add("payload_blob", ByteBuffer?.none)
         case .binary(let bytes):
-            columns.add("payload_format", "binary")
+            columns.add("payload_format", payload.format)
+            columns.add("payload_text", String?.none)
             columns.add("payload_blob", ByteBuffer(bytes: bytes))
         }
         return columns
+    }
+}
+
+extension EventPayload {
+    var format: String {
+        switch self {
+        case .json: "json"
+        case .text: "text"
+        case .binary: "binary"
+        }
     }
 }

@@ -139,3 +139,20 @@ public final class PostgresServer: @unchecked Sendable {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 }
+
+/// Runs `body` on `count` threads at once and waits for all: for "many recbots at the same
+/// moment" without tying up Swift Testing's cooperative threads with blocking catalog calls.
+public func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) throws -> Void) throws {
+    let group = DispatchGroup()
+    let lock = NSLock()
+    nonisolated(unsafe) var errors: [any Error] = []
+    for index in 0..<count {
+        group.enter()
+        Thread {
+            do { try body(index) } catch { lock.withLock { errors.append(error) } }
+            group.leave()
+        }.start()
+    }
+    group.wait()
+    if let first = errors.first { throw first }
+}
