@@ -67,7 +67,7 @@ final class PostgresLink: @unchecked Sendable {
                 try session.execute("COMMIT")
                 return value
             } catch {
-                try? session.execute("ROLLBACK")
+                if !session.connection.isClosed { try? session.execute("ROLLBACK") }
                 throw error
             }
         }
@@ -138,13 +138,21 @@ final class PostgresLink: @unchecked Sendable {
         @discardableResult
         func query(_ query: PostgresQuery) throws -> PostgresQueryResult {
             let connection = connection
-            let timer = connection.eventLoop.scheduleTask(in: link.statementTimeout) { PostgresLink.close(connection) }
+            let seconds = link.statementTimeout.nanoseconds / 1_000_000_000
+            let timedOut = CatalogError(path: link.url.redacted, reason: .unreachable("no answer in \(seconds) s"))
+            // The wait ends at the deadline whatever the connection does: a query on a
+            // connection that died under it is not always failed by postgres-nio.
+            let result = connection.eventLoop.makePromise(of: PostgresQueryResult.self)
+            let timer = connection.eventLoop.scheduleTask(in: link.statementTimeout) {
+                result.fail(timedOut)
+                PostgresLink.close(connection)
+            }
             defer { timer.cancel() }
+            connection.query(query, logger: link.logger).cascade(to: result)
             do {
-                return try connection.query(query, logger: link.logger).wait()
+                return try result.futureResult.wait()
             } catch let error as PSQLError where error.code == .clientClosedConnection {
-                let seconds = link.statementTimeout.nanoseconds / 1_000_000_000
-                throw CatalogError(path: link.url.redacted, reason: .unreachable("no answer in \(seconds) s"))
+                throw timedOut
             }
         }
 

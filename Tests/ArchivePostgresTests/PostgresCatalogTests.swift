@@ -129,7 +129,9 @@ struct PostgresCatalogTests {
         let text = try server.makeDatabase()
         let catalog = try PostgresCatalog(url: try url(text))
         try catalog.insertSession(SessionRecord(id: "01JD0000000000000000000077", channelID: "c", startedAt: 1))
-        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'recbot'")
+        // Only this test's database: the server is shared with tests running beside it.
+        let database = String(text.split(separator: "/").last?.split(separator: "?").first ?? "")
+        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'recbot' AND datname = '\(database)'")
         // The first call after the drop may see it; the one after must work.
         _ = try? catalog.sessions()
         #expect(try catalog.sessions().map(\.id) == ["01JD0000000000000000000077"])

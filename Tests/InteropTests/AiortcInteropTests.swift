@@ -59,8 +59,10 @@ func runAiortcSession(profile: String, seconds: Double = 3, peerArguments: [Stri
                       editAnswer: (inout String) -> Void = { _ in }) async throws -> InteropResult {
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     do {
-        let result = try await runAiortcSession(on: group, profile: profile, seconds: seconds, peerArguments: peerArguments,
-                                                capabilities: capabilities, replies: replies, editOffer: editOffer, editAnswer: editAnswer)
+        let result = try await withTaskExecutorPreference(PeerSessionExecutor.shared) {
+            try await runAiortcSession(on: group, profile: profile, seconds: seconds, peerArguments: peerArguments,
+                                       capabilities: capabilities, replies: replies, editOffer: editOffer, editAnswer: editAnswer)
+        }
         try await group.shutdownGracefully()
         return result
     } catch {

@@ -44,7 +44,7 @@ import WireCoding
     @Test func exchangesDataChannelMessagesWithWebrtcbin() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         do {
-            try await exchangeMessages(on: group)
+            try await withTaskExecutorPreference(PeerSessionExecutor.shared) { try await exchangeMessages(on: group) }
             try await group.shutdownGracefully()
         } catch {
             try? await group.shutdownGracefully()
