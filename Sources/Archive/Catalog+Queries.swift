@@ -33,6 +33,17 @@ public struct RecordingFilter: Sendable {
     }
 }
 
+public struct UploadFilter: Sendable {
+    public var sessionID: String?
+    /// Uploads to objects under this URL (`s3://bucket/prefix/`).
+    public var objectURLPrefix: String?
+    public var status: UploadStatus?
+
+    public init(sessionID: String? = nil, objectURLPrefix: String? = nil, status: UploadStatus? = nil) {
+        (self.sessionID, self.objectURLPrefix, self.status) = (sessionID, objectURLPrefix, status)
+    }
+}
+
 public struct EventFilter: Sendable {
     public var sessionID: String
     public var kind: EventKind?
@@ -128,6 +139,19 @@ extension Catalog {
             return rows.compactMap { row in
                 EventKind(rawValue: row["kind"]).map { EventCount(kind: $0, count: row["n"]) }
             }
+        }
+    }
+
+    public func uploads(_ filter: UploadFilter) throws(CatalogError) -> [UploadRecord] {
+        try read { db in
+            var request = UploadRecord.all()
+            if let session = filter.sessionID { request = request.filter(Column("session_id") == session) }
+            if let prefix = filter.objectURLPrefix {
+                // substr, not LIKE: a prefix may hold % or _ and LIKE ignores case.
+                request = request.filter(sql: "substr(object_url, 1, ?) = ?", arguments: [prefix.unicodeScalars.count, prefix])
+            }
+            if let status = filter.status { request = request.filter(Column("status") == status.rawValue) }
+            return try request.order(Column("session_id"), Column("id")).fetchAll(db)
         }
     }
 }

@@ -131,4 +131,22 @@ extension Catalog {
             return record
         }
     }
+
+    @discardableResult
+    public func saveUpload(_ upload: UploadRecord) throws(CatalogError) -> UploadRecord {
+        try write { db in
+            var record = upload
+            let existing = try UploadRecord.filter(
+                Column("session_id") == upload.sessionID && Column("file_name") == upload.fileName && Column("object_url") == upload.objectURL
+            ).fetchOne(db)
+            if let existing {
+                record.id = existing.id
+                try record.update(db)
+            } else {
+                record.id = nil
+                try record.insert(db)
+            }
+            return record
+        }
+    }
 }

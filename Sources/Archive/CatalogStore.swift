@@ -34,6 +34,8 @@ public protocol CatalogStore: AnyObject, Sendable {
     /// Many events in one transaction.
     func insertEvents(_ events: [EventRecord]) throws(CatalogError)
     @discardableResult func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord
+    /// Inserts the upload of a file, or rewrites the row its session, file and object already have.
+    @discardableResult func saveUpload(_ upload: UploadRecord) throws(CatalogError) -> UploadRecord
 
     // MARK: Queries
     /// Newest first.
@@ -49,6 +51,8 @@ public protocol CatalogStore: AnyObject, Sendable {
     /// In arrival order.
     func events(_ filter: EventFilter) throws(CatalogError) -> [EventRecord]
     func eventCounts(sessionID: String) throws(CatalogError) -> [EventCount]
+    /// By session, then in the order the files were first sent.
+    func uploads(_ filter: UploadFilter) throws(CatalogError) -> [UploadRecord]
     /// Migration identifiers recorded as applied, in order.
     func appliedMigrations() throws(CatalogError) -> [String]
 }

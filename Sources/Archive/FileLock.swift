@@ -5,11 +5,11 @@ import Glibc
 /// opens and migrates it, so concurrent first runs (or upgrades) migrate once and the others
 /// wait; a spool holds its own for as long as its writer lives, so nobody else replays it.
 /// The kernel drops the lock when the process dies, however it dies.
-struct FileLock {
+public struct FileLock: Sendable {
     private let descriptor: Int32
 
     /// Waits for the lock.
-    init(path: String, for owner: String) throws(CatalogError) {
+    public init(path: String, for owner: String) throws(CatalogError) {
         guard let lock = try FileLock(path: path, for: owner, blocking: true) else {
             throw CatalogError(path: owner, reason: .sqlite("cannot lock \(path)"))
         }
@@ -17,7 +17,7 @@ struct FileLock {
     }
 
     /// nil when another process holds the lock and `blocking` is false.
-    init?(path: String, for owner: String, blocking: Bool) throws(CatalogError) {
+    public init?(path: String, for owner: String, blocking: Bool) throws(CatalogError) {
         descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
         guard descriptor >= 0 else { throw CatalogError(path: owner, reason: .sqlite("cannot open \(path): \(String(cString: strerror(errno)))")) }
         while flock(descriptor, LOCK_EX | (blocking ? 0 : LOCK_NB)) != 0 {
@@ -30,7 +30,7 @@ struct FileLock {
         }
     }
 
-    func release() {
+    public func release() {
         _ = flock(descriptor, LOCK_UN)
         _ = close(descriptor)
     }

@@ -343,3 +343,42 @@ extension EventRecord {
         try container.encode(payload, forKey: .payload)
     }
 }
+
+public enum UploadStatus: String, Codable, Sendable, CaseIterable, DatabaseValueConvertible {
+    case uploading, uploaded, failed
+}
+
+/// One file of a session in object storage (or on its way there).
+public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "uploads"
+
+    public var id: Int64?
+    public var sessionID: String
+    public var fileName: String
+    public var objectURL: String
+    public var endpoint: String
+    public var bytes: Int64
+    public var status: UploadStatus
+    public var uploadID: String?
+    public var partSize: Int64?
+    public var etag: String?
+    public var attempts: Int
+    public var error: String?
+    public var startedAt: Int64
+    public var uploadedAt: Int64?
+    public var localDeletedAt: Int64?
+
+    public init(sessionID: String, fileName: String, objectURL: String, endpoint: String, bytes: Int64, startedAt: Int64,
+                status: UploadStatus = .uploading) {
+        (self.sessionID, self.fileName, self.objectURL, self.endpoint, self.bytes) = (sessionID, fileName, objectURL, endpoint, bytes)
+        (self.startedAt, self.status, self.attempts) = (startedAt, status, 0)
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    enum CodingKeys: String, CodingKey {
+        case id, endpoint, bytes, status, etag, attempts, error
+        case sessionID = "session_id", fileName = "file_name", objectURL = "object_url", uploadID = "upload_id"
+        case partSize = "part_size", startedAt = "started_at", uploadedAt = "uploaded_at", localDeletedAt = "local_deleted_at"
+    }
+}

@@ -59,6 +59,15 @@ extension PostgresCatalog {
         return try fetch(query, EventRecord.init(postgres:))
     }
 
+    public func uploads(_ filter: UploadFilter) throws(CatalogError) -> [UploadRecord] {
+        var query = FilteredQuery("SELECT \(UploadRecord.selectColumns) FROM uploads")
+        if let session = filter.sessionID { query.require("session_id = ", session) }
+        if let prefix = filter.objectURLPrefix { query.require("starts_with(object_url, ", prefix, ")") }
+        if let status = filter.status { query.require("status = ", status.rawValue) }
+        query.finish(orderBy: "session_id COLLATE \"C\", id", limit: nil)
+        return try fetch(query, UploadRecord.init(postgres:))
+    }
+
     public func eventCounts(sessionID: String) throws(CatalogError) -> [EventCount] {
         try link.withConnection { db in
             let rows = try db.query("""

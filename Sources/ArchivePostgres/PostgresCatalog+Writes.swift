@@ -120,6 +120,22 @@ extension PostgresCatalog {
         }
     }
 
+    @discardableResult
+    public func saveUpload(_ upload: UploadRecord) throws(CatalogError) -> UploadRecord {
+        let columns = upload.postgresColumns
+        let keys: Set = ["session_id", "file_name", "object_url"]
+        let refresh = columns.names.filter { !keys.contains($0) }.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        return try link.withConnection { db in
+            let rows = try db.query(PostgresQuery(unsafeSQL: """
+                INSERT INTO uploads \(columns.insertClause)
+                ON CONFLICT (session_id, file_name, object_url) DO UPDATE SET \(refresh)
+                RETURNING \(UploadRecord.selectColumns)
+                """, binds: columns.binds))
+            guard let row = rows.rows.first else { throw CatalogError(path: location, reason: .server("upsert returned no row")) }
+            return try UploadRecord(postgres: row)
+        }
+    }
+
     public func insertEvents(_ events: [EventRecord]) throws(CatalogError) {
         guard !events.isEmpty else { return }
         // Multi-row INSERTs: one round trip per 1,000 events, not one each (a data-channel

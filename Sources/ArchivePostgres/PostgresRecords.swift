@@ -252,3 +252,46 @@ extension EventPayload {
         }
     }
 }
+
+extension UploadRecord {
+    static let selectColumns = """
+        id, session_id, file_name, object_url, endpoint, bytes, status, upload_id, part_size, etag, attempts, error, started_at,
+        uploaded_at, local_deleted_at
+        """
+
+    init(postgres row: PostgresRow) throws {
+        let value = RowReader(row)
+        let statusText: String = try value("status")
+        self.init(sessionID: try value("session_id"), fileName: try value("file_name"), objectURL: try value("object_url"),
+                  endpoint: try value("endpoint"), bytes: try value("bytes"), startedAt: try value("started_at"),
+                  status: UploadStatus(rawValue: statusText) ?? .failed)
+        id = try value("id")
+        uploadID = try value("upload_id")
+        partSize = try value("part_size")
+        etag = try value("etag")
+        attempts = Int(try value("attempts", as: Int64.self))
+        error = try value("error")
+        uploadedAt = try value("uploaded_at")
+        localDeletedAt = try value("local_deleted_at")
+    }
+
+    /// Without `id`: the server assigns it.
+    var postgresColumns: ColumnValues {
+        var columns = ColumnValues()
+        columns.add("session_id", sessionID)
+        columns.add("file_name", fileName)
+        columns.add("object_url", objectURL)
+        columns.add("endpoint", endpoint)
+        columns.add("bytes", bytes)
+        columns.add("status", status.rawValue)
+        columns.add("upload_id", uploadID)
+        columns.add("part_size", partSize)
+        columns.add("etag", etag)
+        columns.add("attempts", Int64(attempts))
+        columns.add("error", error)
+        columns.add("started_at", startedAt)
+        columns.add("uploaded_at", uploadedAt)
+        columns.add("local_deleted_at", localDeletedAt)
+        return columns
+    }
+}

@@ -27,6 +27,8 @@ public struct DataDirectory: Sendable, Equatable {
     public var spoolDirectory: String { path + "/spool" }
     public func spoolPath(session: String) -> String { spoolDirectory + "/" + session + ".sqlite" }
     public var recordingsPath: String { path + "/" + DataDirectory.recordingsFolder }
+    /// One upload of a session at a time on this host (`upload --pending` from cron, `join --upload`).
+    public func uploadLockPath(session: String) -> String { path + "/locks/upload-" + session + ".lock" }
     /// Recordings live in `<data dir>/recordings/<session id>/`.
     static let recordingsFolder = "recordings"
 

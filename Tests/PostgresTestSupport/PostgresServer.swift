@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// A throwaway PostgreSQL 15 server (Debian's `postgresql`) for the catalog tests: its own
 /// cluster in a temporary directory, on a free loopback port, password authentication (SCRAM)
@@ -124,20 +125,7 @@ public final class PostgresServer: @unchecked Sendable {
         public var description: String { "\(command) failed: \(output)" }
     }
 
-    public static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard bound else { throw POSIXError(.EADDRINUSE) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
+    public static func freePort() throws -> Int { try freeLoopbackPort() }
 }
 
 /// Runs `body` on `count` threads at once and waits for all: for "many recbots at the same

