@@ -259,7 +259,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: [
             "Transport", "ICE", "DTLS", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "WebMReader", "CodecBindings"]),
+        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",

@@ -31,13 +31,14 @@ public struct ArchiveUploader: Sendable {
 
     private var objectURLPrefix: String { options.destination.objectURLPrefix }
 
-    /// Ended sessions whose report has not reached this destination yet (the report goes last,
+    /// Ended sessions whose report has not reached `destination` yet (the report goes last,
     /// so a session with it uploaded is complete there), oldest first.
-    public func pendingSessions() throws(UploadError) -> [SessionRecord] {
-        let done = Set(try catalog.uploads(UploadFilter(objectURLPrefix: objectURLPrefix, status: .uploaded))
+    public static func pendingSessions(catalog: any CatalogStore, destination: S3Destination) throws(UploadError) -> [SessionRecord] {
+        let access = CatalogAccess(store: catalog)
+        let done = Set(try access.uploads(UploadFilter(objectURLPrefix: destination.objectURLPrefix, status: .uploaded))
             .filter { $0.fileName.hasPrefix("report-") }.map(\.sessionID))
         let sessions: [SessionRecord]
-        do { sessions = try catalog.store.sessions() } catch { throw .catalog(error) }
+        do { sessions = try catalog.sessions() } catch { throw .catalog(error) }
         return sessions.filter { $0.endedAt != nil && !done.contains($0.id) }.reversed()
     }
 

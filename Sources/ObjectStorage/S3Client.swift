@@ -40,7 +40,14 @@ public final class S3Client: Sendable {
 
     /// Fails with `.credentials` or `.configuration` (no such bucket) before anything is sent.
     public func checkBucket(_ bucket: String) async throws(S3Error) {
-        _ = try await send(S3Request(method: .HEAD, bucket: bucket, key: nil), operation: "HeadBucket \(bucket)")
+        do {
+            _ = try await send(S3Request(method: .HEAD, bucket: bucket, key: nil), operation: "HeadBucket \(bucket)")
+        } catch where error.httpStatus == 404 {
+            throw S3Error(.configuration, "bucket \(bucket) does not exist at \(endpoint)", code: "NoSuchBucket", httpStatus: 404)
+        } catch where error.httpStatus == 403 {
+            throw S3Error(.credentials, "\(endpoint) refused access key \(signer.credentials.accessKeyID) for bucket \(bucket) (HTTP 403)",
+                          httpStatus: 403)
+        }
     }
 
     /// One PUT; the server checks the body against Content-MD5. Returns the ETag.

@@ -28,6 +28,10 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case catalogUnavailable = 82
     /// The PostgreSQL catalog refused the user or password.
     case catalogCredentials = 83
+    /// An upload to object storage failed (unreachable, retries spent, or it did not verify); the local files are kept.
+    case uploadFailed = 84
+    /// The object storage refused the access key or its signature, or denied access to the bucket.
+    case uploadCredentials = 85
 
     /// A few words for the help text.
     public var summary: String {
@@ -45,6 +49,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .relayCredentials: "TURN credentials refused"
         case .catalogUnavailable: "PostgreSQL catalog unreachable"
         case .catalogCredentials: "PostgreSQL catalog credentials refused"
+        case .uploadFailed: "upload to object storage failed (local files kept)"
+        case .uploadCredentials: "object storage credentials refused"
         }
     }
 

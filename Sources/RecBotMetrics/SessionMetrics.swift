@@ -134,6 +134,8 @@ extension ExitStatus {
         case .relayCredentials: "relay_credentials"
         case .catalogUnavailable: "catalog_unavailable"
         case .catalogCredentials: "catalog_credentials"
+        case .uploadFailed: "upload_failed"
+        case .uploadCredentials: "upload_credentials"
         }
     }
 }

@@ -130,12 +130,13 @@ struct ArchiveUploadTests {
         try fixture.catalog.insertSession(other)
         let running = SessionRecord(id: ULID.generate(now: 1_700_000_300_000).string, channelID: "sora", startedAt: 1_700_000_300_000)
         try fixture.catalog.insertSession(running)
-        let uploader = try fixture.uploader()
-        #expect(try uploader.0.pendingSessions().map(\.id) == [fixture.session.id, other.id])
-        _ = try await fixture.upload(uploader)
-        let (after, client) = try fixture.uploader()
-        #expect(try after.pendingSessions().map(\.id) == [other.id])
-        await client.shutdown()
+        let destination = try S3Destination(bucket: fixture.bucket, prefix: fixture.prefix)
+        #expect(try ArchiveUploader.pendingSessions(catalog: fixture.catalog, destination: destination).map(\.id) == [fixture.session.id, other.id])
+        _ = try await fixture.upload(try fixture.uploader())
+        #expect(try ArchiveUploader.pendingSessions(catalog: fixture.catalog, destination: destination).map(\.id) == [other.id])
+        // Another destination has everything still to come.
+        let elsewhere = try S3Destination(bucket: fixture.bucket, prefix: fixture.prefix + "-other")
+        #expect(try ArchiveUploader.pendingSessions(catalog: fixture.catalog, destination: elsewhere).count == 2)
     }
 }
 

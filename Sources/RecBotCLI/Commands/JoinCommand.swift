@@ -51,15 +51,22 @@ struct JoinCommand: AsyncParsableCommand {
             RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
             RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT,
             RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE, RECBOT_ICE_SERVERS (JSON or @file),
-            RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE, RECBOT_CATALOG_URL.
+            RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE, RECBOT_CATALOG_URL, RECBOT_UPLOAD_URL, RECBOT_S3_ENDPOINT,
+            RECBOT_S3_REGION, RECBOT_UPLOAD_PART_SIZE, RECBOT_UPLOAD_RETRIES, RECBOT_DELETE_AFTER_UPLOAD=1 (and S3 credentials, see
+            `recbot upload --help`).
             Precedence: flag, then environment, then config file.
 
             """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration,
-                                 .relayUnavailable, .relayCredentials, .catalogUnavailable, .catalogCredentials]))
+                                 .relayUnavailable, .relayCredentials, .catalogUnavailable, .catalogCredentials,
+                                 .uploadFailed, .uploadCredentials]))
 
     @OptionGroup var common: CommonOptions
     @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
     @OptionGroup(title: "TURN relays") var relayArguments: RelayArguments
+    @OptionGroup(title: "Upload when the session ends") var uploadArguments: UploadArguments
+    @Option(name: .customLong("upload"), help: ArgumentHelp(
+        "When the session ends, upload it to s3://bucket[/prefix] (see `recbot upload`; also RECBOT_UPLOAD_URL).", valueName: "url"))
+    var uploadDestination: String?
     @Option(help: "Channel id to record.") var channel: String?
     @Option(name: .customLong("url"), help: "Signaling URL (ws:// or wss://); repeat to race several.") var urls: [String] = []
     @Option(help: ArgumentHelp("Metadata for authentication: JSON text, or @file.", valueName: "json|@file")) var metadata: String?
@@ -112,9 +119,12 @@ struct JoinCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let options: JoinOptions
         let metricsOptions: MetricsOptions
+        let upload: UploadConfiguration?
         do {
             options = try makeOptions(environment: environment)
-            metricsOptions = try metricsArguments.options(settings: try common.settings(environment: environment))
+            let settings = try common.settings(environment: environment)
+            metricsOptions = try metricsArguments.options(settings: settings)
+            upload = try uploadArguments.configuration(destination: uploadDestination, settings: settings, environment: environment)
         } catch {
             throw Console.fail(error, status: .configuration)
         }
@@ -140,7 +150,36 @@ struct JoinCommand: AsyncParsableCommand {
             StandardStreams.err("recbot: \(outcome.endReason)\n")
         }
         if let id = outcome.sessionID { Console.print("session \(id): \(outcome.endReason)") }
-        throw outcome.result.exitCode
+        guard let upload, let id = outcome.sessionID else { throw outcome.result.exitCode }
+        let uploaded = await uploadSession(id, configuration: upload)
+        // The recording's own failure says more than the upload's.
+        throw (outcome.result == .success ? uploaded : outcome.result).exitCode
+    }
+
+    /// `--upload`: the session just recorded, once its files are final. A catalog that cannot
+    /// be reached now (the session's writes wait in the spool) leaves it to `recbot upload --pending`.
+    private func uploadSession(_ id: String, configuration: UploadConfiguration) async -> ExitStatus {
+        let catalog: (any CatalogStore)?
+        let session: SessionRecord?
+        do {
+            catalog = try common.openCatalogForWriting()
+            session = try catalog?.query { c throws(CatalogError) in try c.session(id: id) }
+        } catch {
+            Console.note("not uploading session \(id) now: the catalog is unavailable; `recbot upload --pending` will")
+            return (error as? ExitCode).flatMap { ExitStatus(rawValue: $0.rawValue) } ?? .uploadFailed
+        }
+        guard let catalog, let session, session.endedAt != nil else {
+            Console.note("not uploading session \(id) now: the catalog has not recorded its end; `recbot upload --pending` will")
+            return .uploadFailed
+        }
+        let report = await SessionUploads(configuration: configuration, catalog: catalog, directory: common.dataDirectory,
+                                          logger: Logger(label: "recbot.upload")).run([session])
+        for result in report.results {
+            let bytes = result.files.reduce(Int64(0)) { $0 + $1.record.bytes }
+            Console.print("session \(id): uploaded \(result.files.count) files (\(bytes) bytes) to \(configuration.options.destination)"
+                + (result.deletedLocalFiles ? "; local copies removed" : ""))
+        }
+        return report.status
     }
 
     func makeOptions(environment: [String: String]) throws -> JoinOptions {

@@ -1,0 +1,79 @@
+import ArchiveUpload
+import ArgumentParser
+import Foundation
+import Logging
+import ObjectStorage
+import RecBot
+
+/// Where and how uploads go, for `upload` and `join --upload`. Credentials are never flags
+/// (ps would show them): AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN) in the
+/// environment, or RECBOT_S3_ACCESS_KEY_ID / RECBOT_S3_SECRET_ACCESS_KEY in the config file.
+struct UploadArguments: ParsableArguments {
+    @Option(name: .customLong("s3-endpoint"), help: ArgumentHelp(
+        "S3-compatible server, http(s)://host[:port] (MinIO, SeaweedFS, Ceph…); default AWS. Also RECBOT_S3_ENDPOINT.", valueName: "url"))
+    var endpoint: String?
+    @Option(name: .customLong("s3-region"), help: ArgumentHelp("Signing region (default us-east-1). Also RECBOT_S3_REGION.", valueName: "region"))
+    var region: String?
+    @Option(name: .customLong("upload-part-size"), help: ArgumentHelp(
+        "Multipart part size in MiB (default 16, at least 5). Also RECBOT_UPLOAD_PART_SIZE.", valueName: "MiB"))
+    var partSizeMiB: Int?
+    @Option(name: .customLong("upload-retries"), help: ArgumentHelp(
+        "Retries of a request the server could not serve, with backoff (default 5). Also RECBOT_UPLOAD_RETRIES.", valueName: "count"))
+    var retries: Int?
+    @Flag(name: .customLong("delete-after-upload"), help: "Remove a session's local files once every one of them uploaded and verified (also RECBOT_DELETE_AFTER_UPLOAD=1).")
+    var deleteAfterUpload = false
+
+    /// nil when no destination is configured.
+    func configuration(destination: String?, settings: Settings, environment: [String: String]) throws -> UploadConfiguration? {
+        guard let text = destination ?? settings["RECBOT_UPLOAD_URL"] else { return nil }
+        do {
+            let destination = try S3Destination.parse(text)
+            let endpoint = try S3Endpoint(url: endpoint ?? settings["RECBOT_S3_ENDPOINT"],
+                                          region: region ?? settings["RECBOT_S3_REGION"] ?? environment["AWS_REGION"])
+            var keys = environment
+            keys["AWS_ACCESS_KEY_ID"] = keys["AWS_ACCESS_KEY_ID"] ?? settings["RECBOT_S3_ACCESS_KEY_ID"]
+            keys["AWS_SECRET_ACCESS_KEY"] = keys["AWS_SECRET_ACCESS_KEY"] ?? settings["RECBOT_S3_SECRET_ACCESS_KEY"]
+            let credentials = try S3Credentials.fromEnvironment(keys)
+            let mebibytes = partSizeMiB ?? settings["RECBOT_UPLOAD_PART_SIZE"].flatMap { Int($0) } ?? Int(PartPlan.defaultPartSize >> 20)
+            guard (5...5_120).contains(mebibytes) else { throw ValidationError("--upload-part-size must be 5…5120 MiB") }
+            let retries = retries ?? settings["RECBOT_UPLOAD_RETRIES"].flatMap { Int($0) } ?? 5
+            guard (0...20).contains(retries) else { throw ValidationError("--upload-retries must be 0…20") }
+            let delete = deleteAfterUpload || settings["RECBOT_DELETE_AFTER_UPLOAD"] == "1"
+            return UploadConfiguration(
+                options: UploadOptions(destination: destination, partSize: Int64(mebibytes) << 20, deleteAfterUpload: delete),
+                endpoint: endpoint, credentials: credentials, retry: RetryPolicy(retries: retries))
+        } catch let error as S3Error {
+            throw ValidationError("\(error)")
+        }
+    }
+}
+
+struct UploadConfiguration: Sendable {
+    var options: UploadOptions
+    var endpoint: S3Endpoint
+    var credentials: S3Credentials
+    var retry: RetryPolicy
+
+    func makeClient(logger: Logger) -> S3Client {
+        S3Client(endpoint: endpoint, credentials: credentials, retry: retry, logger: logger)
+    }
+}
+
+extension ExitStatus {
+    /// The exit code an upload failure gives: refused credentials and unreachable storage have
+    /// their own codes; a bad destination is configuration; a local read is storage.
+    init(uploadError: UploadError) {
+        switch uploadError {
+        case .storage(let error, _):
+            switch error.kind {
+            case .credentials: self = .uploadCredentials
+            case .configuration: self = .configuration
+            case .localFile: self = .storage
+            case .unavailable, .protocolViolation: self = .uploadFailed
+            }
+        case .catalog(let error): self = ExitStatus(catalogError: error)
+        case .sessionNotEnded: self = .usage
+        case .verification, .busy, .interrupted: self = .uploadFailed
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Archive
+import ArchiveUpload
+import ArgumentParser
+import Foundation
+import Logging
+import RecBot
+
+struct UploadCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "upload",
+        abstract: "Put finished sessions' recordings, sidecars and reports into S3-compatible storage.",
+        discussion: """
+            Objects are named <prefix>/<session id>/<file name>, sora-archive-uploader's layout:
+            media first, then sidecars, the report last. Large files go up in parts, each checked
+            by the server (Content-MD5); every object is then checked (size and ETag) before the
+            catalog records it as uploaded. An upload that was interrupted resumes where it
+            stopped. Local files are removed only with --delete-after-upload, and only once all of
+            a session verified. --pending uploads every ended session whose report is not at the
+            destination yet (for cron, after `recbot repair`).
+            Credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in the
+            environment, or RECBOT_S3_ACCESS_KEY_ID / RECBOT_S3_SECRET_ACCESS_KEY in the config file.
+
+            """ + ExitStatus.helpLine([.success, .usage, .storage, .configuration, .catalogUnavailable, .catalogCredentials,
+                                       .uploadFailed, .uploadCredentials])
+    )
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Object storage") var uploadArguments: UploadArguments
+    @Argument(help: ArgumentHelp("Session ids to upload.", valueName: "session")) var sessions: [ULIDArgument] = []
+    @Option(name: .customLong("to"), help: ArgumentHelp("Destination s3://bucket[/prefix] (also RECBOT_UPLOAD_URL).", valueName: "url"))
+    var destination: String?
+    @Flag(help: "Upload every ended session not uploaded to this destination yet.") var pending = false
+
+    func validate() throws {
+        if sessions.isEmpty && !pending { throw ValidationError("name a session, or pass --pending") }
+    }
+
+    func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let settings = try common.settings(environment: environment)
+        let configuration: UploadConfiguration
+        do {
+            guard let configured = try uploadArguments.configuration(destination: destination, settings: settings, environment: environment) else {
+                throw ValidationError("--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required")
+            }
+            configuration = configured
+        } catch {
+            throw Console.fail(error, status: .configuration)
+        }
+        guard let catalog = try common.openCatalogForWriting() else {
+            if sessions.isEmpty { return }
+            throw Console.fail(ValidationError("no session \(sessions[0].value): there is no catalog"), status: .usage)
+        }
+        let directory = common.dataDirectory
+        var targets: [SessionRecord] = []
+        for id in sessions {
+            guard let session = try catalog.query({ c throws(CatalogError) in try c.session(id: id.value) }) else {
+                throw Console.fail(ValidationError("no session \(id.value)"), status: .usage)
+            }
+            targets.append(session)
+        }
+        if pending {
+            let waiting: [SessionRecord]
+            do {
+                waiting = try ArchiveUploader.pendingSessions(catalog: catalog, destination: configuration.options.destination)
+            } catch {
+                throw Console.fail(error, status: ExitStatus(uploadError: error))
+            }
+            // A session that recorded nothing has no directory: nothing to send.
+            targets += waiting.filter { FileManager.default.fileExists(atPath: directory.layout(session: $0.id).directory) }
+        }
+        let report = await SessionUploads(configuration: configuration, catalog: catalog, directory: directory,
+                                          logger: Logger(label: "recbot.upload")).run(targets)
+        if output.json {
+            Console.print(JSONValue.array(report.results.flatMap(UploadCommand.json)).rendered())
+        } else if report.results.isEmpty && report.failures.isEmpty {
+            Console.note("nothing to upload")
+        } else if !report.results.isEmpty {
+            Console.print(UploadCommand.table(report.results).rendered())
+        }
+        if !report.failures.isEmpty { throw report.status.exitCode }
+    }
+
+    static func json(_ result: SessionUploadResult) -> [JSONValue] {
+        result.files.map { file in
+            .object([
+                ("session_id", .string(result.sessionID)), ("file", .string(file.record.fileName)), ("bytes", .int(file.record.bytes)),
+                ("outcome", .string(file.outcome.rawValue)), ("object_url", .string(file.record.objectURL)),
+                ("endpoint", .string(file.record.endpoint)), ("etag", .string(file.record.etag)),
+                ("local_deleted", .bool(file.record.localDeletedAt != nil)),
+            ])
+        }
+    }
+
+    static func table(_ results: [SessionUploadResult]) -> TextTable {
+        var table = TextTable([("SESSION", .left), ("FILE", .left), ("BYTES", .right), ("RESULT", .left), ("OBJECT", .left)])
+        for result in results {
+            for (index, file) in result.files.enumerated() {
+                let outcome = file.outcome.rawValue + (file.record.localDeletedAt != nil ? ", local copy removed" : "")
+                table.add([index == 0 ? result.sessionID : nil, file.record.fileName, String(file.record.bytes), outcome, file.record.objectURL])
+            }
+        }
+        return table
+    }
+}
