@@ -113,6 +113,29 @@ struct ArchiveUploadTests {
         #expect(result.files.count == 5)
     }
 
+    /// The storage server dies after the first part of the large file: the upload is retried with
+    /// backoff, then fails with every local file kept; once the server is back, the next run
+    /// resumes the same multipart upload.
+    @Test func aServerThatDiesMidUploadCostsNothingAndTheUploadResumes() async throws {
+        let server = try SeaweedServer()
+        defer { server.remove() }
+        let fixture = try UploadFixture(server: server)
+        let files = try fixture.writeSession()
+        let kill = PartCounter(onPart: ("archive-AAAA.webm", 1)) { server.stop() }
+        await #expect { try await fixture.upload(try fixture.uploader(retry: RetryPolicy(retries: 2, baseDelaySeconds: 0.05), observer: kill.observer)) }
+            throws: { error in
+                guard case .storage(let s3, _) = error as? UploadError else { return false }
+                return s3.isRetryable
+            }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory).count == files.count + 1)
+        try server.start()
+        let resumed = PartCounter()
+        let result = try await fixture.upload(try fixture.uploader(observer: resumed.observer))
+        #expect(result.files.first?.outcome == .resumed)
+        #expect(resumed.sent.filter { $0.0 == "archive-AAAA.webm" }.map(\.1) == [2, 3])
+        for (name, data) in files { #expect(try fixture.object(name) == data, "\(name)") }
+    }
+
     @Test func aSessionThatHasNotEndedIsNotUploaded() async throws {
         let fixture = try UploadFixture(ended: false)
         _ = try fixture.writeSession()

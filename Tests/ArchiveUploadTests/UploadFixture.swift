@@ -32,9 +32,9 @@ final class UploadFixture: @unchecked Sendable {
         var testDescription: String { rawValue }
     }
 
-    init(store: Store = .sqlite, ended: Bool = true) throws {
-        server = try SeaweedServer.shared.get()
-        bucket = try server.sharedBucket()
+    init(store: Store = .sqlite, ended: Bool = true, server: SeaweedServer? = nil) throws {
+        self.server = try server ?? SeaweedServer.shared.get()
+        bucket = try self.server.sharedBucket()
         root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-upload-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         switch store {
@@ -108,14 +108,22 @@ final class PartCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var parts: [(String, Int)] = []
     let stopAfter: (file: String, part: Int)?
+    let onPart: (file: String, part: Int)?
+    let action: (@Sendable () -> Void)?
 
-    init(stopAfter: (file: String, part: Int)? = nil) { self.stopAfter = stopAfter }
+    init(stopAfter: (file: String, part: Int)? = nil) { (self.stopAfter, onPart, action) = (stopAfter, nil, nil) }
+
+    /// Runs `action` once the given part reached the server (and the upload goes on).
+    init(onPart: (file: String, part: Int), action: @escaping @Sendable () -> Void) {
+        (stopAfter, self.onPart, self.action) = (nil, onPart, action)
+    }
 
     var sent: [(String, Int)] { lock.withLock { parts } }
 
     var observer: PartObserver {
         { [self] file, number, _ in
             lock.withLock { parts.append((file, number)) }
+            if let onPart, onPart.file == file, onPart.part == number { action?() }
             if let stopAfter, stopAfter.file == file, stopAfter.part == number { throw CancellationError() }
         }
     }
