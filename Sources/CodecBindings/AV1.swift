@@ -9,6 +9,7 @@ public final class AV1Decoder {
         dav1d_default_settings(&settings)
         settings.n_threads = 1
         settings.max_frame_delay = 1  // a picture per temporal unit, as it is sent
+        settings.frame_size_limit = UInt32(DecodeLimits.maximumPixels)  // see DecodeLimits
         let status = dav1d_open(&context, &settings)
         guard status == 0, context != nil else { throw CodecError(codec: "AV1", operation: "open", code: status, detail: "dav1d_open") }
     }

@@ -166,6 +166,7 @@ public final class VPXDecoder {
     /// Decodes one frame; returns the size of each picture it produced.
     public func decode(_ data: [UInt8]) throws(CodecError) -> [(width: Int, height: Int)] {
         guard data.count <= Int(UInt32.max) else { throw CodecError(codec: codec.name, operation: "decode", code: -1, detail: "frame of \(data.count) bytes") }
+        try refuseOversizedKeyframe(data)
         let status = data.withUnsafeBufferPointer { buffer in
             vpx_codec_decode(&context, buffer.baseAddress, UInt32(buffer.count), nil, 0)
         }
@@ -178,5 +179,21 @@ public final class VPXDecoder {
             pictures.append((Int(image.pointee.d_w), Int(image.pointee.d_h)))
         }
         return pictures
+    }
+
+    /// A keyframe may declare up to 16383×16383: libvpx would allocate and clear about 400 MB
+    /// for it, a second per frame, so a crafted recording could keep `verify` busy for hours.
+    /// Its header says the size before anything is decoded.
+    private func refuseOversizedKeyframe(_ data: [UInt8]) throws(CodecError) {
+        var info = vpx_codec_stream_info_t()
+        info.sz = UInt32(MemoryLayout<vpx_codec_stream_info_t>.size)
+        let status = data.withUnsafeBufferPointer { buffer in
+            vpx_codec_peek_stream_info(codec.decoderInterface, buffer.baseAddress, UInt32(buffer.count), &info)
+        }
+        guard status == VPX_CODEC_OK, info.is_kf != 0 else { return }
+        let (width, height) = (Int(info.w), Int(info.h))
+        guard width * height > DecodeLimits.maximumPixels else { return }
+        throw CodecError(codec: codec.name, operation: "decode", code: -1,
+                         detail: "a \(width)x\(height) keyframe is larger than the verifier decodes (\(DecodeLimits.description))")
     }
 }
