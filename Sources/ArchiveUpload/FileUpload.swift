@@ -1,6 +1,7 @@
 import Archive
 import Crypto
 import Foundation
+import Glibc
 import Logging
 import NIOCore
 import NIOFoundationCompat
@@ -22,22 +23,33 @@ struct FileUpload {
 
     func run(record: UploadRecord, preferredPartSize: Int64) async throws(UploadError) -> (UploadRecord, FileUploadOutcome) {
         var record = record
-        let size = try fileSize()
-        record.bytes = size
-        if record.status == .uploaded, record.etag != nil, try await storedMatches(record: record, size: size) {
+        let before = try LocalFileState(path: path, fileName: fileName)
+        let size = before.size
+        if record.status == .uploaded, record.etag != nil, let uploadedAt = record.uploadedAt, before.unchanged(since: uploadedAt),
+           try await storedMatches(record: record, size: size) {
             return (record, .alreadyUploaded)
         }
+        record.bytes = size
         let plan = PartPlan(fileSize: size, preferredPartSize: record.uploadID != nil ? (record.partSize ?? preferredPartSize) : preferredPartSize)
+        if plan.isSinglePut, let stale = record.uploadID {
+            // An earlier multipart upload this file no longer needs: its parts would be billed for ever.
+            try? await client.abortMultipartUpload(bucket: bucket, key: key, uploadID: stale)
+            record.uploadID = nil
+        }
         record.status = .uploading
         record.attempts += 1
         record.error = nil
         record.partSize = plan.partSize
         record = try catalog.save(record)
-        do {
+        do throws(UploadError) {
             let (etag, expected, resumed) = plan.isSinglePut
                 ? try await putWhole(size: size)
                 : try await putInParts(plan: plan, record: &record)
             try await verify(size: size, etag: etag, expected: expected)
+            // A file that grew or was rewritten meanwhile is not what went up.
+            guard try LocalFileState(path: path, fileName: fileName) == before else {
+                throw UploadError.verification(file: fileName, "the local file changed while it was uploaded")
+            }
             record.status = .uploaded
             record.etag = etag
             record.uploadID = nil
@@ -102,9 +114,20 @@ struct FileUpload {
             do { try partObserver?(fileName, number, plan.partCount) } catch { throw .interrupted("\(error)") }
         }
         let parts = (1...plan.partCount).map { (number: $0, etag: etags[$0] ?? "") }
-        let etag = try await storage { try await client.completeMultipartUpload(bucket: bucket, key: key, uploadID: uploadID, parts: parts) }
         let expected = ObjectDigest.multipartETag(partMD5s: (1...plan.partCount).map { md5s[$0] ?? [] })
-        return (etag, expected, resumed)
+        do {
+            let etag = try await client.completeMultipartUpload(bucket: bucket, key: key, uploadID: uploadID, parts: parts)
+            return (etag, expected, resumed)
+        } catch where error.code == "NoSuchUpload" {
+            // A completion that succeeded but whose answer was lost, retried: the object is there.
+            if let stored = try await storage({ try await client.headObject(bucket: bucket, key: key) }),
+               stored.size == plan.fileSize, ObjectDigest.normalized(stored.etag) == expected {
+                return (stored.etag, expected, resumed)
+            }
+            throw .storage(error, file: fileName)
+        } catch {
+            throw .storage(error, file: fileName)
+        }
     }
 
     // MARK: Verification
@@ -129,12 +152,6 @@ struct FileUpload {
 
     // MARK: Local file
 
-    private func fileSize() throws(UploadError) -> Int64 {
-        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path), let size = attributes[.size] as? NSNumber else {
-            throw .storage(S3Error(.localFile, "cannot read \(path)"), file: fileName)
-        }
-        return size.int64Value
-    }
 
     private func read(_ range: Range<Int64>) throws(UploadError) -> ByteBuffer {
         do {
@@ -159,6 +176,27 @@ struct FileUpload {
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+}
+
+/// What identifies a local file's contents cheaply: a file whose size, modification time or
+/// inode changed is treated as another file.
+struct LocalFileState: Equatable {
+    var size: Int64
+    var modifiedNanoseconds: Int64
+    var inode: UInt64
+
+    init(path: String, fileName: String) throws(UploadError) {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw .storage(S3Error(.localFile, "cannot read \(path): \(String(cString: strerror(errno)))"), file: fileName)
+        }
+        size = Int64(info.st_size)
+        modifiedNanoseconds = Int64(info.st_mtim.tv_sec) &* 1_000_000_000 &+ Int64(info.st_mtim.tv_nsec)
+        inode = UInt64(info.st_ino)
+    }
+
+    /// Not modified since `time` (Unix milliseconds).
+    func unchanged(since time: Int64) -> Bool { modifiedNanoseconds / 1_000_000 <= time }
 }
 
 extension Array where Element == UInt8 {

@@ -33,12 +33,15 @@ public struct ArchiveUploader: Sendable {
 
     /// Ended sessions whose report has not reached `destination` yet (the report goes last,
     /// so a session with it uploaded is complete there), oldest first.
-    public static func pendingSessions(catalog: any CatalogStore, destination: S3Destination) throws(UploadError) -> [SessionRecord] {
+    /// Only sessions of `channel` when one is given. Uploads to the same bucket and prefix on
+    /// another server (`endpoint`) do not count.
+    public static func pendingSessions(catalog: any CatalogStore, destination: S3Destination, endpoint: String,
+                                       channel: String? = nil) throws(UploadError) -> [SessionRecord] {
         let access = CatalogAccess(store: catalog)
         let done = Set(try access.uploads(UploadFilter(objectURLPrefix: destination.objectURLPrefix, status: .uploaded))
-            .filter { $0.fileName.hasPrefix("report-") }.map(\.sessionID))
+            .filter { $0.fileName.hasPrefix("report-") && $0.endpoint == endpoint }.map(\.sessionID))
         let sessions: [SessionRecord]
-        do { sessions = try catalog.sessions() } catch { throw .catalog(error) }
+        do { sessions = try catalog.sessions(SessionFilter(channelID: channel)) } catch { throw .catalog(error) }
         return sessions.filter { $0.endedAt != nil && !done.contains($0.id) }.reversed()
     }
 
@@ -48,7 +51,11 @@ public struct ArchiveUploader: Sendable {
         guard session.endedAt != nil else { throw .sessionNotEnded(session.id) }
         let lock = try takeLock(lockPath, session: session.id)
         defer { lock.release() }
-        let names = UploadOrder.files((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+        let listing: [String]
+        do { listing = try FileManager.default.contentsOfDirectory(atPath: directory) } catch {
+            throw .storage(S3Error(.localFile, "cannot list \(directory): \(error.localizedDescription)"), file: nil)
+        }
+        let names = UploadOrder.files(listing)
         let earlier = try catalog.uploads(UploadFilter(sessionID: session.id, objectURLPrefix: objectURLPrefix))
         var result = SessionUploadResult(sessionID: session.id)
         for name in names {
@@ -76,8 +83,13 @@ public struct ArchiveUploader: Sendable {
         var updated = files
         for index in updated.indices {
             var record = updated[index].record
-            guard record.status == .uploaded else { continue }
+            guard record.status == .uploaded, let uploadedAt = record.uploadedAt else { continue }
             let path = directory + "/" + record.fileName
+            // Only the bytes that were verified: same size, not modified since.
+            let state = try LocalFileState(path: path, fileName: record.fileName)
+            guard state.size == record.bytes, state.unchanged(since: uploadedAt) else {
+                throw .verification(file: record.fileName, "the local file changed after its upload; kept")
+            }
             guard unlink(path) == 0 || errno == ENOENT else {
                 throw .storage(S3Error(.localFile, "cannot remove \(path): \(String(cString: strerror(errno)))"), file: record.fileName)
             }

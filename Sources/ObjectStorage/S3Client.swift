@@ -40,13 +40,18 @@ public final class S3Client: Sendable {
 
     /// Fails with `.credentials` or `.configuration` (no such bucket) before anything is sent.
     public func checkBucket(_ bucket: String) async throws(S3Error) {
+        // A HEAD answer has no body: the status (and a region header) is all there is to go on.
         do {
             _ = try await send(S3Request(method: .HEAD, bucket: bucket, key: nil), operation: "HeadBucket \(bucket)")
         } catch where error.httpStatus == 404 {
             throw S3Error(.configuration, "bucket \(bucket) does not exist at \(endpoint)", code: "NoSuchBucket", httpStatus: 404)
         } catch where error.httpStatus == 403 {
-            throw S3Error(.credentials, "\(endpoint) refused access key \(signer.credentials.accessKeyID) for bucket \(bucket) (HTTP 403)",
-                          httpStatus: 403)
+            throw S3Error(.credentials, "\(endpoint) refused access key \(signer.credentials.accessKeyID) for bucket \(bucket) (HTTP 403: "
+                + "a wrong secret, a key without s3:ListBucket on it, or a clock more than 15 minutes off)", httpStatus: 403)
+        } catch where error.httpStatus == 301 || error.httpStatus == 400 {
+            let region = error.bucketRegion.map { "; the bucket is in \($0): set --s3-region \($0)" } ?? ""
+            throw S3Error(.configuration, "bucket \(bucket) at \(endpoint) refused region \(endpoint.region) (HTTP \(error.httpStatus ?? 0))\(region)",
+                          httpStatus: error.httpStatus)
         }
     }
 
@@ -97,18 +102,22 @@ public final class S3Client: Sendable {
         throw S3Error(.protocolViolation, "ListParts \(key): more than 100 pages")
     }
 
+    /// The server may answer 200 and still fail, with an Error document in the body, and while a
+    /// long completion runs AWS keeps the connection alive with whitespace before the XML: both
+    /// are read here, and a retryable failure (or an answer cut short) is tried again.
     public func completeMultipartUpload(bucket: String, key: String, uploadID: String, parts: [(number: Int, etag: String)]) async throws(S3Error) -> String {
         let body = ByteBuffer(string: S3Responses.completionBody(parts))
         let request = S3Request(method: .POST, bucket: bucket, key: key, query: [("uploadId", uploadID)], body: body)
-        let response = try await send(request, operation: "CompleteMultipartUpload \(key)")
-        // S3 may answer 200 and still fail, with an Error document in the body.
-        if let failure = S3Responses.error(response.body) {
-            throw S3Error.fromResponse(status: 200, code: failure.code, message: failure.message, operation: "CompleteMultipartUpload \(key)")
+        let operation = "CompleteMultipartUpload \(key)"
+        return try await send(request, operation: operation) { (response: S3Response) throws(S3Error) -> String in
+            if let failure = S3Responses.error(response.body) {
+                throw S3Error.fromResponse(status: 200, code: failure.code, message: failure.message, operation: operation)
+            }
+            guard let etag = S3Responses.completedETag(response.body) else {
+                throw S3Error(.unavailable, "\(operation): the answer has no ETag (cut short?)")
+            }
+            return etag
         }
-        guard let etag = S3Responses.completedETag(response.body) else {
-            throw S3Error(.protocolViolation, "CompleteMultipartUpload \(key): no ETag in the answer")
-        }
-        return etag
     }
 
     public func abortMultipartUpload(bucket: String, key: String, uploadID: String) async throws(S3Error) {
@@ -143,10 +152,16 @@ public final class S3Client: Sendable {
 
     /// Sends with retries; a 2xx answer is returned, anything else thrown as an `S3Error`.
     private func send(_ request: S3Request, operation: String) async throws(S3Error) -> S3Response {
+        try await send(request, operation: operation) { (response: S3Response) throws(S3Error) -> S3Response in response }
+    }
+
+    /// Sends with retries, `check` reading the 2xx answer inside the loop, so an answer that
+    /// says "try again" (a 200 carrying a retryable Error) is retried like a 5xx.
+    private func send<T>(_ request: S3Request, operation: String, check: (S3Response) throws(S3Error) -> T) async throws(S3Error) -> T {
         var attempt = 1
         while true {
             do {
-                return try await sendOnce(request, operation: operation)
+                return try check(try await sendOnce(request, operation: operation))
             } catch {
                 guard error.isRetryable, let delay = retry.delay(afterAttempt: attempt, unit: Double.random(in: 0..<1)) else { throw error }
                 logger.warning("retrying S3 request", metadata: [
@@ -176,7 +191,9 @@ public final class S3Client: Sendable {
             let status = Int(response.status.code)
             guard (200..<300).contains(status) else {
                 let failure = S3Responses.error(data)
-                throw S3Error.fromResponse(status: status, code: failure?.code, message: failure?.message, operation: operation)
+                var error = S3Error.fromResponse(status: status, code: failure?.code, message: failure?.message, operation: operation)
+                error.bucketRegion = response.headers.first(name: "x-amz-bucket-region")
+                throw error
             }
             return S3Response(status: status, headers: response.headers, body: data)
         } catch let error as S3Error {

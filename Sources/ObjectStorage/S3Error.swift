@@ -19,6 +19,8 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
     /// S3's error code (`NoSuchBucket`, `SlowDown`…), when the server sent one.
     public var code: String?
     public var httpStatus: Int?
+    /// `x-amz-bucket-region` of the answer, when AWS says where the bucket is.
+    public var bucketRegion: String?
 
     public init(_ kind: Kind, _ message: String, code: String? = nil, httpStatus: Int? = nil) {
         (self.kind, self.message, self.code, self.httpStatus) = (kind, message, code, httpStatus)
@@ -28,7 +30,7 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
 
     /// What an error response means: S3 codes first (they are more precise than the status).
     public static func fromResponse(status: Int, code: String?, message: String?, operation: String) -> S3Error {
-        let detail = [code, message].compactMap { $0 }.joined(separator: ": ")
+        let detail = [code, message].compactMap { $0.map(printable) }.joined(separator: ": ")
         let text = "\(operation): HTTP \(status)" + (detail.isEmpty ? "" : " \(detail)")
         let kind: Kind
         switch code {
@@ -47,6 +49,12 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
             }
         }
         return S3Error(kind, text, code: code, httpStatus: status)
+    }
+
+    /// A server's text as one short line: it goes into a one-line error, the logs and the catalog.
+    static func printable(_ text: String) -> String {
+        let flat = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+        return flat.count > 200 ? String(flat.prefix(200)) + "…" : flat
     }
 
     /// Another attempt may succeed.

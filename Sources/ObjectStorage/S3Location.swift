@@ -80,7 +80,10 @@ public struct S3Endpoint: Sendable, Equatable, CustomStringConvertible {
         guard components.path.isEmpty || components.path == "/", components.query == nil else {
             throw S3Error(.configuration, "\(text): an S3 endpoint has no path or query")
         }
-        (self.scheme, self.host, self.port, self.pathStyle) = (scheme, host, components.port, true)
+        // A default port stays out of the Host header: a proxy that normalizes Host would
+        // otherwise see a different header from the one signed.
+        let port = components.port.flatMap { (scheme == "https" && $0 == 443) || (scheme == "http" && $0 == 80) ? nil : $0 }
+        (self.scheme, self.host, self.port, self.pathStyle) = (scheme, host, port, true)
     }
 
     /// The Host header and the request path (encoded, as signed) of an object or bucket.

@@ -16,8 +16,13 @@ struct XMLElementNode {
 
     static func parse(_ data: Data) -> XMLElementNode? {
         guard data.count <= maximumBytes else { return nil }
+        // AWS may send whitespace before the XML declaration (keep-alive during a long
+        // CompleteMultipartUpload), which XML forbids; and S3 never sends a DOCTYPE, whose
+        // entities Foundation's parser on Linux would expand.
+        let body = data.drop { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        guard body.range(of: Data("<!DOCTYPE".utf8)) == nil, body.range(of: Data("<!ENTITY".utf8)) == nil else { return nil }
         let builder = TreeBuilder()
-        let parser = XMLParser(data: data)
+        let parser = XMLParser(data: Data(body))
         parser.shouldProcessNamespaces = true
         parser.shouldResolveExternalEntities = false
         parser.delegate = builder

@@ -136,6 +136,58 @@ struct ArchiveUploadTests {
         for (name, data) in files { #expect(try fixture.object(name) == data, "\(name)") }
     }
 
+    /// A file that grows while it goes up is not what was verified: the upload fails, nothing is
+    /// marked uploaded, and --delete-after-upload removes nothing.
+    @Test func aFileThatChangesDuringItsUploadIsNotMarkedUploadedOrDeleted() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        let path = fixture.directory + "/archive-AAAA.webm"
+        let grow = PartCounter(onPart: ("archive-AAAA.webm", 1)) {
+            if let handle = FileHandle(forWritingAtPath: path) { handle.seekToEndOfFile(); handle.write(Data([1, 2, 3])); try? handle.close() }
+        }
+        await #expect { try await fixture.upload(try fixture.uploader(deleteAfterUpload: true, observer: grow.observer)) } throws: { error in
+            "\(error)".contains("changed while it was uploaded")
+        }
+        #expect(try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id, status: .uploaded)).isEmpty)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)).count == 12 << 20 | 12_345 + 3)
+    }
+
+    /// A file rewritten after its upload (same size, newer time) goes up again rather than
+    /// counting as uploaded, so the local copy that is removed is the one in storage.
+    @Test func aFileRewrittenAfterItsUploadIsSentAgainBeforeItIsRemoved() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        _ = try await fixture.upload(try fixture.uploader())
+        try await Task.sleep(nanoseconds: 10_000_000)
+        let rewritten = try fixture.write("archive-BBBB.json", bytes: 301, seed: 42)
+        let result = try await fixture.upload(try fixture.uploader(deleteAfterUpload: true))
+        #expect(result.files.first { $0.record.fileName == "archive-BBBB.json" }?.outcome == .uploaded)
+        #expect(result.files.filter { $0.outcome == .alreadyUploaded }.count == 4)
+        #expect(try fixture.object("archive-BBBB.json") == rewritten)
+        #expect(!FileManager.default.fileExists(atPath: fixture.directory + "/archive-BBBB.json"))
+    }
+
+    @Test func aMissingSessionDirectoryIsAnErrorNotAnEmptySuccess() async throws {
+        let fixture = try UploadFixture()
+        try FileManager.default.removeItem(atPath: fixture.directory)
+        await #expect { try await fixture.upload(try fixture.uploader()) } throws: { error in
+            guard case .storage(let s3, _) = error as? UploadError else { return false }
+            return s3.kind == .localFile
+        }
+    }
+
+    @Test func aSessionAnotherProcessIsUploadingIsReportedBusy() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        try FileManager.default.createDirectory(atPath: fixture.root + "/locks", withIntermediateDirectories: true)
+        let held = try #require(try FileLock(path: fixture.lockPath, for: "test", blocking: false))
+        defer { held.release() }
+        await #expect { try await fixture.upload(try fixture.uploader()) } throws: { error in
+            if case .busy = error as? UploadError { return true }
+            return false
+        }
+    }
+
     @Test func aSessionThatHasNotEndedIsNotUploaded() async throws {
         let fixture = try UploadFixture(ended: false)
         _ = try fixture.writeSession()
@@ -154,12 +206,17 @@ struct ArchiveUploadTests {
         let running = SessionRecord(id: ULID.generate(now: 1_700_000_300_000).string, channelID: "sora", startedAt: 1_700_000_300_000)
         try fixture.catalog.insertSession(running)
         let destination = try S3Destination(bucket: fixture.bucket, prefix: fixture.prefix)
-        #expect(try ArchiveUploader.pendingSessions(catalog: fixture.catalog, destination: destination).map(\.id) == [fixture.session.id, other.id])
+        let endpoint = try S3Endpoint(url: fixture.server.endpoint, region: nil).description
+        func pending(_ destination: S3Destination, endpoint: String, channel: String? = nil) throws -> [String] {
+            try ArchiveUploader.pendingSessions(catalog: fixture.catalog, destination: destination, endpoint: endpoint, channel: channel).map(\.id)
+        }
+        #expect(try pending(destination, endpoint: endpoint) == [fixture.session.id, other.id])
         _ = try await fixture.upload(try fixture.uploader())
-        #expect(try ArchiveUploader.pendingSessions(catalog: fixture.catalog, destination: destination).map(\.id) == [other.id])
-        // Another destination has everything still to come.
-        let elsewhere = try S3Destination(bucket: fixture.bucket, prefix: fixture.prefix + "-other")
-        #expect(try ArchiveUploader.pendingSessions(catalog: fixture.catalog, destination: elsewhere).count == 2)
+        #expect(try pending(destination, endpoint: endpoint) == [other.id])
+        #expect(try pending(destination, endpoint: endpoint, channel: "another-channel").isEmpty)
+        // Another destination, or the same bucket and prefix on another server, has everything still to come.
+        #expect(try pending(try S3Destination(bucket: fixture.bucket, prefix: fixture.prefix + "-other"), endpoint: endpoint).count == 2)
+        #expect(try pending(destination, endpoint: "http://elsewhere:9000").count == 2)
     }
 }
 

@@ -35,6 +35,12 @@ import Testing
         #expect(local.address(bucket: "b", key: nil).path == "/b")
     }
 
+    @Test func aDefaultPortStaysOutOfTheSignedHostHeader() throws {
+        #expect(try S3Endpoint(url: "https://s3.example.net:443", region: nil).address(bucket: "b", key: nil).host == "s3.example.net")
+        #expect(try S3Endpoint(url: "http://s3.example.net:80", region: nil).description == "http://s3.example.net")
+        #expect(try S3Endpoint(url: "https://s3.example.net:8443", region: nil).address(bucket: "b", key: nil).host == "s3.example.net:8443")
+    }
+
     @Test(arguments: ["http://user:secret@host", "ftp://host", "http://host/path", "not a url"])
     func badEndpointsAreRefused(_ text: String) {
         #expect { try S3Endpoint(url: text, region: nil) } throws: { ($0 as? S3Error)?.kind == .configuration }
@@ -120,6 +126,27 @@ import Testing
                       "<ListPartsResult><Part><PartNumber>-1</PartNumber><ETag>e</ETag><Size>1</Size></Part></ListPartsResult>"])
     func garbageIsNotAnAnswer(_ text: String) {
         #expect(S3Responses.parts(Data(text.utf8)) == nil)
+    }
+
+    /// AWS keeps a long CompleteMultipartUpload alive with whitespace before the XML.
+    @Test func whitespaceBeforeTheDeclarationIsAccepted() {
+        let body = "\n   \n" + "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<CompleteMultipartUploadResult><ETag>\"e-3\"</ETag></CompleteMultipartUploadResult>"
+        #expect(S3Responses.completedETag(Data(body.utf8)) == "\"e-3\"")
+    }
+
+    @Test func aDocumentTypeIsRefusedSoNoEntityIsExpanded() {
+        let bomb = """
+            <?xml version="1.0"?><!DOCTYPE Error [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]>
+            <Error><Code>&b;</Code></Error>
+            """
+        #expect(S3Responses.error(Data(bomb.utf8)) == nil)
+    }
+
+    @Test func aServersMessageBecomesOneShortLine() {
+        let error = S3Error.fromResponse(status: 500, code: "InternalError", message: "line one\nline two\u{1B}[31m" + String(repeating: "x", count: 500),
+                                         operation: "op")
+        #expect(!error.message.contains("\n") && !error.message.contains("\u{1B}"))
+        #expect(error.message.count < 260)
     }
 
     @Test func anOversizedAnswerIsNotParsed() {

@@ -27,6 +27,8 @@ struct RepairCommand: ParsableCommand {
     @Argument(help: ArgumentHelp("Session ids to repair.", valueName: "session")) var sessions: [ULIDArgument] = []
     @Flag(help: "Repair every unfinished session.") var all = false
     @Flag(help: "Also repair a session recorded on another host (its process cannot be checked from here).") var force = false
+    @Option(help: "With --all: only this channel's sessions (with --force, for a scheduler that runs one recorder per channel).")
+    var channel: String?
 
     func validate() throws {
         if sessions.isEmpty && !all { throw ValidationError("name a session, or pass --all") }
@@ -41,6 +43,7 @@ struct RepairCommand: ParsableCommand {
             for refusal in replayed.refused { Console.note("the catalog refused a spooled write: \(refusal)") }
         }
         var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory).unfinishedSessions() }
+        if let channel { targets = targets.filter { $0.channelID == channel } }
         if !sessions.isEmpty {
             targets = try sessions.map { id in
                 guard let session = try catalog.query({ c throws(CatalogError) in try c.session(id: id.value) }) else {

@@ -15,6 +15,8 @@ struct SessionUploads {
     let catalog: any CatalogStore
     let directory: DataDirectory
     let logger: Logger
+    /// `--pending` leaves a session another upload holds to that one, instead of failing.
+    var skipBusy = false
 
     struct Report {
         var results: [SessionUploadResult] = []
@@ -39,6 +41,10 @@ struct SessionUploads {
             do {
                 report.results.append(try await uploader.upload(session: session, directory: path, lockPath: directory.uploadLockPath(session: session.id)))
             } catch {
+                if case .busy = error, skipBusy {
+                    Console.note("session \(session.id) is being uploaded by another process: skipped")
+                    continue
+                }
                 report.failures.append((session.id, error))
                 Console.note("upload of session \(session.id) failed: \(error)")
                 if case .storage(let s3, _) = error, s3.kind == .credentials || s3.kind == .configuration { break }

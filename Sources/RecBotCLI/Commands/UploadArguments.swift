@@ -15,7 +15,7 @@ struct UploadArguments: ParsableArguments {
     @Option(name: .customLong("s3-region"), help: ArgumentHelp("Signing region (default us-east-1). Also RECBOT_S3_REGION.", valueName: "region"))
     var region: String?
     @Option(name: .customLong("upload-part-size"), help: ArgumentHelp(
-        "Multipart part size in MiB (default 16, at least 5). Also RECBOT_UPLOAD_PART_SIZE.", valueName: "MiB"))
+        "Multipart part size in MiB (default 16; 5…512). Also RECBOT_UPLOAD_PART_SIZE.", valueName: "MiB"))
     var partSizeMiB: Int?
     @Option(name: .customLong("upload-retries"), help: ArgumentHelp(
         "Retries of a request the server could not serve, with backoff (default 5). Also RECBOT_UPLOAD_RETRIES.", valueName: "count"))
@@ -30,13 +30,17 @@ struct UploadArguments: ParsableArguments {
             let destination = try S3Destination.parse(text)
             let endpoint = try S3Endpoint(url: endpoint ?? settings["RECBOT_S3_ENDPOINT"],
                                           region: region ?? settings["RECBOT_S3_REGION"] ?? environment["AWS_REGION"])
-            var keys = environment
-            keys["AWS_ACCESS_KEY_ID"] = keys["AWS_ACCESS_KEY_ID"] ?? settings["RECBOT_S3_ACCESS_KEY_ID"]
-            keys["AWS_SECRET_ACCESS_KEY"] = keys["AWS_SECRET_ACCESS_KEY"] ?? settings["RECBOT_S3_SECRET_ACCESS_KEY"]
+            // The key pair (and token) comes whole from one place: the environment when it names a
+            // key id, else the config file; a pair mixed from both would only confuse.
+            let fromEnvironment = !(environment["AWS_ACCESS_KEY_ID"] ?? "").isEmpty
+            let keys = fromEnvironment ? environment : [
+                "AWS_ACCESS_KEY_ID": settings["RECBOT_S3_ACCESS_KEY_ID"] ?? "", "AWS_SECRET_ACCESS_KEY": settings["RECBOT_S3_SECRET_ACCESS_KEY"] ?? "",
+            ]
             let credentials = try S3Credentials.fromEnvironment(keys)
-            let mebibytes = partSizeMiB ?? settings["RECBOT_UPLOAD_PART_SIZE"].flatMap { Int($0) } ?? Int(PartPlan.defaultPartSize >> 20)
-            guard (5...5_120).contains(mebibytes) else { throw ValidationError("--upload-part-size must be 5…5120 MiB") }
-            let retries = retries ?? settings["RECBOT_UPLOAD_RETRIES"].flatMap { Int($0) } ?? 5
+            let mebibytes = try partSizeMiB ?? Self.integer(settings, "RECBOT_UPLOAD_PART_SIZE") ?? Int(PartPlan.defaultPartSize >> 20)
+            // At most 512 MiB: a part is held in memory while it is sent.
+            guard (5...512).contains(mebibytes) else { throw ValidationError("--upload-part-size must be 5…512 MiB") }
+            let retries = try retries ?? Self.integer(settings, "RECBOT_UPLOAD_RETRIES") ?? 5
             guard (0...20).contains(retries) else { throw ValidationError("--upload-retries must be 0…20") }
             let delete = deleteAfterUpload || settings["RECBOT_DELETE_AFTER_UPLOAD"] == "1"
             return UploadConfiguration(
@@ -45,6 +49,14 @@ struct UploadArguments: ParsableArguments {
         } catch let error as S3Error {
             throw ValidationError("\(error)")
         }
+    }
+}
+
+extension UploadArguments {
+    static func integer(_ settings: Settings, _ key: String) throws -> Int? {
+        guard let text = settings[key] else { return nil }
+        guard let value = Int(text) else { throw ValidationError("\(key)=\(text): not a whole number") }
+        return value
     }
 }
 

@@ -16,7 +16,10 @@ struct UploadCommand: AsyncParsableCommand {
             catalog records it as uploaded. An upload that was interrupted resumes where it
             stopped. Local files are removed only with --delete-after-upload, and only once all of
             a session verified. --pending uploads every ended session whose report is not at the
-            destination yet (for cron, after `recbot repair`).
+            destination yet (for cron, after `recbot repair`), skipping sessions another upload on
+            this host is sending. Permissions the key needs: s3:ListBucket (the bucket check),
+            s3:PutObject, s3:GetObject (the HEAD check), s3:ListMultipartUploadParts and
+            s3:AbortMultipartUpload.
             Credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in the
             environment, or RECBOT_S3_ACCESS_KEY_ID / RECBOT_S3_SECRET_ACCESS_KEY in the config file.
 
@@ -31,6 +34,7 @@ struct UploadCommand: AsyncParsableCommand {
     @Option(name: .customLong("to"), help: ArgumentHelp("Destination s3://bucket[/prefix] (also RECBOT_UPLOAD_URL).", valueName: "url"))
     var destination: String?
     @Flag(help: "Upload every ended session not uploaded to this destination yet.") var pending = false
+    @Option(help: "With --pending: only this channel's sessions.") var channel: String?
 
     func validate() throws {
         if sessions.isEmpty && !pending { throw ValidationError("name a session, or pass --pending") }
@@ -42,9 +46,11 @@ struct UploadCommand: AsyncParsableCommand {
         let configuration: UploadConfiguration
         do {
             guard let configured = try uploadArguments.configuration(destination: destination, settings: settings, environment: environment) else {
-                throw ValidationError("--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required")
+                throw Console.fail(ValidationError("--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required"), status: .usage)
             }
             configuration = configured
+        } catch let exit as ExitCode {
+            throw exit
         } catch {
             throw Console.fail(error, status: .configuration)
         }
@@ -63,7 +69,8 @@ struct UploadCommand: AsyncParsableCommand {
         if pending {
             let waiting: [SessionRecord]
             do {
-                waiting = try ArchiveUploader.pendingSessions(catalog: catalog, destination: configuration.options.destination)
+                waiting = try ArchiveUploader.pendingSessions(catalog: catalog, destination: configuration.options.destination,
+                                                              endpoint: configuration.endpoint.description, channel: channel)
             } catch {
                 throw Console.fail(error, status: ExitStatus(uploadError: error))
             }
@@ -71,7 +78,7 @@ struct UploadCommand: AsyncParsableCommand {
             targets += waiting.filter { FileManager.default.fileExists(atPath: directory.layout(session: $0.id).directory) }
         }
         let report = await SessionUploads(configuration: configuration, catalog: catalog, directory: directory,
-                                          logger: Logger(label: "recbot.upload")).run(targets)
+                                          logger: Logger(label: "recbot.upload"), skipBusy: pending).run(targets)
         if output.json {
             Console.print(JSONValue.array(report.results.flatMap(UploadCommand.json)).rendered())
         } else if report.results.isEmpty && report.failures.isEmpty {
