@@ -73,7 +73,7 @@ struct FileUpload {
             try await client.putObject(bucket: bucket, key: key, body: bytes, md5: md5, contentType: UploadOrder.contentType(fileName))
         }
         do { try partObserver?(fileName, 1, 1) } catch { throw .interrupted("\(error)") }
-        return (etag, md5.hexString, false)
+        return (etag, ObjectDigest.singleETag(md5: md5), false)
     }
 
     // MARK: Multipart
@@ -197,10 +197,6 @@ struct LocalFileState: Equatable {
 
     /// Not modified since `time` (Unix milliseconds).
     func unchanged(since time: Int64) -> Bool { modifiedNanoseconds / 1_000_000 <= time }
-}
-
-extension Array where Element == UInt8 {
-    var hexString: String { map { String(format: "%02x", $0) }.joined() }
 }
 
 /// The catalog's calls with upload errors. They block (the catalog is synchronous by design);

@@ -39,6 +39,9 @@ public enum ObjectDigest {
         etag.trimmingCharacters(in: CharacterSet(charactersIn: "\" ")).lowercased()
     }
 
+    /// The ETag S3 gives an object sent in one PUT: the MD5 of its bytes.
+    public static func singleETag(md5: [UInt8]) -> String { md5.hex }
+
     /// The ETag S3 gives a multipart object: the MD5 of the parts' MD5s, then "-" and the count.
     public static func multipartETag(partMD5s: [[UInt8]]) -> String {
         Insecure.MD5.hash(data: Data(partMD5s.joined())).hex + "-\(partMD5s.count)"
