@@ -13,6 +13,8 @@ set -euo pipefail
 # deploy/bench/gst_recorder.py, the webrtcbin baseline recorder for deploy/bench.sh, speaks Sora
 # signaling with the websockets package for /usr/bin/python3 (webmmux: plugins-good, opusparse: bad).
 # coturn: the TURN server the relay tests record through (its service stays disabled; tests start it).
+# iproute2 and nftables: as root, a relay test runs recbot in a network namespace whose firewall
+# drops UDP (the rules live in that namespace only; the host's firewall is not touched).
 # postgresql-15: the server the PostgreSQL catalog tests start (a throwaway cluster each; the
 # packaged cluster is not used).
 DEBIAN_PACKAGES=(
@@ -38,6 +40,8 @@ DEBIAN_PACKAGES=(
   python3-gi
   python3-websockets
   coturn
+  iproute2
+  nftables
   postgresql-15
 )
 

@@ -53,9 +53,10 @@ struct Scenario {
 
     struct Result { var status: Int32; var stdout: String; var stderr: String }
 
-    func join(_ extra: [String], url: String? = nil, environment: [String: String] = [:]) throws -> Result {
+    /// `launcher`: a command that runs recbot for the test (e.g. `ip netns exec NAME`).
+    func join(_ extra: [String], url: String? = nil, environment: [String: String] = [:], launcher: [String] = []) throws -> Result {
         try recbot(["join", "--channel", "sora", "--url", url ?? self.url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"] + extra,
-                   environment: environment)
+                   environment: environment, launcher: launcher)
     }
 
     /// Starts `recbot join` without waiting for it (to signal or kill it).
@@ -70,10 +71,11 @@ struct Scenario {
     }
 
     /// Runs any recbot command (the caller names the data directory where it needs one).
-    func recbot(_ arguments: [String], environment extra: [String: String] = [:]) throws -> Result {
+    func recbot(_ arguments: [String], environment extra: [String: String] = [:], launcher: [String] = []) throws -> Result {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Scenario.recbot)
-        process.arguments = arguments
+        let argv = launcher + [Scenario.recbot] + arguments
+        process.executableURL = URL(fileURLWithPath: argv[0])
+        process.arguments = Array(argv.dropFirst())
         var environment = ProcessInfo.processInfo.environment
         environment["RECBOT_LOG_LEVEL"] = "info"
         environment.merge(extra) { _, new in new }
@@ -305,28 +307,9 @@ struct Scenario {
         let recording = try #require(try catalog.recordings().first)
         #expect(try Scenario.probe(scenario.dataDirectory + "/" + recording.path).duration > 3.5)
 
-        try expectStored(truth, in: try catalog.events(EventFilter(sessionID: session.id)))
+        try Scenario.expectStored(truth, in: try catalog.events(EventFilter(sessionID: session.id)))
         #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .datachannel, label: "#chat")).count == 3)
         #expect(try catalog.events(EventFilter(sessionID: session.id, kind: .notify, label: "notify")).count == 1)
-    }
-
-    /// Every data-channel message the test server sent is in the catalog, payload identical, with its sender.
-    func expectStored(_ truth: [String: Any], in events: [EventRecord]) throws {
-        let sent = try #require(truth["datachannel_sent"] as? [[String: Any]])
-        for message in sent {
-            let label = try #require(message["label"] as? String)
-            let payload = try #require(message["payload"] as? String)
-            let stored = events.filter { $0.label == label }.map { event -> String in
-                switch event.payload {
-                case .json(let text), .text(let text): return text
-                case .binary(let bytes): return String(decoding: bytes, as: UTF8.self)
-                }
-            }
-            #expect(stored.contains(payload), "\(label): \(payload.prefix(40)) not in \(stored.map { $0.prefix(40) })")
-            if let sender = message["sender"] as? String {
-                #expect(events.contains { $0.label == label && $0.senderConnectionID == sender })
-            }
-        }
     }
 
     @Test func theOffersChannelListIsAuthoritative() throws {
@@ -351,7 +334,7 @@ struct Scenario {
             #expect(messages.filter { $0.label == label }.count == 3, "\(label)")
         }
         #expect(messages.filter { $0.label == "bogus" }.count == 5)
-        try expectStored(truth, in: try catalog.events(EventFilter(sessionID: session.id)))
+        try Scenario.expectStored(truth, in: try catalog.events(EventFilter(sessionID: session.id)))
     }
 
     @Test func reOfferArrivesOnTheSignalingChannelAfterTheSwitch() throws {
@@ -452,5 +435,26 @@ struct Scenario {
         #expect(badMetadata.status == 78 && badMetadata.stderr.contains("metadata"))
         let badURL = try scenario.join([], url: "http://127.0.0.1/signaling")
         #expect(badURL.status == 78 && badURL.stderr.contains("ws://"))
+    }
+}
+
+extension Scenario {
+    /// Every data-channel message the test server sent is in the catalog, payload identical, with its sender.
+    static func expectStored(_ truth: [String: Any], in events: [EventRecord]) throws {
+        let sent = try #require(truth["datachannel_sent"] as? [[String: Any]])
+        for message in sent {
+            let label = try #require(message["label"] as? String)
+            let payload = try #require(message["payload"] as? String)
+            let stored = events.filter { $0.label == label }.map { event -> String in
+                switch event.payload {
+                case .json(let text), .text(let text): return text
+                case .binary(let bytes): return String(decoding: bytes, as: UTF8.self)
+                }
+            }
+            #expect(stored.contains(payload), "\(label): \(payload.prefix(40)) not in \(stored.map { $0.prefix(40) })")
+            if let sender = message["sender"] as? String {
+                #expect(events.contains { $0.label == label && $0.senderConnectionID == sender })
+            }
+        }
     }
 }

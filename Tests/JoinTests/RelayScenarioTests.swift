@@ -3,8 +3,10 @@ import Foundation
 import Glibc
 import Testing
 
-/// coturn (Debian's `turnserver`), started for one test on loopback: UDP and TCP on one port,
-/// TLS on another with a throwaway certificate for `localhost`, long-term credentials.
+/// coturn (Debian's `turnserver`), started for one test on loopback (and any other addresses
+/// given): UDP and TCP on one port, TLS on another with a throwaway certificate for `localhost`
+/// and those addresses, long-term credentials. Relayed addresses are on loopback, where the
+/// test server's publishers are.
 struct Coturn {
     let directory: URL
     let process = Process()
@@ -15,7 +17,7 @@ struct Coturn {
 
     static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") }
 
-    init() throws {
+    init(listeningAddresses: [String] = ["127.0.0.1"]) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-coturn-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try Coturn.freePort()
@@ -23,17 +25,17 @@ struct Coturn {
         let (key, cert) = (directory.appendingPathComponent("key.pem").path, certificatePath)
         try Coturn.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
                                             "-keyout", key, "-out", cert, "-subj", "/CN=localhost",
-                                            "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1"])
+                                            "-addext", "subjectAltName=DNS:localhost," + listeningAddresses.map { "IP:" + $0 }.joined(separator: ",")])
         let relayBase = 40_000 + Int.random(in: 0..<200) * 100
         process.executableURL = URL(fileURLWithPath: "/usr/bin/turnserver")
         process.arguments = [
-            "-n", "--no-cli", "--log-file=stdout", "--simple-log", "--listening-ip=127.0.0.1", "--relay-ip=127.0.0.1",
+            "-n", "--no-cli", "--log-file=stdout", "--simple-log", "--relay-ip=127.0.0.1",
             "--listening-port=\(port)", "--tls-listening-port=\(tlsPort)", "--min-port=\(relayBase)", "--max-port=\(relayBase + 99)",
             "--lt-cred-mech", "--realm=recbot", "--user=\(Coturn.username):\(password)", "--fingerprint",
             // The test peers live on loopback; coturn refuses loopback peers unless told.
             "--allow-loopback-peers", "--no-multicast-peers", "--no-dtls", "--cert=\(cert)", "--pkey=\(key)",
             "--userdb=\(directory.appendingPathComponent("turndb").path)", "--pidfile=\(directory.appendingPathComponent("pid").path)",
-        ]
+        ] + listeningAddresses.map { "--listening-ip=\($0)" }
         process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
@@ -48,9 +50,10 @@ struct Coturn {
         return low...(low + 99)
     }
 
-    /// Sora's `config.iceServers` shape, for one URL.
-    func iceServers(_ url: String, password: String? = nil) -> String {
-        #"[{"urls": ["\#(url)"], "username": "\#(Coturn.username)", "credential": "\#(password ?? self.password)"}]"#
+    /// Sora's `config.iceServers` shape: one server, its URLs.
+    func iceServers(_ urls: String..., password: String? = nil) -> String {
+        let list = urls.map { #""\#($0)""# }.joined(separator: ", ")
+        return #"[{"urls": [\#(list)], "username": "\#(Coturn.username)", "credential": "\#(password ?? self.password)"}]"#
     }
 
     func stop() {
@@ -90,10 +93,13 @@ struct Coturn {
 }
 
 /// Recordings through a real TURN server (issue 14): relay-only over each transport to the server,
-/// with the credentials from the offer or from `--ice-servers`, and the failures' exit codes.
+/// with the credentials from the offer or from `--ice-servers`; through a network that drops UDP;
+/// and the failures' exit codes. Every relayed session also carries Sora's DataChannel signaling
+/// and a messaging channel: data channels go through the relay as media does.
 @Suite(.serialized, .enabled(if: Coturn.isInstalled, "coturn (turnserver) is not installed: deploy/install-deps.sh installs it"))
 struct RelayScenarioTests {
     enum Source { case offer, override }
+    static let dataChannelArguments = ["--data-channel-signaling", "--ignore-disconnect-websocket", "--data-channel", "#chat"]
 
     @Test(arguments: [("udp", Source.offer), ("tcp", .offer), ("tls", .override)])
     func relayOnlyRecordingThroughEachTransport(transport: String, source: Source) throws {
@@ -105,18 +111,58 @@ struct RelayScenarioTests {
         default: "turns:localhost:\(coturn.tlsPort)?transport=tcp"
         }
         var serverArguments = ["--publisher", "vp8"]
-        var joinArguments = ["--duration", "5s"]
+        var joinArguments = ["--duration", "5s"] + Self.dataChannelArguments
         if source == .offer {
             // Sora's way: the TURN server and the policy come in the offer's config.
             serverArguments += ["--ice-servers-json", coturn.iceServers(url), "--ice-transport-policy", "relay"]
         } else {
-            let file = coturn.directory.appendingPathComponent("ice.json")
-            try coturn.iceServers(url).write(to: file, atomically: true, encoding: .utf8)
-            joinArguments += ["--ice-servers", "@" + file.path, "--ice-transport-policy", "relay", "--turn-ca-file", coturn.certificatePath]
+            joinArguments += try Self.override(coturn.iceServers(url), coturn) + ["--ice-transport-policy", "relay"]
         }
         let scenario = try Scenario(serverArguments: serverArguments)
         defer { scenario.stop() }
         let result = try scenario.join(joinArguments)
+        try Self.expectRecordedThroughRelay(result, scenario, coturn, transport)
+    }
+
+    /// The firewall drops every UDP datagram, and nothing forces relay-only: with the default
+    /// policy, and TURN over UDP offered first as Sora does, recbot's direct pairs and the UDP
+    /// relay fail, and coturn over TCP (servers from the offer) or over TLS (from
+    /// `--ice-servers`) carries the session. The publishers offer an address recbot could reach
+    /// directly but for the firewall.
+    @Test(.enabled(if: UDPBlockedNetwork.isAvailable, "needs root and nftables for a network namespace that drops UDP"),
+          arguments: ["tcp", "tls"])
+    func aNetworkThatDropsUDPIsCrossedThroughTURN(transport: String) throws {
+        let network = try UDPBlockedNetwork()
+        defer { network.remove() }
+        let coturn = try Coturn(listeningAddresses: ["127.0.0.1", network.hostAddress])
+        defer { coturn.stop() }
+        let overUDP = "turn:\(network.hostAddress):\(coturn.port)?transport=udp"
+        var serverArguments = ["--publisher", "vp8", "--listen-host", network.hostAddress]
+        var joinArguments = ["--duration", "5s", "--allow-address", "\(network.clientAddress)/32"] + Self.dataChannelArguments
+        if transport == "tcp" {
+            serverArguments += ["--ice-servers-json", coturn.iceServers(overUDP, "turn:\(network.hostAddress):\(coturn.port)?transport=tcp")]
+        } else {
+            joinArguments += try Self.override(coturn.iceServers(overUDP, "turns:\(network.hostAddress):\(coturn.tlsPort)?transport=tcp"), coturn)
+        }
+        let scenario = try Scenario(serverArguments: serverArguments)
+        defer { scenario.stop() }
+        let result = try scenario.join(joinArguments, launcher: network.launcher)
+        #expect(try network.droppedUDPDatagrams() > 0, "recbot tried UDP, and the firewall dropped it")
+        try Self.expectRecordedThroughRelay(result, scenario, coturn, transport)
+    }
+
+    /// `--ice-servers` from a file (as an operator keeps the credential out of argv), trusting
+    /// the test's CA for turns:.
+    static func override(_ iceServers: String, _ coturn: Coturn) throws -> [String] {
+        let file = coturn.directory.appendingPathComponent("ice.json")
+        try iceServers.write(to: file, atomically: true, encoding: .utf8)
+        return ["--ice-servers", "@" + file.path, "--turn-ca-file", coturn.certificatePath]
+    }
+
+    /// The usual checks on a relayed session: exit 0, the media went through coturn's relayed
+    /// address, the file decodes with (nearly) every frame, every data-channel message is in
+    /// the catalog, and the credential is in neither log nor catalog.
+    static func expectRecordedThroughRelay(_ result: Scenario.Result, _ scenario: Scenario, _ coturn: Coturn, _ transport: String) throws {
         #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
         #expect(result.stderr.contains("TURN allocation"))
         #expect(!result.stderr.contains(coturn.password), "the credential never reaches the log")
@@ -125,6 +171,8 @@ struct RelayScenarioTests {
         let selected = try #require(truth["ice_selected_remote"] as? String, "truth: \(truth.keys.sorted())")
         let selectedPort = try #require(Int(selected.split(separator: ":").last ?? ""))
         #expect(coturn.relayRange().contains(selectedPort), "selected \(selected), relay ports \(coturn.relayRange())")
+        #expect(truth["datachannels_open"] as? [String] == ["#chat", "notify", "push", "signaling", "stats"])
+        #expect(truth["end"] as? String == "client-disconnect-over-datachannel", "disconnect sent on the relayed signaling channel")
 
         let publisher = try #require((truth["publishers"] as? [[String: Any]])?.first)
         let recording = try #require(try scenario.catalog().recordings().first)
@@ -135,6 +183,7 @@ struct RelayScenarioTests {
         #expect(Double(video.frames) >= 0.9 * Double(sent), "\(video.frames) of \(sent) video frames through \(transport)")
         #expect(probe.streams.contains { $0.codec == "opus" && $0.frames > 100 })
         let events = try scenario.catalog().events(EventFilter(sessionID: recording.sessionID))
+        try Scenario.expectStored(truth, in: events)
         #expect(!events.contains { "\($0.payload)".contains(coturn.password) }, "nor the catalog")
     }
 

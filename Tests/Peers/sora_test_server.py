@@ -870,6 +870,8 @@ def self_signed_context():
 async def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--listen-host", default="127.0.0.1",
+                        help="signaling address, also offered as a media candidate: e.g. a veth address a client in another network namespace reaches")
     parser.add_argument("--publisher", action="append", choices=sorted(MIME), default=None,
                         help="a synthetic publisher with this video codec (plus Opus); repeatable")
     parser.add_argument("--late-publishers", type=int, default=0, help="how many of the publishers join later (re-offer)")
@@ -930,6 +932,10 @@ async def main():
         parser.error("--hostile sps: the hostile publisher must be an h264 one")
     if args.switch_codec_after and args.switch_codec_after[1] == args.publisher[0]:
         parser.error("--switch-codec-after: CODEC must differ from the first publisher's codec")
+    if args.listen_host != "127.0.0.1":
+        # The publishers' media is offered there too, so a client behind it has a direct path
+        # (which a firewall may then block).
+        aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1", args.listen_host]
     video_codecs.register(keyframe_interval=args.keyframe_interval)
 
     finished = asyncio.Event()
@@ -949,9 +955,9 @@ async def main():
                 finished.set()
 
     ssl_context = self_signed_context() if args.tls else None
-    async with serve(handler, "127.0.0.1", args.port, max_size=4 << 20, ssl=ssl_context) as server:
+    async with serve(handler, args.listen_host, args.port, max_size=4 << 20, ssl=ssl_context) as server:
         port = server.sockets[0].getsockname()[1]
-        state["url"] = f"{'wss' if args.tls else 'ws'}://127.0.0.1:{port}/signaling"
+        state["url"] = f"{'wss' if args.tls else 'ws'}://{args.listen_host}:{port}/signaling"
         sys.stdout.write(json.dumps({"type": "listening", "url": state["url"]}) + "\n")
         sys.stdout.flush()
         try:
