@@ -31,6 +31,10 @@ final class CatalogWriter: @unchecked Sendable {
     private var lastReplayAttempt = DispatchTime(uptimeNanoseconds: 0)
     private var replayScheduled = false
     private var spooledCount = 0
+    /// The spool's size as last seen on `queue`, and every write that ever went there: for the
+    /// metrics (read from other threads, so under `lock`).
+    private var spoolSize = (writes: 0, bytes: 0)
+    private var spooledTotal = 0
     /// How often the writer asks an unreachable catalog again.
     let replayInterval: Double
 
@@ -123,18 +127,26 @@ final class CatalogWriter: @unchecked Sendable {
         do throws(CatalogError) {
             if try spool.append(write, attempted: attempted) {
                 spooledCount += 1
+                lock.withLock { spooledTotal += 1 }
             } else {
                 countDrop(write.name, events: write.eventCount)
             }
         } catch {
             fail(write.name, error)
         }
+        publishSpoolSize()
+    }
+
+    private func publishSpoolSize() {
+        let size = (spool?.count ?? 0, spool?.bytes ?? 0)
+        lock.withLock { spoolSize = size }
     }
 
     private func replayIfDue(force: Bool = false) {
         guard let spool, !spool.isEmpty else { return }
         guard force || DispatchTime.now().uptimeNanoseconds >= lastReplayAttempt.uptimeNanoseconds + UInt64(replayInterval * 1e9) else { return }
         lastReplayAttempt = .now()
+        defer { publishSpoolSize() }
         do throws(CatalogError) {
             let result = try spool.replay(into: catalog)
             for refusal in result.refused { fail("spooled write", CatalogError(path: catalog.location, reason: .server(refusal))) }
@@ -230,6 +242,9 @@ final class CatalogWriter: @unchecked Sendable {
     var dropped: Int { lock.withLock { droppedWrites } }
     /// Writes waiting for the catalog, and the bytes they carry.
     var queued: (writes: Int, bytes: Int) { lock.withLock { (pending, pendingBytes) } }
+    /// Writes waiting in the spool (as of the last write or replay), their bytes, and how many
+    /// went there in all.
+    var spoolDepth: (writes: Int, bytes: Int, total: Int) { lock.withLock { (spoolSize.writes, spoolSize.bytes, spooledTotal) } }
 }
 
 extension CatalogWrite {

@@ -47,6 +47,11 @@ public struct SessionTotals: Sendable {
     public var inboxDepth = 0
     public var catalogQueue = 0
     public var catalogQueueBytes = 0
+    /// Catalog writes waiting in the local spool for an unreachable catalog, their bytes, and
+    /// how many were spooled in all.
+    public var catalogSpoolDepth = 0
+    public var catalogSpoolBytes = 0
+    public var catalogWritesSpooled = 0
     public var writeQueueBytes = 0
     public var catalogWritesDropped = 0
     public var signalingMessagesDropped = 0

@@ -52,6 +52,7 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_media_bytes_received_total", to: Int(clamping: totals.recording.mediaBytes))
             count("recbot_recordings_started_total", to: totals.recording.recordersStarted)
             count("recbot_catalog_writes_dropped_total", to: totals.catalogWritesDropped)
+            count("recbot_catalog_writes_spooled_total", to: totals.catalogWritesSpooled)
             count("recbot_signaling_messages_dropped_total", to: totals.signalingMessagesDropped)
 
             set("recbot_senders_recording", to: Double(totals.sendersRecording))
@@ -60,6 +61,8 @@ public final class SessionMetrics: @unchecked Sendable {
             set("recbot_queue_depth", ("queue", "signaling_inbox"), to: Double(totals.inboxDepth))
             set("recbot_queue_depth", ("queue", "catalog_writes"), to: Double(totals.catalogQueue))
             set("recbot_queue_bytes", ("queue", "catalog_writes"), to: Double(totals.catalogQueueBytes))
+            set("recbot_queue_depth", ("queue", "catalog_spool"), to: Double(totals.catalogSpoolDepth))
+            set("recbot_queue_bytes", ("queue", "catalog_spool"), to: Double(totals.catalogSpoolBytes))
             set("recbot_queue_bytes", ("queue", "media_writes"), to: Double(totals.writeQueueBytes))
             oneHot("recbot_ice_state", label: "state", states: Self.iceStates, current: totals.iceState)
             oneHot("recbot_dtls_state", label: "state", states: Self.dtlsStates, current: totals.dtlsState)

@@ -51,8 +51,9 @@ struct PostgresCatalogScenarioTests {
         defer { scenario.stop() }
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Scenario.Result?
+        let textfile = scenario.directory.appendingPathComponent("recbot.prom").path
         DispatchQueue.global().async {
-            result = try? scenario.join(["--duration", "9s"], environment: ["RECBOT_CATALOG_URL": url])
+            result = try? scenario.join(["--duration", "9s", "--metrics-textfile", textfile], environment: ["RECBOT_CATALOG_URL": url])
             done.signal()
         }
         Thread.sleep(forTimeInterval: 2.5)
@@ -71,6 +72,10 @@ struct PostgresCatalogScenarioTests {
         let recordings = try catalog.recordings(RecordingFilter(sessionID: session.id))
         #expect(recordings.count == 2 && recordings.allSatisfy { $0.status == .complete && $0.videoFrames > 100 })
         #expect(try FileManager.default.contentsOfDirectory(atPath: scenario.dataDirectory + "/spool").isEmpty)
+        // The metrics saw the spool fill; at the end it is empty.
+        let samples = try MetricsScenarioTests.scrape(["--file", textfile]).samples
+        #expect((samples[#"recbot_catalog_writes_spooled_total{channel="sora"}"#] ?? 0) > 0, "\(samples.keys.filter { $0.contains("catalog") })")
+        #expect(samples[#"recbot_queue_depth{channel="sora",queue="catalog_spool"}"#] == 0)
     }
 
     /// Still down when the join ends: exit 82, the writes stay in the spool, and `recbot repair`
@@ -83,8 +88,10 @@ struct PostgresCatalogScenarioTests {
         defer { scenario.stop() }
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Scenario.Result?
+        let textfile = scenario.directory.appendingPathComponent("recbot.prom").path
         DispatchQueue.global().async {
-            result = try? scenario.join(["--duration", "5s", "--finalize-timeout", "20s"], environment: ["RECBOT_CATALOG_URL": url])
+            result = try? scenario.join(["--duration", "5s", "--finalize-timeout", "20s", "--metrics-textfile", textfile],
+                                        environment: ["RECBOT_CATALOG_URL": url])
             done.signal()
         }
         Thread.sleep(forTimeInterval: 2)
@@ -94,6 +101,11 @@ struct PostgresCatalogScenarioTests {
         #expect(joined.status == 82, "recbot: \(joined.stderr.suffix(3_000))")
         let spools = try FileManager.default.contentsOfDirectory(atPath: scenario.dataDirectory + "/spool").filter { $0.hasSuffix(".sqlite") }
         #expect(spools.count == 1)
+        // The last metrics say what waits in the spool for repair.
+        let samples = try MetricsScenarioTests.scrape(["--file", textfile]).samples
+        let depth = samples[#"recbot_queue_depth{channel="sora",queue="catalog_spool"}"#] ?? 0
+        #expect(depth > 0 && depth <= samples[#"recbot_catalog_writes_spooled_total{channel="sora"}"#] ?? 0, "\(samples.keys.filter { $0.contains("catalog") })")
+        #expect((samples[#"recbot_queue_bytes{channel="sora",queue="catalog_spool"}"#] ?? 0) > 0)
 
         let stillDown = try scenario.recbot(["repair", "--all", "--data-dir", scenario.dataDirectory], environment: ["RECBOT_CATALOG_URL": url])
         #expect(stillDown.status == 82, "\(stillDown.stderr)")
