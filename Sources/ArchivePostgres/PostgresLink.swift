@@ -5,6 +5,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import PostgresNIO
+import TLSFailure
 
 /// One connection to the catalog's PostgreSQL server, used by one thread at a time, with the
 /// blocking calls `CatalogStore` promises.
@@ -174,7 +175,7 @@ final class PostgresLink: @unchecked Sendable {
         let location = url.redacted
         if let catalogError = error as? CatalogError { return catalogError }
         guard let psql = error as? PSQLError else {
-            return CatalogError(path: location, reason: .unreachable(Self.describe(error)))
+            return CatalogError(path: location, reason: .unreachable(describe(error)))
         }
         switch psql.code {
         case .server:
@@ -194,11 +195,12 @@ final class PostgresLink: @unchecked Sendable {
         case .sslUnsupported:
             return CatalogError(path: location, reason: .unreachable("the server does not offer TLS and sslmode requires it"))
         default:
-            return CatalogError(path: location, reason: .unreachable(psql.underlying.map(Self.describe) ?? "\(psql.code)"))
+            return CatalogError(path: location, reason: .unreachable(psql.underlying.map(describe) ?? "\(psql.code)"))
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
+    private func describe(_ error: any Error) -> String {
+        if let tls = TLSFailure.describe(error, serverName: url.host ?? "localhost", trustHint: "sslrootcert= names a CA file") { return tls }
         if let connectError = error as? NIOConnectionError, let failure = connectError.connectionErrors.first {
             return "\(describe(failure.error)) (\(failure.target))"
         }

@@ -3,6 +3,7 @@ import Logging
 import NIOCore
 import NIOSSL
 import NIOWebSocket
+import TLSFailure
 import WebSocketKit
 
 /// One signaling WebSocket (websocket-kit on SwiftNIO): text frames in as an async stream,
@@ -82,7 +83,8 @@ public final class SignalingConnection: @unchecked Sendable {
             }
         } catch {
             stream.finish()
-            throw .connectFailed(url: url, detail: "\(error)")
+            let tls = TLSFailure.describe(error, serverName: components.host ?? url, trustHint: "--insecure accepts any certificate, for test servers only")
+            throw .connectFailed(url: url, detail: tls ?? "\(error)")
         }
         return SignalingConnection(url: url, socket: socket, messages: messages, continuation: stream, drops: drops)
     }

@@ -3,6 +3,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import STUN
+import TLSFailure
 
 /// How `turns:` servers are verified: the system's trust roots, or a PEM bundle (a private CA).
 public struct RelayTrust: Sendable, Equatable {
@@ -35,7 +36,8 @@ extension UDPTransport {
                         let handler = try NIOSSLClientHandler(context: sslContext, serverHostname: server.tlsServerName)
                         try channel.pipeline.syncOperations.addHandler(handler)
                     }
-                    try channel.pipeline.syncOperations.addHandler(RelayStreamHandler(transport: self, link: link))
+                    let peerName = server.tlsServerName ?? server.client.server.ip.description
+                    try channel.pipeline.syncOperations.addHandler(RelayStreamHandler(transport: self, link: link, peerName: peerName))
                     return channel.eventLoop.makeSucceededVoidFuture()
                 } catch {
                     return channel.eventLoop.makeFailedFuture(error)
@@ -92,11 +94,14 @@ private final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendab
     typealias InboundIn = ByteBuffer
     weak var transport: UDPTransport?
     let link: Int
+    /// The server's name as its certificate is checked (or its address), for TLS errors.
+    let peerName: String
     private var reported = false
 
-    init(transport: UDPTransport?, link: Int) {
+    init(transport: UDPTransport?, link: Int, peerName: String) {
         self.transport = transport
         self.link = link
+        self.peerName = peerName
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -110,7 +115,7 @@ private final class RelayStreamHandler: ChannelInboundHandler, @unchecked Sendab
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        report("TURN connection: \(error)")
+        report("TURN connection: " + (TLSFailure.describe(error, serverName: peerName, trustHint: "--turn-ca-file names a CA file") ?? "\(error)"))
         context.close(promise: nil)
     }
 

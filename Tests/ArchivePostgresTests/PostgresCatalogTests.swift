@@ -123,6 +123,35 @@ struct PostgresCatalogTests {
         }
     }
 
+    /// sslmode as libpq reads it, against a server that speaks TLS with a certificate for
+    /// `localhost` from a private CA, as a role pg_hba.conf admits over TLS only: require and
+    /// prefer encrypt without checking the certificate; verify-full checks the chain and the name.
+    @Test func sslModesEncryptAndVerifyAsLibpqDoes() throws {
+        let database = try server.makeDatabase(owner: server.tlsUser)
+        let authority = server.certificateAuthorityPath
+        func location(_ host: String, _ query: String) -> String {
+            "postgres://\(server.tlsUser):\(server.password)@\(host):\(server.port)/\(database)?\(query)"
+        }
+        for (host, query) in [("127.0.0.1", "sslmode=require"), ("127.0.0.1", "sslmode=prefer"),
+                              ("localhost", "sslmode=verify-full&sslrootcert=\(authority)")] {
+            let catalog = try PostgresCatalog(url: try url(location(host, query)))
+            #expect(try catalog.sessions().isEmpty, "\(query)")
+        }
+        // Without TLS this role is refused: the modes above did encrypt.
+        #expect { try PostgresCatalog(url: try url(location("127.0.0.1", "sslmode=disable"))) } throws: { error in
+            guard let error = error as? CatalogError, case .credentials(let why) = error.reason else { return false }
+            return why.contains("no encryption")
+        }
+        // The system's CAs do not vouch for the test CA; 127.0.0.1 is not the certificate's name.
+        for (host, query, expected) in [("localhost", "sslmode=verify-full", "TLS: the certificate of localhost is not trusted"),
+                                        ("127.0.0.1", "sslmode=verify-full&sslrootcert=\(authority)", "TLS: the server's certificate is not valid for 127.0.0.1")] {
+            #expect { try PostgresCatalog(url: try url(location(host, query))) } throws: { error in
+                guard let error = error as? CatalogError, case .unreachable(let why) = error.reason else { return false }
+                return why.hasPrefix(expected) && !"\(error)".contains(server.password) && !"\(error)".contains("\n")
+            }
+        }
+    }
+
     /// A connection the server drops (a restart, a failover, an idle timeout) is reopened by
     /// the next call.
     @Test func aDroppedConnectionIsReopened() throws {

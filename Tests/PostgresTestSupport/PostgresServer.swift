@@ -6,6 +6,9 @@ import TestSupport
 /// cluster in a temporary directory, on a free loopback port, password authentication (SCRAM)
 /// over TCP, fsync off. initdb refuses to run as root, so as root the cluster belongs to the
 /// `postgres` user and its commands run through runuser.
+///
+/// It also speaks TLS, with a certificate for `localhost` (not for 127.0.0.1) from a throwaway
+/// CA at `certificateAuthorityPath`; the role `tlsUser` may connect over TLS only.
 public final class PostgresServer: @unchecked Sendable {
     public static let binaries = "/usr/lib/postgresql/15/bin"
     public static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: binaries + "/initdb") }
@@ -22,6 +25,8 @@ public final class PostgresServer: @unchecked Sendable {
     public let port: Int
     public let user = "recbot"
     public let password = "pw-\(UUID().uuidString.prefix(12))"
+    /// A role pg_hba.conf admits over TLS only, with the same password.
+    public let tlsUser = "tlsonly"
     private let lock = NSLock()
     private var databases = 0
 
@@ -34,8 +39,22 @@ public final class PostgresServer: @unchecked Sendable {
         if getuid() == 0 { try Self.shell("chown -R postgres: \(directory)") }
         try run("initdb", ["-D", directory + "/data", "-U", user, "--auth-local=trust", "--auth-host=scram-sha-256",
                            "--pwfile=\(passwordFile)", "--locale=C.UTF-8", "-E", "UTF8", "-N"])
+        try makeCertificates()
+        let rules = directory + "/data/pg_hba.conf"
+        let existing = try String(contentsOfFile: rules, encoding: .utf8)
+        try ("hostnossl all \(tlsUser) all reject\n" + existing).write(toFile: rules, atomically: true, encoding: .utf8)
+        if getuid() == 0 { try Self.shell("chown -R postgres: \(directory)") }
         try start()
+        try psql("CREATE ROLE \(tlsUser) LOGIN PASSWORD '\(password)'")
     }
+
+    /// A CA, and a server certificate it signs for DNS:localhost only (so verify-full to
+    /// 127.0.0.1 must fail on the name).
+    private func makeCertificates() throws {
+        _ = try TestCertificates(directory: directory, subjectAltNames: ["DNS:localhost"])
+    }
+
+    public var certificateAuthorityPath: String { directory + "/ca.pem" }
 
     deinit { remove() }
 
@@ -50,7 +69,8 @@ public final class PostgresServer: @unchecked Sendable {
 
     public func start() throws {
         try run("pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-w", "-t", "30", "-o",
-                           "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory) -c fsync=off -c max_connections=300", "start"])
+                           "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory) -c fsync=off -c max_connections=300 "
+                           + "-c ssl=on -c ssl_cert_file=\(directory)/server.pem -c ssl_key_file=\(directory)/server.key", "start"])
     }
 
     /// Stops the server at once (connections are cut, as when a database host goes away).
@@ -60,12 +80,17 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// A new, empty database, and the URL recbot takes for it.
     public func makeDatabase() throws -> String {
+        url(database: try makeDatabase(owner: user))
+    }
+
+    /// A new, empty database that `owner` owns (and may migrate); its name.
+    public func makeDatabase(owner: String) throws -> String {
         let name = lock.withLock { () -> String in
             databases += 1
             return "t\(databases)_\(UUID().uuidString.prefix(6).lowercased())"
         }
-        try psql("CREATE DATABASE \(name)")
-        return url(database: name)
+        try psql("CREATE DATABASE \(name) OWNER \(owner)")
+        return name
     }
 
     public func url(database: String, password: String? = nil) -> String {
@@ -118,6 +143,7 @@ public final class PostgresServer: @unchecked Sendable {
     private static func shell(_ command: String) throws {
         _ = try spawnAndWait("/bin/sh", ["sh", "-c", command], outputPath: "/dev/null")
     }
+
 
     public struct Failure: Error, CustomStringConvertible {
         public var command: String
