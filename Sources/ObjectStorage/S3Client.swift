@@ -5,6 +5,8 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
+import TLSFailure
 
 /// The S3 operations an archive upload needs, over async-http-client, signed with `SigV4`.
 /// Requests the server could not serve (unreachable, 5xx, throttled) are retried with
@@ -19,14 +21,20 @@ public final class S3Client: Sendable {
     private static let maximumResponseBytes = XMLElementNode.maximumBytes
 
     /// `connectTimeout` bounds each attempt to reach the server (async-http-client keeps
-    /// retrying a refused connection until it passes).
+    /// retrying a refused connection until it passes). `caFile`: PEM certificates to check an
+    /// https endpoint with, instead of the system's (a private S3 server's CA).
     public init(endpoint: S3Endpoint, credentials: S3Credentials, retry: RetryPolicy = RetryPolicy(), connectTimeout: TimeAmount = .seconds(10),
-                logger: Logger) {
+                caFile: String? = nil, logger: Logger) {
         self.endpoint = endpoint
         self.signer = SigV4(credentials: credentials, region: endpoint.region)
         self.retry = retry
         self.logger = logger
         var configuration = HTTPClient.Configuration()
+        if let caFile {
+            var tls = TLSConfiguration.makeClientConfiguration()
+            tls.trustRoots = .file(caFile)
+            configuration.tlsConfiguration = tls
+        }
         configuration.timeout = .init(connect: connectTimeout, read: .seconds(60))
         configuration.redirectConfiguration = .disallow  // a redirect would need re-signing; S3 says why in the body
         self.http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
@@ -199,11 +207,12 @@ public final class S3Client: Sendable {
         } catch let error as S3Error {
             throw error
         } catch {
-            throw S3Error(.unavailable, "\(operation): \(endpoint): \(Self.describe(error))")
+            throw S3Error(.unavailable, "\(operation): \(endpoint): \(describe(error))")
         }
     }
 
-    private static func describe(_ error: any Error) -> String {
+    private func describe(_ error: any Error) -> String {
+        if let tls = TLSFailure.describe(error, serverName: endpoint.host, trustHint: "--s3-ca-file names a CA file") { return tls }
         if let error = error as? HTTPClientError { return "\(error)" }
         return String(describing: error)
     }

