@@ -38,6 +38,33 @@ struct ArchiveUploadTests {
         #expect(FileManager.default.fileExists(atPath: fixture.directory + "/archive-AAAA.webm"))
     }
 
+    /// CompleteMultipartUpload failures a healthy server does not make on demand, injected by a
+    /// proxy in front of SeaweedFS: the answer lost after the server completed (SeaweedFS answers
+    /// the retry 200 again; S3 may answer NoSuchUpload, and then HEAD recognizes the object), a
+    /// 200 carrying an Error document (retried), and whitespace before the XML (AWS's
+    /// keep-alive). Each upload still ends verified.
+    @Test(arguments: [S3FaultProxy.Fault.loseCompleteReply, .forgetCompletedUpload, .error200Complete, .keepaliveComplete])
+    func aTamperedCompletionStillEndsWithTheObjectVerified(_ fault: S3FaultProxy.Fault) async throws {
+        let fixture = try UploadFixture()
+        let files = try fixture.writeSession()
+        let proxy = try S3FaultProxy(upstream: fixture.server.endpoint, faults: [fault: 1])
+        defer { proxy.stop() }
+        let result = try await fixture.upload(try fixture.uploader(retry: RetryPolicy(retries: 2, baseDelaySeconds: 0.05), endpoint: proxy.endpoint))
+        #expect(proxy.injected == [fault])
+        let answers = proxy.completions.map { $0.code ?? "\($0.status)" }
+        switch fault {
+        case .loseCompleteReply: #expect(answers == ["200", "200"], "completed, the answer lost, completed again")
+        case .forgetCompletedUpload: #expect(answers == ["200", "NoSuchUpload"], "completed, the answer lost, then NoSuchUpload")
+        case .error200Complete, .keepaliveComplete: #expect(answers == ["200"], "the tampered answer was not the server's; the retry completed")
+        }
+        #expect(result.files.allSatisfy { $0.outcome == .uploaded && $0.record.status == .uploaded })
+        #expect(try fixture.object("archive-AAAA.webm") == files["archive-AAAA.webm"])
+        let stored = try #require(try fixture.objects.first { $0.key == fixture.key("archive-AAAA.webm") })
+        let row = try #require(try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id)).first { $0.fileName == "archive-AAAA.webm" })
+        #expect(ObjectDigest.normalized(row.etag ?? "") == stored.etag)
+        #expect(try fixture.unfinishedUploads == 0)
+    }
+
     @Test func aSecondRunFindsEverythingUploadedAndSendsNothing() async throws {
         let fixture = try UploadFixture()
         _ = try fixture.writeSession()

@@ -1,0 +1,65 @@
+import Foundation
+import Glibc
+
+/// Tests/Peers/s3_fault_proxy.py in front of a SeaweedFS server: requests pass unchanged, and
+/// CompleteMultipartUpload answers are lost (and the retry told NoSuchUpload, if asked), replaced
+/// by a 200 carrying an Error, or padded with whitespace, as many times as asked. `injected` lists the faults it actually made.
+public final class S3FaultProxy: @unchecked Sendable {
+    public enum Fault: String, Sendable {
+        case loseCompleteReply = "lose-complete-reply"
+        case forgetCompletedUpload = "forget-completed-upload"
+        case error200Complete = "error-200-complete"
+        case keepaliveComplete = "keepalive-complete"
+    }
+
+    public let endpoint: String
+    private let process = Process()
+    private let eventsPath: String
+
+    public init(upstream: String, faults: [Fault: Int]) throws {
+        eventsPath = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-s3-faults-\(UUID().uuidString.prefix(8)).jsonl").path
+        let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Peers/s3_fault_proxy.py").path
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", script, "--upstream", upstream, "--events", eventsPath]
+            + faults.flatMap { ["--\($0.key.rawValue)", "\($0.value)"] }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        try process.run()
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let object = try JSONSerialization.jsonObject(with: line.prefix { $0 != 0x0A }) as? [String: Any]
+        guard let endpoint = object?["endpoint"] as? String else {
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            throw SeaweedServer.Failure(command: "s3_fault_proxy.py", output: String(decoding: line, as: UTF8.self))
+        }
+        self.endpoint = endpoint
+    }
+
+    deinit { stop() }
+
+    /// The faults made so far, in order.
+    public var injected: [Fault] { events.compactMap { ($0["fault"] as? String).flatMap(Fault.init(rawValue:)) } }
+
+    /// What the server answered each completion that reached it: the HTTP status, and the S3
+    /// error code if any ("NoSuchUpload" for a completion repeated after it succeeded).
+    public var completions: [(status: Int, code: String?)] {
+        events.compactMap { event in (event["completion"] as? Int).map { ($0, event["code"] as? String) } }
+    }
+
+    private var events: [[String: Any]] {
+        let text = (try? String(contentsOfFile: eventsPath, encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+    }
+
+    public func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: eventsPath)
+    }
+}
