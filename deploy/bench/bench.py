@@ -30,6 +30,8 @@ Then the fault runs (--faults N publishers, recbot only, one fault each from rec
 loss, reordering, duplicates, 10x bursts, publishers vanishing without a BYE): peak RSS beside
 the clean run's, the worst publisher's frames and the worst bystander's (a publisher the fault
 did not single out).
+
+With --relay N[,N...], only the TURN relay comparison runs instead (see relay.py).
 """
 import argparse
 import glob
@@ -42,6 +44,8 @@ import sys
 import tempfile
 import threading
 import time
+
+from relay import relay_runs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLUSTER_ID = b"\x1f\x43\xb6\x75"
@@ -114,7 +118,7 @@ def run_floor(n, args, cache):
             "us_per_packet": 1e6 * cpu / max(1, packets), "failures": done.get("failures"), "exit": os.waitstatus_to_exitcode(status)}
 
 
-def run(kind, n, args, cache, extra=()):
+def run(kind, n, args, cache, extra=(), recorder_extra=()):
     work = tempfile.mkdtemp(prefix=f"recbot-bench-{kind}-{n}-")
     truth_path = os.path.join(work, "truth.json")
     drops_before = udp_receive_drops()
@@ -123,7 +127,7 @@ def run(kind, n, args, cache, extra=()):
     url = json.loads(generator.stdout.readline())["url"]
     out = os.path.join(work, "out")
     if kind == "recbot":
-        command = [args.recbot, "join", "--channel", "bench", "--url", url, "--data-dir", out, "--allow-address", "127.0.0.1/32"]
+        command = [args.recbot, "join", "--channel", "bench", "--url", url, "--data-dir", out, "--allow-address", "127.0.0.1/32", *recorder_extra]
         pattern = os.path.join(out, "recordings", "*", "*.webm")
     else:
         command = ["/usr/bin/python3", os.path.join(HERE, "gst_recorder.py"), "--url", url, "--channel", "bench", "--out", out]
@@ -237,8 +241,15 @@ def main():
     parser.add_argument("--faults", type=int, default=32, help="publishers in the fault runs (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep each run's files")
     parser.add_argument("--json", help="also write every run's numbers here")
+    parser.add_argument("--relay", metavar="N[,N...]", help="instead: the TURN relay's cost at these publisher counts (deploy/bench/relay.py)")
     args = parser.parse_args()
     cache = os.path.join(tempfile.gettempdir(), "recbot-loadgen-clips")
+    if args.relay:
+        results = relay_runs([int(x) for x in args.relay.split(",")], args, cache, run)
+        if args.json:
+            with open(args.json, "w") as handle:
+                json.dump(results, handle, indent=2)
+        return
     counts = [int(x) for x in args.publishers.split(",")]
     print(f"recbot bench: {os.cpu_count()} CPUs, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
           f"{args.duration:.0f} s per run, loss {args.loss} %, net.core.rmem_max {open('/proc/sys/net/core/rmem_max').read().strip()}")
