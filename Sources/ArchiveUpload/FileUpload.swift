@@ -152,20 +152,30 @@ struct FileUpload {
 
     // MARK: Local file
 
-
+    /// The bytes of `range`, read straight into the buffer that is sent (pread, no Data in
+    /// between): a part is in memory once, at most 512 MiB.
     private func read(_ range: Range<Int64>) throws(UploadError) -> ByteBuffer {
-        do {
-            let handle = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
-            defer { try? handle.close() }
-            try handle.seek(toOffset: UInt64(range.lowerBound))
-            let data = try handle.read(upToCount: range.count) ?? Data()
-            guard data.count == range.count else { throw S3Error(.localFile, "\(path) is shorter than when the upload began") }
-            return ByteBuffer(data: data)
-        } catch let error as S3Error {
-            throw .storage(error, file: fileName)
-        } catch {
-            throw .storage(S3Error(.localFile, "cannot read \(path): \(error)"), file: fileName)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw .storage(S3Error(.localFile, "cannot read \(path): \(String(cString: strerror(errno)))"), file: fileName)
         }
+        defer { close(descriptor) }
+        var buffer = ByteBufferAllocator().buffer(capacity: Int(range.count))
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let wanted = Int(range.upperBound - offset)
+            var failure: Int32 = 0
+            let got = buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { pointer in
+                let count = pread(descriptor, pointer.baseAddress, wanted, off_t(offset))
+                if count < 0 { failure = errno }
+                return max(0, count)
+            }
+            if failure == EINTR { continue }
+            guard failure == 0 else { throw .storage(S3Error(.localFile, "cannot read \(path): \(String(cString: strerror(failure)))"), file: fileName) }
+            guard got > 0 else { throw .storage(S3Error(.localFile, "\(path) is shorter than when the upload began"), file: fileName) }
+            offset += Int64(got)
+        }
+        return buffer
     }
 
     /// S3 calls throw S3Error only; closures cannot spell that yet without annotations at every call.

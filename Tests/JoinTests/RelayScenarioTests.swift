@@ -17,7 +17,8 @@ struct Coturn {
 
     static var isInstalled: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/turnserver") }
 
-    init(listeningAddresses: [String] = ["127.0.0.1"]) throws {
+    /// `extraArguments`: more turnserver options (short lifetimes, a stale-nonce period).
+    init(listeningAddresses: [String] = ["127.0.0.1"], extraArguments: [String] = []) throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-coturn-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try Coturn.freePort()
@@ -35,14 +36,18 @@ struct Coturn {
             // The test peers live on loopback; coturn refuses loopback peers unless told.
             "--allow-loopback-peers", "--no-multicast-peers", "--no-dtls", "--cert=\(cert)", "--pkey=\(key)",
             "--userdb=\(directory.appendingPathComponent("turndb").path)", "--pidfile=\(directory.appendingPathComponent("pid").path)",
-        ] + listeningAddresses.map { "--listening-ip=\($0)" }
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
+        ] + listeningAddresses.map { "--listening-ip=\($0)" } + extraArguments
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        process.standardOutput = FileHandle(forWritingAtPath: logPath)
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
         for _ in 0..<100 where !Coturn.accepts(port: tlsPort) || !Coturn.accepts(port: port) { Thread.sleep(forTimeInterval: 0.05) }
     }
 
     var certificatePath: String { directory.appendingPathComponent("cert.pem").path }
+    var logPath: String { directory.appendingPathComponent("turnserver.log").path }
+    /// coturn's own log (stdout, --simple-log).
+    var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 
     func relayRange() -> ClosedRange<Int> {
         let arguments = process.arguments ?? []
@@ -149,6 +154,28 @@ struct RelayScenarioTests {
         let result = try scenario.join(joinArguments, launcher: network.launcher)
         #expect(try network.droppedUDPDatagrams() > 0, "recbot tried UDP, and the firewall dropped it")
         try Self.expectRecordedThroughRelay(result, scenario, coturn, transport)
+    }
+
+    /// Against coturn with a 6 s allocation lifetime and nonces that go stale every 4 s: a 16 s
+    /// relayed recording lives only if the allocation is refreshed (at half its lifetime) and
+    /// each 438 Stale Nonce is answered with the new nonce. (Permissions and channels keep RFC
+    /// 8656's fixed lifetimes, which coturn says must not be shortened in production; their
+    /// refreshes are tested with a simulated clock in TURNClientTests.)
+    @Test func allocationsAreRefreshedAndStaleNoncesRenewedAgainstCoturn() throws {
+        let coturn = try Coturn(extraArguments: ["--max-allocate-lifetime=6", "--stale-nonce=4", "--verbose"])
+        defer { coturn.stop() }
+        let url = "turn:127.0.0.1:\(coturn.port)?transport=udp"
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-servers-json", coturn.iceServers(url), "--ice-transport-policy", "relay"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "16s"] + Self.dataChannelArguments)
+        try Self.expectRecordedThroughRelay(result, scenario, coturn, "udp, refreshed")
+        // coturn's view (--verbose): refreshes every 3 s, stale nonces renewed, and the
+        // allocation deleted (a refresh to lifetime 0) when recbot left.
+        let lines = coturn.log.split(separator: "\n")
+        let refreshes = lines.filter { $0.contains("refreshed,") && $0.hasSuffix("lifetime=6") }
+        #expect(refreshes.count >= 3, "refreshes coturn logged: \(refreshes.count)\n\(coturn.log.suffix(3_000))")
+        #expect(lines.contains { $0.contains("error 438: Stale nonce") }, "a nonce went stale and was renewed")
+        #expect(lines.contains { $0.contains("refreshed,") && $0.hasSuffix("lifetime=0") }, "the allocation deleted at the end")
     }
 
     /// `--ice-servers` from a file (as an operator keeps the credential out of argv), trusting

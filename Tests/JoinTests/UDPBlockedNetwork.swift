@@ -15,14 +15,14 @@ struct UDPBlockedNetwork {
     let clientAddress: String
     static let table = "recbot_block_udp"
 
-    static var isAvailable: Bool {
+    static let isAvailable: Bool = {
         guard getuid() == 0, ["/usr/sbin/ip", "/usr/sbin/nft"].allSatisfy(FileManager.default.isExecutableFile(atPath:)) else { return false }
-        // A container may be root yet lack the capabilities: try once.
+        // A container may be root yet lack the capabilities, or the kernel nftables: try once.
         let probe = "recbot-probe-\(getpid())"
-        guard (try? run(["/usr/sbin/ip", "netns", "add", probe])) != nil else { return false }
-        _ = try? run(["/usr/sbin/ip", "netns", "del", probe])
-        return true
-    }
+        guard (try? UDPBlockedNetwork.run(["/usr/sbin/ip", "netns", "add", probe])) != nil else { return false }
+        defer { _ = try? UDPBlockedNetwork.run(["/usr/sbin/ip", "netns", "del", probe]) }
+        return (try? UDPBlockedNetwork.run(["/usr/sbin/ip", "netns", "exec", probe, "/usr/sbin/nft", "add", "table", "inet", UDPBlockedNetwork.table])) != nil
+    }()
 
     init() throws {
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
