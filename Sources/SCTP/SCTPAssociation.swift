@@ -1,47 +1,6 @@
 import MessageAuthentication
 import WireCoding
 
-/// A message delivered on a stream (data channels sit on top).
-public struct SCTPMessage: Equatable, Sendable {
-    public var streamID: UInt16
-    public var payloadProtocol: UInt32
-    public var unordered: Bool
-    public var data: [UInt8]
-}
-
-public enum SCTPEvent: Equatable, Sendable {
-    case established
-    case message(SCTPMessage)
-    /// The peer reset these incoming streams (closed data channels).
-    case streamsReset([UInt16])
-    case aborted(String)
-    case closed
-}
-
-public struct SCTPOutput: Equatable, Sendable {
-    /// Each goes into one DTLS record.
-    public var packets: [[UInt8]] = []
-    public var events: [SCTPEvent] = []
-}
-
-public struct SCTPCounters: Equatable, Sendable {
-    public var packetsReceived = 0
-    public var droppedPackets = 0
-    public var dataChunks = 0
-    public var duplicateChunks = 0
-    /// FORWARD-TSN chunks: the peer abandoned messages (partial reliability).
-    public var forwardTSNChunks = 0
-    public var messagesDelivered = 0
-    /// Messages over the size limit, or reassemblies given up.
-    public var oversizedMessages = 0
-    public var retransmissions = 0
-    /// Our own messages not sent because the peer's max-message-size is smaller.
-    public var oversizedSends = 0
-    /// Peer stream-reset requests performed, and ours that were never answered.
-    public var streamResetsReceived = 0
-    public var streamResetsAbandoned = 0
-}
-
 /// An SCTP association over DTLS (RFC 8261, RFC 9260), sans-IO: packets and time in, packets
 /// and events out. Built for a data-channel receiver: full receive side (reassembly,
 /// ordering, SACK with gap reports, FORWARD-TSN, stream reset) and a simple reliable send
@@ -60,7 +19,7 @@ public final class SCTPAssociation {
     private var localTag: UInt32
     private var peerTag: UInt32 = 0
     private var nextOutgoingTSN: UInt32
-    private let cookieSecret: [UInt8]
+    private let cookies: SCTPStateCookie
     private let random: () -> UInt64
 
     // Receive side.
@@ -85,7 +44,6 @@ public final class SCTPAssociation {
     private var resets: StreamResets
     /// Once ended (ABORT, shutdown), an association is not brought back by a replayed cookie.
     private var hasEnded = false
-    private static let cookieLifetimeNanoseconds: Int64 = 60_000_000_000
     private var heldForReset: [SCTPData] = []
     private var heldForResetBytes = 0
 
@@ -100,7 +58,7 @@ public final class SCTPAssociation {
         localTag = UInt32(truncatingIfNeeded: random()) | 1
         nextOutgoingTSN = UInt32(truncatingIfNeeded: random())
         resets = StreamResets(initialTSN: nextOutgoingTSN)
-        cookieSecret = (0..<4).flatMap { _ in withUnsafeBytes(of: random()) { Array($0) } }
+        cookies = SCTPStateCookie(secret: (0..<4).flatMap { _ in withUnsafeBytes(of: random()) { Array($0) } })
     }
 
     // MARK: - Inputs
@@ -148,7 +106,7 @@ public final class SCTPAssociation {
         var sawData = false
         // Several FORWARD-TSNs in one packet act as the one that goes furthest: each costs a
         // pass over what is held, so a packet full of them must not cost thousands of passes.
-        var forwardTSN = combinedForwardTSN(packet.chunks)
+        var forwardTSN = CombinedForwardTSN(packet.chunks)
         var resetRequests = 0
         chunks: for chunk in packet.chunks {
             switch chunk {
@@ -169,7 +127,7 @@ public final class SCTPAssociation {
                 output.packets.append(echo)
             case .cookieEcho(let cookie):
                 // Only fresh cookies, and never to bring back an association that ended.
-                guard !hasEnded, let peer = verifyCookie(cookie, now: now) else {
+                guard !hasEnded, let peer = cookies.verify(cookie, now: now) else {
                     counters.droppedPackets += 1
                     continue
                 }
@@ -494,48 +452,14 @@ public final class SCTPAssociation {
 
     // MARK: - Cookies
 
-    /// INIT-ACK with a state cookie: the peer's tag and initial TSN, signed (RFC 9260 §5.1.3).
+    /// INIT-ACK with a state cookie for the peer's tag and initial TSN.
     private func initAck(for initiation: SCTPInit, now: MonotonicTime) -> SCTPInit {
-        var writer = ByteWriter(capacity: 32)
-        writer.write(initiation.initiateTag)
-        writer.write(initiation.initialTSN)
-        writer.write(UInt64(bitPattern: now.nanoseconds))
-        let mac = MessageAuthentication.hmacSHA256(key: cookieSecret, message: writer.bytes)
+        let cookie = cookies.make(peerTag: initiation.initiateTag, peerInitialTSN: initiation.initialTSN, now: now)
         return SCTPInit(initiateTag: localTag, advertisedReceiverWindow: SCTPAssociation.receiveWindow, outboundStreams: 65_535,
                         inboundStreams: 65_535, initialTSN: nextOutgoingTSN, parameters: [
-                            SCTPParameter(type: SCTPParameter.stateCookie, value: writer.bytes + mac),
+                            SCTPParameter(type: SCTPParameter.stateCookie, value: cookie),
                             SCTPParameter(type: SCTPParameter.supportedExtensions, value: [SCTPChunkType.forwardTSN, SCTPChunkType.reconfig]),
                             SCTPParameter(type: SCTPParameter.forwardTSNSupported, value: []),
                         ])
-    }
-
-    private func verifyCookie(_ cookie: [UInt8], now: MonotonicTime) -> (tag: UInt32, initialTSN: UInt32)? {
-        guard cookie.count == 16 + 32 else { return nil }
-        let body = Array(cookie.prefix(16))
-        guard MessageAuthentication.constantTimeEqual(MessageAuthentication.hmacSHA256(key: cookieSecret, message: body), Array(cookie.suffix(32))) else { return nil }
-        var reader = ByteReader(body)
-        guard let tag = reader.readUInt32(), let tsn = reader.readUInt32(), let issued = reader.readUInt64() else { return nil }
-        let age = now.nanoseconds &- Int64(bitPattern: issued)
-        guard age >= 0 && age <= SCTPAssociation.cookieLifetimeNanoseconds else { return nil }  // stale (RFC 9260 §5.1.5)
-        return (tag, tsn)
-    }
-
-    private struct CombinedForwardTSN {
-        var tsn: UInt32
-        var streams: [(stream: UInt16, sequence: UInt16)]
-        var applied = false
-    }
-
-    private func combinedForwardTSN(_ chunks: [SCTPChunk]) -> CombinedForwardTSN? {
-        var furthest: UInt32?
-        var sequences: [UInt16: UInt16] = [:]
-        for case .forwardTSN(let tsn, let streams) in chunks {
-            if furthest.map({ isAfter(tsn, $0) }) ?? true { furthest = tsn }
-            for (stream, sequence) in streams {
-                if sequences[stream].map({ isAfter(sequence, $0) }) ?? true { sequences[stream] = sequence }  // the furthest per stream
-            }
-        }
-        guard let furthest else { return nil }
-        return CombinedForwardTSN(tsn: furthest, streams: sequences.map { (stream: $0.key, sequence: $0.value) })
     }
 }
