@@ -217,7 +217,7 @@ let package = Package(
             name: "RecBotCLI",
             dependencies: [
                 "Archive", "ArchivePostgres", "ArchiveUpload", "ObjectStorage", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
-                "Transport", "Verification", "Repair",
+                "Transport", "Verification", "Repair", "TLSFailure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -263,7 +263,7 @@ let package = Package(
         .testTarget(name: "TransportTests", dependencies: [
             "Transport", "ICE", "DTLS", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "WebMReader", "CodecBindings"]),
+        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "InteropTests", dependencies: [
             "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",

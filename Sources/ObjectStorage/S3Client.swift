@@ -207,7 +207,8 @@ public final class S3Client: Sendable {
         } catch let error as S3Error {
             throw error
         } catch {
-            throw S3Error(.unavailable, "\(operation): \(endpoint): \(describe(error))")
+            throw S3Error(TLSFailure.isCertificateRejection(error) ? .certificateRejected : .unavailable,
+                          "\(operation): \(endpoint): \(describe(error))")
         }
     }
 

@@ -12,6 +12,9 @@ public struct S3Error: Error, Sendable, CustomStringConvertible {
         case protocolViolation
         /// A local file could not be read.
         case localFile
+        /// The endpoint's TLS certificate was refused (untrusted CA, wrong name): not retried,
+        /// since only a change of configuration (`--s3-ca-file`, the endpoint) helps.
+        case certificateRejected
     }
 
     public var kind: Kind

@@ -30,7 +30,6 @@ final class CatalogWriter: @unchecked Sendable {
     private var spool: CatalogSpool?
     private var lastReplayAttempt = DispatchTime(uptimeNanoseconds: 0)
     private var replayScheduled = false
-    private var spooledCount = 0
     /// The spool's size as last seen on `queue`, and every write that ever went there: for the
     /// metrics (read from other threads, so under `lock`).
     private var spoolSize = (writes: 0, bytes: 0)
@@ -126,7 +125,6 @@ final class CatalogWriter: @unchecked Sendable {
     private func keep(_ write: CatalogWrite, in spool: CatalogSpool, attempted: Bool) {
         do throws(CatalogError) {
             if try spool.append(write, attempted: attempted) {
-                spooledCount += 1
                 lock.withLock { spooledTotal += 1 }
             } else {
                 countDrop(write.name, events: write.eventCount)
@@ -244,7 +242,7 @@ final class CatalogWriter: @unchecked Sendable {
     var queued: (writes: Int, bytes: Int) { lock.withLock { (pending, pendingBytes) } }
     /// Writes waiting in the spool (as of the last write or replay), their bytes, and how many
     /// went there in all.
-    var spoolDepth: (writes: Int, bytes: Int, total: Int) { lock.withLock { (spoolSize.writes, spoolSize.bytes, spooledTotal) } }
+    var spoolStats: (writes: Int, bytes: Int, total: Int) { lock.withLock { (spoolSize.writes, spoolSize.bytes, spooledTotal) } }
 }
 
 extension CatalogWrite {

@@ -76,7 +76,7 @@ public final class JoinSession: @unchecked Sendable {
         totals.signalingMessagesDropped = inbox.dropped.messages
         if let writer {
             (totals.catalogQueue, totals.catalogQueueBytes) = writer.queued
-            (totals.catalogSpoolDepth, totals.catalogSpoolBytes, totals.catalogWritesSpooled) = writer.spoolDepth
+            (totals.catalogSpoolDepth, totals.catalogSpoolBytes, totals.catalogWritesSpooled) = writer.spoolStats
             totals.catalogWritesDropped = writer.dropped
         }
         totals.writeQueueBytes = WriteBudget.shared.reservedBytes

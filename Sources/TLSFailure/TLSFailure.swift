@@ -27,6 +27,24 @@ public enum TLSFailure {
         }
     }
 
+    /// True when the server's certificate was refused (untrusted chain, wrong name): another
+    /// try cannot succeed until the configuration changes, so callers do not retry it.
+    public static func isCertificateRejection(_ error: any Error) -> Bool {
+        if let extra = error as? NIOSSLExtraError, extra == .failedToValidateHostname { return true }
+        if case .handshakeFailed(let underlying) = error as? NIOSSLError { return reasonCode(underlying) == "CERTIFICATE_VERIFY_FAILED" }
+        return false
+    }
+
+    /// Checks a CA file before anything connects: a file that is not PEM certificates would
+    /// otherwise fail every connection later, and look like a server problem. nil when usable.
+    public static func problem(withTrustFile path: String) -> String? {
+        do {
+            return try NIOSSLCertificate.fromPEMFile(path).isEmpty ? "\(path) holds no PEM certificate" : nil
+        } catch {
+            return "\(path) is not a PEM certificate file (\(error))"
+        }
+    }
+
     /// BoringSSL's reason ("CERTIFICATE_VERIFY_FAILED", "WRONG_VERSION_NUMBER"): the last
     /// colon-separated field of its first error string, without the source location.
     static func reasonCode(_ error: BoringSSLError) -> String? {

@@ -1,11 +1,12 @@
 import Archive
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 
 /// coturn (Debian's `turnserver`), started for one test on loopback (and any other addresses
-/// given): UDP and TCP on one port, TLS on another with a throwaway certificate for `localhost`
-/// and those addresses, long-term credentials. Relayed addresses are on loopback, where the
+/// given): UDP and TCP on one port, TLS on another with a certificate for `localhost` and those
+/// addresses from a throwaway CA, long-term credentials. Relayed addresses are on loopback, where the
 /// test server's publishers are.
 struct Coturn {
     let directory: URL
@@ -23,10 +24,7 @@ struct Coturn {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         port = try Coturn.freePort()
         tlsPort = try Coturn.freePort()
-        let (key, cert) = (directory.appendingPathComponent("key.pem").path, certificatePath)
-        try Coturn.run("/usr/bin/openssl", ["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "2",
-                                            "-keyout", key, "-out", cert, "-subj", "/CN=localhost",
-                                            "-addext", "subjectAltName=DNS:localhost," + listeningAddresses.map { "IP:" + $0 }.joined(separator: ",")])
+        certificates = try TestCertificates(directory: directory.path, subjectAltNames: ["DNS:localhost"] + listeningAddresses.map { "IP:" + $0 })
         let relayBase = 40_000 + Int.random(in: 0..<200) * 100
         process.executableURL = URL(fileURLWithPath: "/usr/bin/turnserver")
         process.arguments = [
@@ -34,17 +32,18 @@ struct Coturn {
             "--listening-port=\(port)", "--tls-listening-port=\(tlsPort)", "--min-port=\(relayBase)", "--max-port=\(relayBase + 99)",
             "--lt-cred-mech", "--realm=recbot", "--user=\(Coturn.username):\(password)", "--fingerprint",
             // The test peers live on loopback; coturn refuses loopback peers unless told.
-            "--allow-loopback-peers", "--no-multicast-peers", "--no-dtls", "--cert=\(cert)", "--pkey=\(key)",
+            "--allow-loopback-peers", "--no-multicast-peers", "--no-dtls", "--cert=\(certificates.certificatePath)", "--pkey=\(certificates.keyPath)",
             "--userdb=\(directory.appendingPathComponent("turndb").path)", "--pidfile=\(directory.appendingPathComponent("pid").path)",
         ] + listeningAddresses.map { "--listening-ip=\($0)" } + extraArguments
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: logPath)
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try process.run()
         for _ in 0..<100 where !Coturn.accepts(port: tlsPort) || !Coturn.accepts(port: port) { Thread.sleep(forTimeInterval: 0.05) }
     }
 
-    var certificatePath: String { directory.appendingPathComponent("cert.pem").path }
+    /// The throwaway CA that signs the TLS listener's certificate (what `--turn-ca-file` trusts).
+    let certificates: TestCertificates
     var logPath: String { directory.appendingPathComponent("turnserver.log").path }
     /// coturn's own log (stdout, --simple-log).
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -84,16 +83,6 @@ struct Coturn {
         return withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
-    }
-
-    static func run(_ path: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        process.waitUntilExit()
     }
 }
 
@@ -183,13 +172,13 @@ struct RelayScenarioTests {
     static func override(_ iceServers: String, _ coturn: Coturn) throws -> [String] {
         let file = coturn.directory.appendingPathComponent("ice.json")
         try iceServers.write(to: file, atomically: true, encoding: .utf8)
-        return ["--ice-servers", "@" + file.path, "--turn-ca-file", coturn.certificatePath]
+        return ["--ice-servers", "@" + file.path, "--turn-ca-file", coturn.certificates.authorityPath]
     }
 
     /// The usual checks on a relayed session: exit 0, the media went through coturn's relayed
     /// address, the file decodes with (nearly) every frame, every data-channel message is in
     /// the catalog, and the credential is in neither log nor catalog.
-    static func expectRecordedThroughRelay(_ result: Scenario.Result, _ scenario: Scenario, _ coturn: Coturn, _ transport: String) throws {
+    static func expectRecordedThroughRelay(_ result: Scenario.Result, _ scenario: Scenario, _ coturn: Coturn, _ label: String) throws {
         #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
         #expect(result.stderr.contains("TURN allocation"))
         #expect(!result.stderr.contains(coturn.password), "the credential never reaches the log")
@@ -207,7 +196,7 @@ struct RelayScenarioTests {
         let probe = try Scenario.probe(scenario.dataDirectory + "/" + recording.path)
         let video = try #require(probe.streams.first { $0.codec == "vp8" })
         let sent = try #require(publisher["video_frames_sent"] as? Int)
-        #expect(Double(video.frames) >= 0.9 * Double(sent), "\(video.frames) of \(sent) video frames through \(transport)")
+        #expect(Double(video.frames) >= 0.9 * Double(sent), "\(video.frames) of \(sent) video frames through \(label)")
         #expect(probe.streams.contains { $0.codec == "opus" && $0.frames > 100 })
         let events = try scenario.catalog().events(EventFilter(sessionID: recording.sessionID))
         try Scenario.expectStored(truth, in: events)
@@ -239,5 +228,6 @@ struct RelayScenarioTests {
         defer { untrusted.stop() }
         let unverified = try untrusted.join(["--duration", "20s"])
         #expect(unverified.status == 80, "recbot: \(unverified.stderr.suffix(2_000))")
+        #expect(unverified.stderr.contains("TLS: the certificate of localhost is not trusted"), "\(unverified.stderr.suffix(2_000))")
     }
 }

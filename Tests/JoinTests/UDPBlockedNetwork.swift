@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// A network namespace whose only way out is a veth link to this host, with a firewall
 /// (nftables, inside the namespace) that drops every UDP datagram in and out: the corporate
@@ -17,20 +18,33 @@ struct UDPBlockedNetwork {
 
     static let isAvailable: Bool = {
         guard getuid() == 0, ["/usr/sbin/ip", "/usr/sbin/nft"].allSatisfy(FileManager.default.isExecutableFile(atPath:)) else { return false }
+        removeLeftovers()
         // A container may be root yet lack the capabilities, or the kernel nftables: try once.
-        let probe = "recbot-probe-\(getpid())"
-        guard (try? UDPBlockedNetwork.run(["/usr/sbin/ip", "netns", "add", probe])) != nil else { return false }
-        defer { _ = try? UDPBlockedNetwork.run(["/usr/sbin/ip", "netns", "del", probe]) }
-        return (try? UDPBlockedNetwork.run(["/usr/sbin/ip", "netns", "exec", probe, "/usr/sbin/nft", "add", "table", "inet", UDPBlockedNetwork.table])) != nil
+        let probe = "recbot-\(getpid())-probe"
+        guard (try? runChecked(["/usr/sbin/ip", "netns", "add", probe])) != nil else { return false }
+        defer { _ = try? runChecked(["/usr/sbin/ip", "netns", "del", probe]) }
+        return (try? runChecked(["/usr/sbin/ip", "netns", "exec", probe, "/usr/sbin/nft", "add", "table", "inet", UDPBlockedNetwork.table])) != nil
     }()
+
+    /// Namespaces a killed test run left (named `recbot-<pid>-…` for a pid that is gone), with
+    /// the veth pairs inside them.
+    private static func removeLeftovers() {
+        let listing = (try? runChecked(["/usr/sbin/ip", "netns", "list"])) ?? ""
+        for line in listing.split(separator: "\n") {
+            let name = String(line.split(separator: " ").first ?? "")
+            let parts = name.split(separator: "-")
+            guard parts.count >= 3, parts[0] == "recbot", let pid = Int32(parts[1]), kill(pid, 0) != 0, errno == ESRCH else { continue }
+            _ = try? runChecked(["/usr/sbin/ip", "netns", "del", name])
+        }
+    }
 
     init() throws {
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
-        name = "recbot-\(tag)"
+        name = "recbot-\(getpid())-\(tag)"
         hostLink = "rbh\(tag)"
-        // A /30 in 10.200.0.0/13 that no other test picks at the same moment (names and
-        // addresses are per namespace; the host end must not collide).
-        let subnet = UInt32(10 << 24 | 200 << 16) + UInt32.random(in: 0..<(1 << 17)) * 4
+        // A /30 in 198.18.0.0/15 (RFC 2544's benchmarking range, which no real network routes,
+        // unlike 10/8 that VPNs and clusters use), picked at random so parallel tests differ.
+        let subnet = UInt32(198 << 24 | 18 << 16) + UInt32.random(in: 0..<(1 << 15)) * 4
         hostAddress = Self.dotted(subnet + 1)
         clientAddress = Self.dotted(subnet + 2)
         let rules = """
@@ -45,14 +59,14 @@ struct UDPBlockedNetwork {
         let clientLink = "rbc\(tag)"
         let inside = ["/usr/sbin/ip", "-n", name]
         do {
-            try Self.run(["/usr/sbin/ip", "netns", "add", name])
-            try Self.run(["/usr/sbin/ip", "link", "add", hostLink, "type", "veth", "peer", "name", clientLink, "netns", name])
-            try Self.run(["/usr/sbin/ip", "addr", "add", "\(hostAddress)/30", "dev", hostLink])
-            try Self.run(["/usr/sbin/ip", "link", "set", hostLink, "up"])
-            try Self.run(inside + ["link", "set", "lo", "up"])
-            try Self.run(inside + ["addr", "add", "\(clientAddress)/30", "dev", clientLink])
-            try Self.run(inside + ["link", "set", clientLink, "up"])
-            try Self.run(launcher + ["/usr/sbin/nft", "-f", ruleFile])
+            try runChecked(["/usr/sbin/ip", "netns", "add", name])
+            try runChecked(["/usr/sbin/ip", "link", "add", hostLink, "type", "veth", "peer", "name", clientLink, "netns", name])
+            try runChecked(["/usr/sbin/ip", "addr", "add", "\(hostAddress)/30", "dev", hostLink])
+            try runChecked(["/usr/sbin/ip", "link", "set", hostLink, "up"])
+            try runChecked(inside + ["link", "set", "lo", "up"])
+            try runChecked(inside + ["addr", "add", "\(clientAddress)/30", "dev", clientLink])
+            try runChecked(inside + ["link", "set", clientLink, "up"])
+            try runChecked(launcher + ["/usr/sbin/nft", "-f", ruleFile])
         } catch {
             remove()
             throw error
@@ -64,7 +78,7 @@ struct UDPBlockedNetwork {
 
     /// UDP datagrams the firewall dropped so far, both ways: proof that something tried.
     func droppedUDPDatagrams() throws -> Int {
-        let listing = try Self.run(launcher + ["/usr/sbin/nft", "list", "table", "inet", Self.table])
+        let listing = try runChecked(launcher + ["/usr/sbin/nft", "list", "table", "inet", Self.table])
         return listing.split(separator: "\n").compactMap { line -> Int? in
             let words = line.split(separator: " ")
             guard let index = words.firstIndex(of: "packets"), index + 1 < words.count else { return nil }
@@ -74,32 +88,11 @@ struct UDPBlockedNetwork {
 
     func remove() {
         // Deleting one end of a veth pair deletes both; the namespace goes with its last process.
-        _ = try? Self.run(["/usr/sbin/ip", "link", "del", hostLink])
-        _ = try? Self.run(["/usr/sbin/ip", "netns", "del", name])
+        _ = try? runChecked(["/usr/sbin/ip", "link", "del", hostLink])
+        _ = try? runChecked(["/usr/sbin/ip", "netns", "del", name])
     }
 
     private static func dotted(_ address: UInt32) -> String {
         [24, 16, 8, 0].map { String((address >> UInt32($0)) & 0xFF) }.joined(separator: ".")
-    }
-
-    struct CommandFailed: Error, CustomStringConvertible {
-        var command: [String]
-        var output: String
-        var description: String { "\(command.joined(separator: " ")): \(output)" }
-    }
-
-    @discardableResult
-    static func run(_ argv: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: argv[0])
-        process.arguments = Array(argv.dropFirst())
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CommandFailed(command: argv, output: text) }
-        return text
     }
 }

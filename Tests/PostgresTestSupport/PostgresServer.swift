@@ -27,6 +27,9 @@ public final class PostgresServer: @unchecked Sendable {
     public let password = "pw-\(UUID().uuidString.prefix(12))"
     /// A role pg_hba.conf admits over TLS only, with the same password.
     public let tlsUser = "tlsonly"
+    /// A CA, and a server certificate it signs for DNS:localhost only (so verify-full to
+    /// 127.0.0.1 must fail on the name).
+    public let certificates: TestCertificates
     private let lock = NSLock()
     private var databases = 0
 
@@ -34,12 +37,12 @@ public final class PostgresServer: @unchecked Sendable {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-pg-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         port = try Self.freePort()
+        certificates = try TestCertificates(directory: directory, subjectAltNames: ["DNS:localhost"])
         let passwordFile = directory + "/pw"
         try password.write(toFile: passwordFile, atomically: true, encoding: .utf8)
         if getuid() == 0 { try Self.shell("chown -R postgres: \(directory)") }
         try run("initdb", ["-D", directory + "/data", "-U", user, "--auth-local=trust", "--auth-host=scram-sha-256",
                            "--pwfile=\(passwordFile)", "--locale=C.UTF-8", "-E", "UTF8", "-N"])
-        try makeCertificates()
         let rules = directory + "/data/pg_hba.conf"
         let existing = try String(contentsOfFile: rules, encoding: .utf8)
         try ("hostnossl all \(tlsUser) all reject\n" + existing).write(toFile: rules, atomically: true, encoding: .utf8)
@@ -48,13 +51,8 @@ public final class PostgresServer: @unchecked Sendable {
         try psql("CREATE ROLE \(tlsUser) LOGIN PASSWORD '\(password)'")
     }
 
-    /// A CA, and a server certificate it signs for DNS:localhost only (so verify-full to
-    /// 127.0.0.1 must fail on the name).
-    private func makeCertificates() throws {
-        _ = try TestCertificates(directory: directory, subjectAltNames: ["DNS:localhost"])
-    }
-
-    public var certificateAuthorityPath: String { directory + "/ca.pem" }
+    /// The CA that signs the server's certificate.
+    public var certificateAuthorityPath: String { certificates.authorityPath }
 
     deinit { remove() }
 
@@ -70,7 +68,7 @@ public final class PostgresServer: @unchecked Sendable {
     public func start() throws {
         try run("pg_ctl", ["-D", directory + "/data", "-l", directory + "/log", "-w", "-t", "30", "-o",
                            "-c listen_addresses=127.0.0.1 -p \(port) -k \(directory) -c fsync=off -c max_connections=300 "
-                           + "-c ssl=on -c ssl_cert_file=\(directory)/server.pem -c ssl_key_file=\(directory)/server.key", "start"])
+                           + "-c ssl=on -c ssl_cert_file=\(certificates.certificatePath) -c ssl_key_file=\(certificates.keyPath)", "start"])
     }
 
     /// Stops the server at once (connections are cut, as when a database host goes away).
@@ -143,7 +141,6 @@ public final class PostgresServer: @unchecked Sendable {
     private static func shell(_ command: String) throws {
         _ = try spawnAndWait("/bin/sh", ["sh", "-c", command], outputPath: "/dev/null")
     }
-
 
     public struct Failure: Error, CustomStringConvertible {
         public var command: String

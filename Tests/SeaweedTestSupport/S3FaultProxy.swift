@@ -25,7 +25,10 @@ public final class S3FaultProxy: @unchecked Sendable {
             + faults.flatMap { ["--\($0.key.rawValue)", "\($0.value)"] }
         let output = Pipe()
         process.standardOutput = output
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
+        // A file, not a pipe: a proxy that writes much to a pipe nobody reads would block.
+        let errorsPath = eventsPath + ".stderr"
+        _ = FileManager.default.createFile(atPath: errorsPath, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: errorsPath)
         try process.run()
         var line = Data()
         while !line.contains(0x0A) {
@@ -33,10 +36,12 @@ public final class S3FaultProxy: @unchecked Sendable {
             if chunk.isEmpty { break }
             line.append(chunk)
         }
-        let object = try JSONSerialization.jsonObject(with: line.prefix { $0 != 0x0A }) as? [String: Any]
+        let object = (try? JSONSerialization.jsonObject(with: line.prefix { $0 != 0x0A })) as? [String: Any]
         guard let endpoint = object?["endpoint"] as? String else {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            throw SeaweedServer.Failure(command: "s3_fault_proxy.py", output: String(decoding: line, as: UTF8.self))
+            process.waitUntilExit()
+            let problem = (try? String(contentsOfFile: errorsPath, encoding: .utf8)) ?? ""
+            throw SeaweedServer.Failure(command: "s3_fault_proxy.py", output: String(decoding: line, as: UTF8.self) + problem.suffix(1_500))
         }
         self.endpoint = endpoint
     }
@@ -46,8 +51,8 @@ public final class S3FaultProxy: @unchecked Sendable {
     /// The faults made so far, in order.
     public var injected: [Fault] { events.compactMap { ($0["fault"] as? String).flatMap(Fault.init(rawValue:)) } }
 
-    /// What the server answered each completion that reached it: the HTTP status, and the S3
-    /// error code if any ("NoSuchUpload" for a completion repeated after it succeeded).
+    /// The answer to each completion: the server's HTTP status and S3 error code, or, after a
+    /// `forgetCompletedUpload` fault, the 404 NoSuchUpload the proxy made up for the retry.
     public var completions: [(status: Int, code: String?)] {
         events.compactMap { event in (event["completion"] as? Int).map { ($0, event["code"] as? String) } }
     }
@@ -61,5 +66,6 @@ public final class S3FaultProxy: @unchecked Sendable {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         try? FileManager.default.removeItem(atPath: eventsPath)
+        try? FileManager.default.removeItem(atPath: eventsPath + ".stderr")
     }
 }

@@ -21,23 +21,10 @@ public struct TestCertificates: Sendable {
         try "subjectAltName=\(subjectAltNames.joined(separator: ","))\n".write(toFile: extensions, atomically: true, encoding: .utf8)
         try Self.openssl(["x509", "-req", "-in", directory + "/server.csr", "-CA", authorityPath, "-CAkey", directory + "/ca.key",
                           "-CAcreateserial", "-days", "2", "-extfile", extensions, "-out", certificatePath])
-        guard chmod(keyPath, 0o600) == 0 else { throw POSIXError(.EPERM) }
-    }
-
-    public struct Failure: Error, CustomStringConvertible {
-        public var description: String
+        guard chmod(keyPath, 0o600) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EPERM) }
     }
 
     private static func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw Failure(description: "openssl \(arguments.first ?? ""): \(text)") }
+        try runChecked(["/usr/bin/openssl"] + arguments)
     }
 }

@@ -5,6 +5,7 @@ over TCP (a coturn started for the run on loopback). Columns as in the capacity 
   turn      coturn's own CPU in cores (what a TURN server spends on this channel)
 """
 import os
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -41,10 +42,10 @@ class Coturn:
 
     def ice_servers(self, work, transport):
         path = os.path.join(work, f"ice-{transport}.json")
-        with open(path, "w") as handle:
+        # The credential is in it: readable by this user only from the start.
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as handle:
             handle.write(f'[{{"urls": ["turn:127.0.0.1:{self.port}?transport={transport}"], '
                          f'"username": "{TURN_USER}", "credential": "{TURN_PASSWORD}"}}]')
-        os.chmod(path, 0o600)
         return path
 
     def stop(self):
@@ -73,6 +74,8 @@ def relay_runs(counts, args, cache, run):
                               recorder_extra=["--ice-servers", "@" + coturn.ice_servers(work, transport), "--ice-transport-policy", "relay"])
             finally:
                 turn_cores = coturn.stop()
+                if not args.keep:
+                    shutil.rmtree(work, ignore_errors=True)
             relayed.update(path=f"turn-{transport}", turn_cores=turn_cores)
             cpu = relayed["cpu_cores"] / max(1e-9, direct["cpu_cores"])
             rss = relayed["rss_mb"] / max(1e-9, direct["rss_mb"])

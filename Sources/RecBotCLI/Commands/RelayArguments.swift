@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import RecBot
 import SoraSignaling
+import TLSFailure
 
 /// `join`'s TURN flags. Credentials never go on the command line (ps and process titles show
 /// it): `--ice-servers` takes `@file`, or the JSON comes from RECBOT_ICE_SERVERS.
@@ -42,7 +43,7 @@ struct RelayArguments: ParsableArguments {
             }
         }
         if let path = turnCAFile ?? settings["RECBOT_TURN_CA_FILE"] {
-            guard FileManager.default.isReadableFile(atPath: path) else { throw ValidationError("cannot read --turn-ca-file \(path)") }
+            if let problem = TLSFailure.problem(withTrustFile: path) { throw ValidationError("--turn-ca-file: \(problem)") }
             relay.caFile = path
         }
         return relay

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import ObjectStorage
 import RecBot
+import TLSFailure
 
 /// Where and how uploads go, for `upload` and `join --upload`. Credentials are never flags
 /// (ps would show them): AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN) in the
@@ -47,7 +48,7 @@ struct UploadArguments: ParsableArguments {
             guard (0...20).contains(retries) else { throw ValidationError("--upload-retries must be 0…20") }
             let delete = deleteAfterUpload || settings["RECBOT_DELETE_AFTER_UPLOAD"] == "1"
             let caFile = caFile ?? settings["RECBOT_S3_CA_FILE"]
-            if let caFile, !FileManager.default.isReadableFile(atPath: caFile) { throw ValidationError("cannot read --s3-ca-file \(caFile)") }
+            if let caFile, let problem = TLSFailure.problem(withTrustFile: caFile) { throw ValidationError("--s3-ca-file: \(problem)") }
             return UploadConfiguration(
                 options: UploadOptions(destination: destination, partSize: Int64(mebibytes) << 20, deleteAfterUpload: delete),
                 endpoint: endpoint, credentials: credentials, retry: RetryPolicy(retries: retries), caFile: caFile)
@@ -87,7 +88,7 @@ extension ExitStatus {
             case .credentials: self = .uploadCredentials
             case .configuration: self = .configuration
             case .localFile: self = .storage
-            case .unavailable, .protocolViolation: self = .uploadFailed
+            case .unavailable, .protocolViolation, .certificateRejected: self = .uploadFailed
             }
         case .catalog(let error): self = ExitStatus(catalogError: error)
         case .sessionNotEnded: self = .usage
