@@ -74,13 +74,15 @@ public final class JoinSession: @unchecked Sendable {
         }
         totals.inboxDepth = inbox.depth
         totals.signalingMessagesDropped = inbox.dropped.messages
-        if let writer {
-            (totals.catalogQueue, totals.catalogQueueBytes) = writer.queued
-            (totals.catalogSpoolDepth, totals.catalogSpoolBytes, totals.catalogWritesSpooled) = writer.spoolStats
-            totals.catalogWritesDropped = writer.dropped
-        }
+        if let writer { Self.sampleCatalog(writer, into: &totals) }
         totals.writeQueueBytes = WriteBudget.shared.reservedBytes
         return totals
+    }
+
+    private static func sampleCatalog(_ writer: CatalogWriter, into totals: inout SessionTotals) {
+        (totals.catalogQueue, totals.catalogQueueBytes) = writer.queued
+        (totals.catalogSpoolDepth, totals.catalogSpoolBytes, totals.catalogWritesSpooled) = writer.spoolStats
+        totals.catalogWritesDropped = writer.dropped
     }
 
     func setPhase(_ text: String) { stateLock.withLock { phase = text } }
@@ -136,6 +138,11 @@ public final class JoinSession: @unchecked Sendable {
         writer.submit(.sessionCounters(id: sessionID, ending.counters))
         writer.submit(.endSession(id: sessionID, endedAt: Self.nowMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
         let drained = writer.finish(timeoutSeconds: options.finalizeTimeoutSeconds)
+        // The last totals were taken before these last writes: the catalog's part of them is
+        // what the writer holds now (what waits in the spool for `recbot repair`).
+        stateLock.withLock {
+            if var final = finalTotals { Self.sampleCatalog(writer, into: &final); finalTotals = final }
+        }
         if !drained || (writer.error != nil && ending.result == .success) {
             logger.error("cannot end the session in the catalog", metadata: ["error": "\(writer.error.map { "\($0)" } ?? "timed out")"])
             ending.result = .storage
