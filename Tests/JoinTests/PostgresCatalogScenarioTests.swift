@@ -11,6 +11,18 @@ import Testing
 struct PostgresCatalogScenarioTests {
     static func catalog(_ url: String) throws -> any CatalogStore { try CatalogLocation.parse(url).open() }
 
+    /// Waits (at most 20 s) until the session's directory holds `count` WebM files.
+    static func waitForRecordings(_ count: Int, in scenario: Scenario) -> Bool {
+        let recordings = scenario.dataDirectory + "/recordings"
+        for _ in 0..<200 {
+            let sessions = (try? FileManager.default.contentsOfDirectory(atPath: recordings)) ?? []
+            let files = sessions.flatMap { (try? FileManager.default.contentsOfDirectory(atPath: recordings + "/" + $0)) ?? [] }
+            if files.filter({ $0.hasSuffix(".webm") }).count >= count { return true }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        return false
+    }
+
     @Test func aRecordingIsCatalogedInPostgresAndQueriedFromThere() throws {
         let server = try PostgresServer.shared.get()
         let url = try server.makeDatabase()
@@ -47,18 +59,22 @@ struct PostgresCatalogScenarioTests {
         let server = try PostgresServer()
         defer { server.remove() }
         let url = try server.makeDatabase()
-        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8"])
+        // The second publisher joins 3 s in (a re-offer): its recording's row is a catalog write
+        // that falls inside the outage whatever the machine's load.
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8", "--late-publishers", "1", "--late-after", "3"])
         defer { scenario.stop() }
         let done = DispatchSemaphore(value: 0)
         nonisolated(unsafe) var result: Scenario.Result?
         let textfile = scenario.directory.appendingPathComponent("recbot.prom").path
         DispatchQueue.global().async {
-            result = try? scenario.join(["--duration", "9s", "--metrics-textfile", textfile], environment: ["RECBOT_CATALOG_URL": url])
+            result = try? scenario.join(["--duration", "10s", "--metrics-textfile", textfile], environment: ["RECBOT_CATALOG_URL": url])
             done.signal()
         }
-        Thread.sleep(forTimeInterval: 2.5)
+        // Down once the first sender records, up again once the late one does (plus a moment).
+        #expect(Self.waitForRecordings(1, in: scenario), "the first sender never started recording")
         server.stop()
-        Thread.sleep(forTimeInterval: 3)
+        #expect(Self.waitForRecordings(2, in: scenario), "the late sender never started recording")
+        Thread.sleep(forTimeInterval: 1)
         try server.start()
         #expect(done.wait(timeout: .now() + 60) == .success)
         let joined = try #require(result)
