@@ -19,6 +19,9 @@ public struct MediaReceiverConfiguration: Sendable {
     public var maximumBufferedBytes = 64 << 20
     /// What all streams together may ask senders to resend (NACKs, keyframe requests).
     public var feedbackBudget = FeedbackBudgetPolicy()
+    /// How long a stream's first frames may wait for its sender's SRs, so that a file starts
+    /// with audio and video already aligned (0: place them on arrival time at once).
+    public var senderReportHoldNanoseconds: Int64 = 2_000_000_000
 
     public init(localSSRC: UInt32, cname: String, recovery: RecoveryPolicy = RecoveryPolicy(), reportIntervalNanoseconds: Int64 = 1_000_000_000,
                 reducedSizeRTCP: Bool = false, streamTimeoutNanoseconds: Int64 = 5_000_000_000, maximumStreams: Int = 4_096,
@@ -96,6 +99,7 @@ public final class MediaReceiver {
     public var counters: MediaReceiverCounters {
         var result = ownCounters
         result.feedback = budget.counters
+        result.sync = timelines.values.reduce(ownCounters.sync) { $0 + $1.counters }
         return result
     }
     private var ownCounters = MediaReceiverCounters()
@@ -103,7 +107,12 @@ public final class MediaReceiver {
 
     private var router = StreamRouter()
     private var streams: [UInt32: ReceiveStream] = [:]
-    private var clocks: [String: SenderClock] = [:]
+    /// Each sender's clock, and the first frames of its streams waiting for its SRs.
+    private var timelines: [String: SenderTimeline] = [:]
+    /// Senders with frames held for SRs (their hold deadlines are timers).
+    private var holdingSenders: Set<String> = []
+    /// Bytes all senders hold for SRs (bounded by half the buffer budget).
+    private var heldBytes = 0
     /// Counters of streams that ended (expired, BYE, section gone), by sender.
     private var retired: [String: ReceiveCounters] = [:]
     /// Packets taken in on streams that ended, by SSRC (bounded, for diagnostics and tests).
@@ -186,9 +195,10 @@ public final class MediaReceiver {
                 guard let stream = streams[ssrc] else { continue }
                 // LSR/DLSR echo every SR, believed or not: the sender's round-trip estimate needs them.
                 stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
-                if !clocks[stream.sender, default: SenderClock()].senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival) {
-                    ownCounters.sync.implausibleSenderReports += 1
+                let plausible = withTimeline(of: stream.sender) {
+                    $0.senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival, into: &output.frames)
                 }
+                if !plausible { ownCounters.sync.implausibleSenderReports += 1 }
             case .goodbye(let ssrcs):
                 ownCounters.goodbyes += 1
                 for ssrc in ssrcs { end(ssrc, now: arrival, &output) }
@@ -214,7 +224,16 @@ public final class MediaReceiver {
     // MARK: - Timers
 
     public var nextTimeout: MonotonicTime? {
-        [deadline, nextReport].compactMap { $0 }.min()
+        let hold = holdingSenders.compactMap { timelines[$0]?.nextDeadline }.min()
+        return [deadline, nextReport, hold].compactMap { $0 }.min()
+    }
+
+    /// Places every frame still held for SRs (on arrival time where no SR came): the session
+    /// is ending, and nothing received may be lost.
+    public func releaseHeldFrames(now: MonotonicTime) -> MediaOutput {
+        var output = MediaOutput()
+        for sender in holdingSenders { withTimeline(of: sender) { $0.releaseAll(now: now, into: &output.frames) } }
+        return output
     }
 
     public func handleTimeout(now: MonotonicTime) -> MediaOutput {
@@ -222,6 +241,7 @@ public final class MediaReceiver {
         var feedback: [RTCPPacket] = []
         let retry = retryInterval
         deadline = nil
+        for sender in holdingSenders { withTimeline(of: sender) { $0.release(now: now, forcing: [], into: &output.frames) } }
         for (ssrc, stream) in streamsInTurn() {
             if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
                 ownCounters.streamsExpired += 1
@@ -286,7 +306,7 @@ public final class MediaReceiver {
         }
         let stream = ReceiveStream(ssrc: ssrc, track: track, codec: codec, depacketizer: depacketizer, policy: configuration.recovery, now: now)
         streams[ssrc] = stream
-        clocks[stream.sender, default: SenderClock()].addStream(ssrc: ssrc, clockRate: codec.clockRate)
+        timelines[stream.sender, default: SenderTimeline(maximumHold: configuration.senderReportHoldNanoseconds)].addStream(ssrc: ssrc, clockRate: codec.clockRate)
         return stream
     }
 
@@ -340,17 +360,26 @@ public final class MediaReceiver {
             feedback.append(request)
         }
         guard !assembled.frames.isEmpty else { return }
-        var clock = clocks[stream.sender] ?? SenderClock()
-        let wasInconsistent = clock.inconsistent
-        let discontinuitiesBefore = clock.discontinuities
-        for frame in assembled.frames {
-            let mediaTime = clock.mediaTime(ssrc: stream.ssrc, rtpTimestamp: frame.rtpTimestamp, arrival: now)
-            output.frames.append(ReceivedFrame(ssrc: stream.ssrc, sender: stream.sender, kind: stream.kind, codec: stream.codec.name, frame: frame,
-                                               mediaTime: mediaTime, completedAt: now))
+        withTimeline(of: stream.sender) { timeline in
+            for frame in assembled.frames {
+                // The media time is set as the timeline places the frame (now, or once its sender's SRs can).
+                timeline.take(ReceivedFrame(ssrc: stream.ssrc, sender: stream.sender, kind: stream.kind, codec: stream.codec.name,
+                                            frame: frame, mediaTime: now, completedAt: now), into: &output.frames)
+            }
         }
-        if clock.inconsistent && !wasInconsistent { ownCounters.sync.inconsistentSenders += 1 }
-        ownCounters.sync.timestampDiscontinuities += clock.discontinuities - discontinuitiesBefore
-        clocks[stream.sender] = clock
+        if heldBytes > configuration.maximumBufferedBytes / 2 { withTimeline(of: stream.sender) { $0.releaseAll(now: now, into: &output.frames) } }
+    }
+
+    /// Runs `body` on the sender's timeline in place, keeping the hold's books (timers, bytes).
+    private func withTimeline<Result>(of sender: String, _ body: (inout SenderTimeline) -> Result) -> Result {
+        var timeline = timelines.removeValue(forKey: sender) ?? SenderTimeline(maximumHold: configuration.senderReportHoldNanoseconds)
+        let heldBefore = timeline.heldBytes
+        defer {
+            heldBytes += timeline.heldBytes - heldBefore
+            if timeline.nextDeadline == nil { holdingSenders.remove(sender) } else { holdingSenders.insert(sender) }
+            timelines[sender] = timeline
+        }
+        return body(&timeline)
     }
 
     /// The stream ends: what it holds is released first (gaps given up), then it is forgotten.
@@ -364,7 +393,7 @@ public final class MediaReceiver {
         retired[stream.sender] = (retired[stream.sender] ?? ReceiveCounters()) + stream.currentCounters
         if retiredPackets.count < configuration.maximumStreams * 2 { retiredPackets[ssrc, default: 0] += stream.counters.packets }
         router.forget(ssrc: ssrc)
-        clocks[stream.sender]?.removeStream(ssrc: ssrc)
+        withTimeline(of: stream.sender) { $0.removeStream(ssrc: ssrc, now: now, into: &output.frames) }
     }
 
     private func nackPackets(media: UInt32, lost: [UInt16]) -> [RTCPPacket] {

@@ -21,61 +21,131 @@ public struct SyncCounters: Sendable, Equatable {
     public var senderReports = 0
     /// SRs refused: NTP zero, or an NTP time far from what the sender's other reports say.
     public var implausibleSenderReports = 0
+    /// SRs far from the line fitted through the stream's other reports (not used).
+    public var outlierSenderReports = 0
     /// Senders whose streams' reports disagree too much to align them by (left on arrival time).
     public var inconsistentSenders = 0
-    /// RTP timestamps that put a frame over 10 s from its arrival (a jump or a restart):
-    /// the stream was re-anchored on arrival instead.
+    /// RTP timestamps that jumped (a restart, or a step the wall clock cannot explain): the
+    /// stream started a new origin.
     public var timestampDiscontinuities = 0
+    /// Streams that started on their arrival time because no usable SR came within the hold.
+    public var arrivalStarts = 0
+    /// Frames held at a stream's start until its sender's reports could place them.
+    public var framesHeldForSync = 0
+    /// Times a stream's origin began to slew (a late SR, drift between the sender's clock and ours).
+    public var slewCorrections = 0
+    /// How far all origins moved by slewing, in total (ns).
+    public var slewedNanoseconds: Int64 = 0
 
     public init() {}
+
+    static func + (lhs: SyncCounters, rhs: SyncCounters) -> SyncCounters {
+        var sum = lhs
+        sum.senderReports += rhs.senderReports
+        sum.implausibleSenderReports += rhs.implausibleSenderReports
+        sum.outlierSenderReports += rhs.outlierSenderReports
+        sum.inconsistentSenders += rhs.inconsistentSenders
+        sum.timestampDiscontinuities += rhs.timestampDiscontinuities
+        sum.arrivalStarts += rhs.arrivalStarts
+        sum.framesHeldForSync += rhs.framesHeldForSync
+        sum.slewCorrections += rhs.slewCorrections
+        sum.slewedNanoseconds &+= rhs.slewedNanoseconds
+        return sum
+    }
 }
 
-/// Media time for one sender's frames. Before its streams have RTCP sender reports, each stream
-/// is anchored on the arrival of its first frame. Once every stream that has delivered frames
-/// has an SR, all of them follow the sender's NTP clock through one fixed offset to the local
-/// clock, so audio and video land in the file as they were captured even when one is delayed
-/// on the wire. The offset is chosen so that no stream's time goes backwards at the switch.
+/// Media time for one sender's frames, on the local monotonic clock.
+///
+/// Within a stream, time is the sender's RTP clock and nothing else: media time = the stream's
+/// origin + (RTP time − the stream's first RTP time) / clock rate, exact in integers. Sync never
+/// moves a frame against its neighbours; it moves a stream's origin, slowly (`maximumSlew`):
+/// - Each stream maps its RTP time to the sender's NTP clock through a line fitted over its
+///   recent SRs (`RTPToNTPEstimator`). One offset (local − NTP) for the whole sender puts
+///   its streams where the sender captured them relative to each other (A/V sync).
+/// - That offset follows a delay floor: the largest, over the sender's streams, of the windowed
+///   minimum of (arrival − NTP capture time). So the sender's clock drifting against ours moves
+///   the offset with it, and the drift never piles up against the other senders' files.
+/// - A stream without SRs follows its own delay floor the same way.
+/// - A real discontinuity (the step between two frames outruns the wall clock by a second, or a
+///   frame lands over 10 s from its arrival) starts a new origin and is counted.
 struct SenderClock {
+    private struct Timeline {
+        var firstRTP: Int64
+        var origin: Int64
+        var lastRTP: Int64
+        var lastMedia: Int64
+        var lastArrival: Int64
+        var slewing = false
+    }
+
     private struct StreamTiming {
         var clockRate: Int
         var unwrapper = SequenceUnwrapper(bits: 32)
-        /// Arrival anchoring (before SRs): the first frame's RTP time and arrival.
-        var anchor: (rtp: Int64, local: Int64)?
-        /// The newest plausible SR: RTP time (unwrapped) and NTP time (ns).
-        var report: (rtp: Int64, ntp: Int64)?
-        var last: (rtp: Int64, local: Int64, arrival: Int64, followedReport: Bool)?
+        var estimator: RTPToNTPEstimator
+        var timeline: Timeline?
+        var floor = WindowedMinimum()
+        /// The floor's samples are arrival − NTP capture time (else arrival − RTP time elapsed).
+        var floorFollowsReports = false
         /// False once the stream ended; its timing is kept so the SSRC resumes where it was.
         var active = true
+
+        init(clockRate: Int) {
+            self.clockRate = clockRate
+            estimator = RTPToNTPEstimator(clockRate: clockRate)
+        }
     }
 
     private var streams: [UInt32: StreamTiming] = [:]
     /// Local nanoseconds minus the sender's NTP nanoseconds, once synchronised.
     private(set) var offset: Int64?
+    /// When the offset was first decided (arrival time): the delay floor steers it only after
+    /// `floorSettling`, once every stream had time to add its own samples.
+    private var synchronisedAt: Int64?
     private(set) var inconsistent = false
+    private(set) var counters = SyncCounters()
+
     /// How far the streams' own reports may disagree before they are not trusted (ns).
     static let maximumDisagreement: Int64 = 5_000_000_000
     /// How far a frame's media time may sit from its arrival before its RTP time is not believed.
     static let maximumDistanceFromArrival: Int64 = 10_000_000_000
     /// How much further than the wall clock one frame's RTP step may move media time.
     static let maximumStepExcess: Int64 = 1_000_000_000
+    /// Origins move at most 1 ms per second of media.
+    static let maximumSlewPerSecond: Int64 = 1_000_000
+    /// A stream starts slewing when its origin is this far from where sync wants it, and stops
+    /// once within `slewSettled`: SR noise of a millisecond or two moves nothing.
+    static let slewThreshold: Int64 = 3_000_000
+    static let slewSettled: Int64 = 200_000
+    /// The sender's offset follows its delay floor once they differ by more than this.
+    static let offsetTolerance: Int64 = 3_000_000
+    static let floorSettling: Int64 = 5_000_000_000
     /// Timings kept per sender, ended streams included.
     static let maximumStreams = 64
-    private(set) var discontinuities = 0
 
     var isSynchronised: Bool { offset != nil }
 
     mutating func addStream(ssrc: UInt32, clockRate: Int) {
         if streams[ssrc] != nil {
             streams[ssrc]?.active = true
-            streams[ssrc]?.clockRate = clockRate
+            if streams[ssrc]?.clockRate != clockRate {
+                streams[ssrc] = StreamTiming(clockRate: clockRate)  // another codec clock: a new timeline
+            }
             return
         }
         if streams.count >= SenderClock.maximumStreams { streams = streams.filter(\.value.active) }
         streams[ssrc] = StreamTiming(clockRate: clockRate)
     }
 
-    /// The stream ended; its timing stays (bounded), so a returning SSRC never goes backwards.
+    /// The stream ended; its timing stays (bounded), so a returning SSRC goes on from where it was.
     mutating func removeStream(ssrc: UInt32) { streams[ssrc]?.active = false }
+
+    /// A frame waits for SRs before it is placed (see `SenderTimeline`).
+    mutating func countHeld() { counters.framesHeldForSync += 1 }
+
+    /// The 64-bit RTP time of a frame (call in arrival order).
+    mutating func unwrap(ssrc: UInt32, rtpTimestamp: UInt32) -> Int64 {
+        streams[ssrc]?.unwrapper.unwrap(rtpTimestamp) ?? Int64(rtpTimestamp)
+    }
 
     /// Takes an SR for `ssrc`; false when it is implausible and ignored.
     mutating func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrival: MonotonicTime) -> Bool {
@@ -84,74 +154,144 @@ struct SenderClock {
         guard ntpTimestamp != 0 else { return false }
         let ntp = nanoseconds(ntp: ntpTimestamp)
         if let offset, ((ntp &+ offset) &- arrival.nanoseconds).magnitude > UInt64(SenderClock.maximumDisagreement) { return false }
-        timing.report = (timing.unwrapper.unwrap(rtpTimestamp), ntp)
+        switch timing.estimator.add(rtp: timing.unwrapper.unwrap(rtpTimestamp), ntp: ntp) {
+        case .accepted, .restarted: inconsistent = false  // fresh data: synchronising may be tried again
+        case .outlier: counters.outlierSenderReports += 1
+        case .ignored: break
+        }
         streams[ssrc] = timing
-        inconsistent = false  // fresh data: synchronising may be tried again
         return true
     }
 
-    /// The frame's media time on the local monotonic clock.
-    mutating func mediaTime(ssrc: UInt32, rtpTimestamp: UInt32, arrival: MonotonicTime) -> MonotonicTime {
-        guard var timing = streams[ssrc] else { return arrival }
-        let rtp = timing.unwrapper.unwrap(rtpTimestamp)
-        if offset == nil && !inconsistent { synchroniseIfReady(arrivingSSRC: ssrc, rtp: rtp, arrival: arrival.nanoseconds) }
-        timing = streams[ssrc] ?? timing
-        var local: Int64
-        var followsReport = false
-        if let offset, let report = timing.report {
-            local = report.ntp &+ nanoseconds(ticks: rtp &- report.rtp, clockRate: timing.clockRate) &+ offset
-            followsReport = true
-        } else {
-            if timing.anchor == nil { timing.anchor = (rtp, arrival.nanoseconds) }
-            let anchor = timing.anchor ?? (rtp, arrival.nanoseconds)
-            local = anchor.local &+ nanoseconds(ticks: rtp &- anchor.rtp, clockRate: timing.clockRate)
-        }
-        // An RTP time far from the arrival, or a step between frames that outruns the wall clock
-        // by more than a second (either way), is a jump or a restart of the sender's timestamps,
-        // not media from hours away: re-anchor on arrival (the next SR re-syncs it). The step is
-        // not checked across the switch to SR timing, which moves a stream on purpose.
-        var jumped = (local &- arrival.nanoseconds).magnitude > UInt64(SenderClock.maximumDistanceFromArrival)
-        if let last = timing.last, last.followedReport == followsReport {
-            let step = local &- last.local
-            jumped = jumped || step &- (arrival.nanoseconds &- last.arrival) > SenderClock.maximumStepExcess || step < -SenderClock.maximumStepExcess
-        }
-        if jumped {
-            discontinuities += 1
-            timing.anchor = (rtp, arrival.nanoseconds)
-            timing.report = nil
-            local = arrival.nanoseconds
-            followsReport = false
-        }
-        // Never backwards within a stream (a late SR for a new stream, a reordered timestamp).
-        if let last = timing.last, local < last.local { local = last.local }
-        timing.last = (rtp, local, arrival.nanoseconds, followsReport)
-        streams[ssrc] = timing
-        return MonotonicTime(nanoseconds: local)
+    /// The stream's next frame must wait for an SR before it can be placed on the sender's clock.
+    func needsReport(ssrc: UInt32) -> Bool {
+        guard let timing = streams[ssrc], timing.timeline == nil else { return false }
+        return !(offset != nil && timing.estimator.hasMapping)
     }
 
-    /// Switches to SR timing once every stream that has delivered frames has an SR.
-    private mutating func synchroniseIfReady(arrivingSSRC: UInt32, rtp: Int64, arrival: Int64) {
-        guard let arriving = streams[arrivingSSRC], arriving.report != nil else { return }
-        let started = streams.filter { $0.value.active && ($0.value.last != nil || $0.key == arrivingSSRC) }
-        guard started.allSatisfy({ $0.value.report != nil }) else { return }
-        // Each stream's view of local − NTP: where its frames already are (so nothing moves
-        // backwards), or for the arriving one without history, where it arrives.
-        var candidates: [Int64] = []
-        for (ssrc, timing) in started {
-            guard let report = timing.report else { continue }
-            // Wrapping arithmetic: the inputs are bounded (see `nanoseconds`), and an absurd
-            // result is caught by the disagreement check below instead of trapping.
-            if let last = timing.last {
-                candidates.append(last.local &- (report.ntp &+ nanoseconds(ticks: last.rtp &- report.rtp, clockRate: timing.clockRate)))
-            } else if ssrc == arrivingSSRC {
-                candidates.append(arrival &- (report.ntp &+ nanoseconds(ticks: rtp &- report.rtp, clockRate: timing.clockRate)))
-            }
+    /// Decides the sender's offset once every stream that has frames (placed, or held at
+    /// `held`: SSRC, 64-bit RTP time, arrival) can be mapped to NTP. Nothing moves backwards:
+    /// each stream's candidate is where its frames already are, or the least delay among its
+    /// held frames; the largest candidate wins, so no stream lands before its arrival.
+    mutating func synchroniseIfReady(held: [(ssrc: UInt32, rtp: Int64, arrival: Int64)]) {
+        guard offset == nil, !inconsistent else { return }
+        var candidates: [UInt32: Int64] = [:]
+        for (ssrc, timing) in streams where timing.active {
+            guard let timeline = timing.timeline else { continue }
+            guard let ntp = timing.estimator.ntp(at: timeline.lastRTP) else { return }
+            candidates[ssrc] = timeline.lastMedia &- ntp
         }
-        guard let high = candidates.max(), let low = candidates.min() else { return }
-        guard (high &- low).magnitude <= UInt64(SenderClock.maximumDisagreement), high &- low >= 0 else {
+        for frame in held {
+            guard let timing = streams[frame.ssrc], timing.timeline == nil else { continue }
+            guard let ntp = timing.estimator.ntp(at: frame.rtp) else { return }
+            candidates[frame.ssrc] = min(candidates[frame.ssrc] ?? .max, frame.arrival &- ntp)
+        }
+        guard let high = candidates.values.max(), let low = candidates.values.min() else { return }
+        guard high &- low >= 0, (high &- low).magnitude <= UInt64(SenderClock.maximumDisagreement) else {
             inconsistent = true
+            counters.inconsistentSenders += 1
             return
         }
         offset = high
+        synchronisedAt = held.map(\.arrival).max() ?? streams.values.compactMap { $0.timeline?.lastArrival }.max()
+    }
+
+    /// The media time of a frame (its 64-bit RTP time from `unwrap`) that arrived at `arrival`.
+    mutating func place(ssrc: UInt32, rtp: Int64, arrival: MonotonicTime) -> MonotonicTime {
+        guard var timing = streams[ssrc] else { return arrival }
+        let now = arrival.nanoseconds
+        var timeline = timing.timeline ?? startTimeline(&timing, rtp: rtp, arrival: now)
+        follow(ssrc, &timing, &timeline, rtp: rtp, arrival: now)
+        var media = timeline.origin &+ nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: timing.clockRate)
+        if let restart = discontinuity(timeline, media: media, rtp: rtp, arrival: now) {
+            counters.timestampDiscontinuities += 1
+            timeline = Timeline(firstRTP: rtp, origin: restart, lastRTP: rtp, lastMedia: restart, lastArrival: now)
+            timing.estimator.reset()  // its reports describe the old timestamps
+            timing.floor.reset()
+            media = restart
+        }
+        if rtp >= timeline.lastRTP {
+            (timeline.lastRTP, timeline.lastMedia, timeline.lastArrival) = (rtp, media, now)
+        }
+        timing.timeline = timeline
+        streams[ssrc] = timing
+        return MonotonicTime(nanoseconds: media)
+    }
+
+    private mutating func startTimeline(_ timing: inout StreamTiming, rtp: Int64, arrival: Int64) -> Timeline {
+        if let offset, let ntp = timing.estimator.ntp(at: rtp) {
+            return Timeline(firstRTP: rtp, origin: ntp &+ offset, lastRTP: rtp, lastMedia: ntp &+ offset, lastArrival: arrival)
+        }
+        counters.arrivalStarts += 1
+        return Timeline(firstRTP: rtp, origin: arrival, lastRTP: rtp, lastMedia: arrival, lastArrival: arrival)
+    }
+
+    /// Feeds the delay floor and slews the origin towards where sync wants it.
+    private mutating func follow(_ ssrc: UInt32, _ timing: inout StreamTiming, _ timeline: inout Timeline, rtp: Int64, arrival: Int64) {
+        let elapsed = nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: timing.clockRate)
+        let mapped = offset != nil ? timing.estimator.ntp(at: rtp) : nil
+        if timing.floorFollowsReports != (mapped != nil) {
+            timing.floor.reset()  // another kind of sample: the old ones say nothing about the new
+            timing.floorFollowsReports = mapped != nil
+        }
+        let target: Int64
+        if let ntp = mapped {
+            if timing.floor.add(arrival &- ntp, at: arrival) {
+                streams[ssrc] = timing
+                followFloor(now: arrival)
+            }
+            target = ntp &+ (offset ?? 0) &- elapsed
+        } else {
+            // No SR timing: the stream's origin follows its own delay floor.
+            _ = timing.floor.add(arrival &- elapsed, at: arrival)
+            guard let floor = timing.floor.minimum else { return }
+            target = floor
+        }
+        slew(&timeline, toward: target, mediaElapsed: nanoseconds(ticks: rtp &- timeline.lastRTP, clockRate: timing.clockRate))
+    }
+
+    /// Moves the origin by at most `maximumSlewPerSecond` per second of media since the last frame.
+    private mutating func slew(_ timeline: inout Timeline, toward target: Int64, mediaElapsed: Int64) {
+        let error = target &- timeline.origin
+        if !timeline.slewing {
+            guard error.magnitude > UInt64(SenderClock.slewThreshold) else { return }
+            timeline.slewing = true
+            counters.slewCorrections += 1
+        }
+        guard error.magnitude > UInt64(SenderClock.slewSettled) else {
+            timeline.slewing = false
+            return
+        }
+        // 1 ms per second of media: elapsed / 1000 (a long gap allows at most one second's worth).
+        let allowed = min(max(mediaElapsed, 0), 1_000_000_000) / (1_000_000_000 / SenderClock.maximumSlewPerSecond)
+        let move = min(max(error, -allowed), allowed)
+        timeline.origin &+= move
+        counters.slewedNanoseconds &+= move < 0 ? -move : move
+    }
+
+    /// The sender's offset follows the largest of its streams' delay floors (see the type's note).
+    private mutating func followFloor(now: Int64) {
+        guard let offset, let synchronisedAt, now &- synchronisedAt >= SenderClock.floorSettling else { return }
+        var floor: Int64?
+        for timing in streams.values where timing.active && timing.timeline != nil && timing.floorFollowsReports {
+            if let value = timing.floor.minimum { floor = max(floor ?? value, value) }
+        }
+        guard let floor, (floor &- offset).magnitude > UInt64(SenderClock.offsetTolerance) else { return }
+        self.offset = floor
+    }
+
+    /// A new origin when the frame's time cannot be the stream's clock going on; nil otherwise.
+    private func discontinuity(_ timeline: Timeline, media: Int64, rtp: Int64, arrival: Int64) -> Int64? {
+        let step = media &- timeline.lastMedia
+        let wall = arrival &- timeline.lastArrival
+        var restart: Int64?
+        if step &- wall > SenderClock.maximumStepExcess || step < -SenderClock.maximumStepExcess {
+            // Keep the stream's placement against its arrivals, and never start before its last frame.
+            let lag = min(max(timeline.lastMedia &- timeline.lastArrival, -SenderClock.maximumStepExcess), SenderClock.maximumStepExcess)
+            restart = max(arrival &+ lag, timeline.lastMedia &+ 1_000_000)
+        }
+        let placed = restart ?? media
+        if (placed &- arrival).magnitude > UInt64(SenderClock.maximumDistanceFromArrival) { restart = arrival }
+        return restart
     }
 }

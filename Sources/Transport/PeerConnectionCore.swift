@@ -241,6 +241,8 @@ public final class PeerConnectionCore {
     /// the TURN allocations.
     public func close() -> TransportOutput {
         var output = TransportOutput()
+        // Frames still waiting for their sender's SRs go to the recorder before the end.
+        if let media { absorb(media.releaseHeldFrames(now: lastNow), &output) }
         absorb(dtls.close(), now: MonotonicTime(nanoseconds: 0), &output)
         ice.close()
         output = routed(output, now: lastNow)

@@ -24,7 +24,7 @@ public enum RecordingVerifier {
         let parsed = read({ tally.add($0) }, { tally.add($0) })
         let checks = tally.checks
         var report = VerificationReport(path: path, ok: false, durationMilliseconds: parsed.info?.duration,
-                                        tracks: checks.keys.sorted().compactMap { checks[$0]?.report },
+                                        tracks: checks.keys.sorted().compactMap { checks[$0]?.finishedReport },
                                         readerRuleViolations: ReaderRules.violations(parsed, blocks: tally.blocks), warnings: [])
         if !parsed.isComplete {
             report.error = parsed.endedEarly ? "the file ends before its WebM document does (truncated or not finalized)"
@@ -33,6 +33,11 @@ public enum RecordingVerifier {
         for check in checks.values {
             if let problem = check.decoderProblem { report.error = report.error ?? problem }
             if check.report.frames == 0 { report.warnings.append("\(check.report.kind) track \(check.report.number) has no frames") }
+            let timeline = check.finishedReport.timeline
+            if !timeline.isMonotonic {
+                // A player places each block by its timestamp: one that goes back or repeats is out of place.
+                report.error = report.error ?? "track \(check.report.number): \(timeline.backwardSteps) timestamps go backwards, \(timeline.repeatedTimestamps) repeat"
+            }
         }
         let video = report.tracks.first { $0.kind == "video" }?.firstTimestampMilliseconds
         let audio = report.tracks.first { $0.kind == "audio" }?.firstTimestampMilliseconds
@@ -68,6 +73,13 @@ struct TrackCheck {
     private var decoder: (any FrameDecoder)?
     /// Why this track cannot be decoded at all.
     private(set) var decoderProblem: String?
+    private var timeline = TimelineCheck()
+
+    var finishedReport: TrackReport {
+        var result = report
+        result.timeline = timeline.finished()
+        return result
+    }
 
     init(_ track: WebMParsedFile.Track) {
         let kind = track.type == 1 ? "video" : track.type == 2 ? "audio" : "other"
@@ -89,6 +101,7 @@ struct TrackCheck {
             report.gapCount += 1
             if report.gaps.count < 20 { report.gaps.append(.init(fromMilliseconds: last, toMilliseconds: frame.timecode)) }
         }
+        timeline.add(frame.timecode)
         report.firstTimestampMilliseconds = report.firstTimestampMilliseconds ?? frame.timecode
         report.lastTimestampMilliseconds = max(report.lastTimestampMilliseconds ?? frame.timecode, frame.timecode)
         guard decoder != nil else { return }

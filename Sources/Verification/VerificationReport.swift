@@ -41,6 +41,8 @@ public struct TrackReport: Codable, Sendable, Equatable {
     public var gapCount = 0
     /// Decoded picture sizes in order of appearance ("640x360").
     public var sizes: [String] = []
+    /// The block timestamps against the track's frame grid.
+    public var timeline = TimelineReport()
 
     public struct Gap: Codable, Sendable, Equatable {
         public var fromMilliseconds: Int64
@@ -52,7 +54,7 @@ public struct TrackReport: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case number, kind, frames, keyframes, decoded, gaps, sizes
+        case number, kind, frames, keyframes, decoded, gaps, sizes, timeline
         case codecID = "codec_id", decodeErrors = "decode_errors", errorSamples = "error_samples"
         case firstTimestampMilliseconds = "first_ms", lastTimestampMilliseconds = "last_ms", gapCount = "gap_count"
     }

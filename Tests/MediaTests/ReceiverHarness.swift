@@ -23,12 +23,15 @@ enum Fixtures {
                      ssrcs: [ssrc], midExtensionID: 1)
     }
 
+    /// Frames come out as they complete unless `senderReportHold` is set (then a stream's first
+    /// frames wait for SRs, as in a real session).
     static func receiver(_ tracks: [ReceiveTrack], recovery: RecoveryPolicy = RecoveryPolicy(), reducedSize: Bool = false,
-                         maximumStreams: Int = 512) -> MediaReceiver {
+                         maximumStreams: Int = 512, senderReportHold: Int64 = 0) -> MediaReceiver {
         var random = SeededRandom(seed: 99)
-        let receiver = MediaReceiver(configuration: MediaReceiverConfiguration(localSSRC: 0xABCD, cname: "recbot-test", recovery: recovery,
-                                                                               reducedSizeRTCP: reducedSize, maximumStreams: maximumStreams),
-                                     random: { random.next() })
+        var configuration = MediaReceiverConfiguration(localSSRC: 0xABCD, cname: "recbot-test", recovery: recovery,
+                                                       reducedSizeRTCP: reducedSize, maximumStreams: maximumStreams)
+        configuration.senderReportHoldNanoseconds = senderReportHold
+        let receiver = MediaReceiver(configuration: configuration, random: { random.next() })
         _ = receiver.update(tracks: tracks)
         return receiver
     }

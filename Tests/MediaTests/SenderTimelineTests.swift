@@ -1,0 +1,255 @@
+import Testing
+import WireCoding
+@testable import Media
+
+/// A sender on a simulated clock: Opus every 20 ms and video at 30 fps, captured on the
+/// sender's clock (which may run `ppm` fast against ours), delayed on the way by a base delay
+/// plus seeded jitter (delivery stays in RTP order, as the frame assembler delivers it), with
+/// SRs every second stamped the way aiortc stamps them: the NTP time of the report with the
+/// RTP time of the last frame sent, not the RTP time at that instant.
+struct SimulatedSender {
+    var ssrcs = (video: UInt32(1), audio: UInt32(3))
+    var ppm = 0.0
+    var delay: (video: Int64, audio: Int64) = (10_000_000, 10_000_000)
+    var jitter: Int64 = 0
+    var rtpBase = (video: UInt32(4_000_000_000), audio: UInt32(123_456))
+    /// Sender NTP nanoseconds when its media clock reads 0.
+    var ntpBase: Int64 = 3_900_000_000_000_000_000
+    /// Local time of the sender's capture 0.
+    var localStart: Int64 = 1_000_000_000
+    /// Audio is not sent (DTX) between these sender times (ns).
+    var silence: Range<Int64>?
+    var senderReports = true
+    var seed: UInt64 = 7
+
+    enum Event {
+        case frame(ReceivedFrame, captureLocal: Int64)
+        case report(ssrc: UInt32, ntp: UInt64, rtp: UInt32, arrival: Int64)
+
+        var at: Int64 {
+            switch self {
+            case .frame(let frame, _): frame.completedAt.nanoseconds
+            case .report(_, _, _, let arrival): arrival
+            }
+        }
+    }
+
+    /// The local time of a sender-clock instant.
+    func local(_ senderTime: Int64) -> Int64 { localStart + Int64((Double(senderTime) / (1 + ppm / 1e6)).rounded()) }
+
+    static func ntp(_ nanoseconds: Int64) -> UInt64 {
+        UInt64(nanoseconds / 1_000_000_000) << 32 | UInt64((nanoseconds % 1_000_000_000) << 32 / 1_000_000_000)
+    }
+
+    func events(seconds: Int64, sender: String = "S") -> [Event] {
+        var random = SplitMix64(seed: seed)
+        var events: [Event] = []
+        func stream(ssrc: UInt32, kind: MediaKind, base: UInt32, ticks: Int64, rate: Int64, delay: Int64) {
+            var lastArrival: Int64 = .min
+            let count = seconds * rate / ticks
+            for index in 0..<count {
+                let senderTime = index * ticks * 1_000_000_000 / rate
+                if kind == .audio, let silence, silence.contains(senderTime) { continue }
+                let capture = local(senderTime)
+                let jitter = self.jitter > 0 ? Int64(random.next() % UInt64(self.jitter)) : 0
+                lastArrival = max(lastArrival, capture + delay + jitter)
+                let rtp = base &+ UInt32(truncatingIfNeeded: index * ticks)
+                let frame = ReceivedFrame(ssrc: ssrc, sender: sender, kind: kind, codec: kind == .video ? "VP8" : "OPUS",
+                                          frame: EncodedFrame(data: [0], rtpTimestamp: rtp, isKeyframe: true),
+                                          mediaTime: MonotonicTime(nanoseconds: 0), completedAt: MonotonicTime(nanoseconds: lastArrival))
+                events.append(.frame(frame, captureLocal: capture))
+            }
+            guard senderReports else { return }
+            for second in 1..<seconds {
+                let senderTime = second * 1_000_000_000
+                let lastSentIndex = senderTime * rate / 1_000_000_000 / ticks
+                events.append(.report(ssrc: ssrc, ntp: Self.ntp(ntpBase + senderTime), rtp: base &+ UInt32(truncatingIfNeeded: lastSentIndex * ticks),
+                                      arrival: local(senderTime) + delay))
+            }
+        }
+        stream(ssrc: ssrcs.video, kind: .video, base: rtpBase.video, ticks: 3_000, rate: 90_000, delay: delay.video)
+        stream(ssrc: ssrcs.audio, kind: .audio, base: rtpBase.audio, ticks: 960, rate: 48_000, delay: delay.audio)
+        return events.sorted { $0.at < $1.at }
+    }
+}
+
+/// Runs senders' events through one timeline each, in arrival order, with the hold's timers.
+struct TimelineRun {
+    struct Placed {
+        var frame: ReceivedFrame
+        var captureLocal: Int64
+    }
+
+    var timelines: [String: SenderTimeline] = [:]
+    var placed: [Placed] = []
+    private var captures: [String: Int64] = [:]  // "ssrc/rtp" → local capture time
+
+    init(_ senders: [(name: String, sender: SimulatedSender)], seconds: Int64, hold: Int64 = 2_000_000_000) {
+        var all: [(sender: String, event: SimulatedSender.Event)] = []
+        for (name, sender) in senders {
+            var timeline = SenderTimeline(maximumHold: hold)
+            timeline.addStream(ssrc: sender.ssrcs.video, clockRate: 90_000)
+            timeline.addStream(ssrc: sender.ssrcs.audio, clockRate: 48_000)
+            timelines[name] = timeline
+            all += sender.events(seconds: seconds, sender: name).map { (name, $0) }
+        }
+        all.sort { $0.event.at < $1.event.at }
+        for (name, event) in all {
+            var output: [ReceivedFrame] = []
+            let now = MonotonicTime(nanoseconds: event.at)
+            if let deadline = timelines[name]?.nextDeadline, deadline <= now { timelines[name]?.release(now: deadline, forcing: [], into: &output) }
+            switch event {
+            case .frame(let frame, let capture):
+                captures["\(name)/\(frame.ssrc)/\(frame.frame.rtpTimestamp)"] = capture
+                timelines[name]?.take(frame, into: &output)
+            case .report(let ssrc, let ntp, let rtp, _):
+                _ = timelines[name]?.senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: now, into: &output)
+            }
+            for frame in output {
+                placed.append(Placed(frame: frame, captureLocal: captures["\(name)/\(frame.ssrc)/\(frame.frame.rtpTimestamp)"] ?? 0))
+            }
+        }
+        for name in timelines.keys {
+            var output: [ReceivedFrame] = []
+            timelines[name]?.releaseAll(now: MonotonicTime(nanoseconds: .max / 2), into: &output)
+            placed += output.map { Placed(frame: $0, captureLocal: captures["\(name)/\($0.ssrc)/\($0.frame.rtpTimestamp)"] ?? 0) }
+        }
+    }
+
+    func frames(_ sender: String, _ kind: MediaKind) -> [Placed] {
+        placed.filter { $0.frame.sender == sender && $0.frame.kind == kind }
+    }
+
+    /// Media time minus true local capture time, for each frame of `kind` (ns).
+    func lateness(_ sender: String, _ kind: MediaKind) -> [Int64] {
+        frames(sender, kind).map { $0.frame.mediaTime.nanoseconds - $0.captureLocal }
+    }
+
+    func counters(_ sender: String) -> SyncCounters { timelines[sender]?.counters ?? SyncCounters() }
+}
+
+@Suite struct SenderTimelineTests {
+    /// Every step between consecutive frames of a stream is its RTP step, to within what the
+    /// slew allows (1 ms per second of media: 33 µs for a video frame).
+    static func stepsFollowRTP(_ frames: [TimelineRun.Placed], clockRate: Int64, slack: Int64 = 40_000) -> [String] {
+        var problems: [String] = []
+        for (previous, next) in zip(frames, frames.dropFirst()) {
+            let ticks = Int64(Int32(bitPattern: next.frame.frame.rtpTimestamp &- previous.frame.frame.rtpTimestamp))
+            let expected = ticks * 1_000_000_000 / clockRate
+            let step = next.frame.mediaTime.nanoseconds - previous.frame.mediaTime.nanoseconds
+            if abs(step - expected) > slack * max(1, ticks * 1_000 / clockRate / 33) {
+                problems.append("step \(step) ns where RTP says \(expected) ns")
+            }
+        }
+        return problems
+    }
+
+    @Test func aSteadySenderWithNoisyReportsKeepsItsRTPClockAndItsLipSync() {
+        var sender = SimulatedSender()
+        sender.jitter = 60_000_000
+        sender.delay = (10_000_000, 40_000_000)
+        let run = TimelineRun([("S", sender)], seconds: 60)
+        let video = run.frames("S", .video), audio = run.frames("S", .audio)
+        #expect(video.count == 1_800 && audio.count == 3_000)
+        #expect(Self.stepsFollowRTP(video, clockRate: 90_000).isEmpty)
+        #expect(Self.stepsFollowRTP(audio, clockRate: 48_000).isEmpty)
+        // A/V: frames captured together land together (within 20 ms), from the first frame to the last.
+        let videoLate = run.lateness("S", .video), audioLate = run.lateness("S", .audio)
+        var worst: Int64 = 0
+        for (index, late) in videoLate.enumerated() where index % 3 == 0 {
+            worst = max(worst, abs(late - audioLate[index / 3 * 5]))
+        }
+        #expect(worst <= 20_000_000, "A/V offset reached \(worst / 1_000_000) ms")
+        #expect(run.counters("S").arrivalStarts == 0 && run.counters("S").framesHeldForSync > 0)
+    }
+
+    @Test func aSenderWhoseClockRuns100ppmFastStaysWithTheOthersForHalfAnHour() {
+        var fast = SimulatedSender()
+        fast.ppm = 100
+        fast.jitter = 20_000_000
+        var steady = SimulatedSender()
+        steady.seed = 8
+        steady.jitter = 20_000_000
+        steady.ntpBase = 3_800_000_000_000_000_000
+        let run = TimelineRun([("fast", fast), ("steady", steady)], seconds: 1_800)
+        // Without following the drift, the fast sender's media would end 180 ms ahead of its capture.
+        for kind in [MediaKind.video, .audio] {
+            let fastLate = run.lateness("fast", kind), steadyLate = run.lateness("steady", kind)
+            let spread = fastLate.max()! - fastLate.min()!
+            #expect(spread <= 20_000_000, "\(kind): the fast sender's placement moved by \(spread / 1_000_000) ms")
+            // Files of the two senders line up: same capture instant, same media time (within 20 ms).
+            for index in stride(from: 0, to: min(fastLate.count, steadyLate.count), by: 500) {
+                #expect(abs(fastLate[index] - steadyLate[index]) <= 20_000_000, "\(kind) at frame \(index)")
+            }
+        }
+        let fastVideo = run.lateness("fast", .video), fastAudio = run.lateness("fast", .audio)
+        var worst: Int64 = 0
+        for index in stride(from: 0, to: fastVideo.count, by: 3) { worst = max(worst, abs(fastVideo[index] - fastAudio[index / 3 * 5])) }
+        #expect(worst <= 20_000_000, "A/V offset reached \(worst / 1_000_000) ms")
+        // The drift is followed by slewing, never by a step.
+        #expect(run.counters("fast").slewCorrections > 0)
+        #expect(Self.stepsFollowRTP(run.frames("fast", .video), clockRate: 90_000).isEmpty)
+        #expect(Self.stepsFollowRTP(run.frames("fast", .audio), clockRate: 48_000).isEmpty)
+    }
+
+    @Test func silenceIsAGapOfItsRealLength() {
+        var sender = SimulatedSender()
+        sender.silence = 5_000_000_000..<8_000_000_000
+        let run = TimelineRun([("S", sender)], seconds: 12)
+        let audio = run.frames("S", .audio).map(\.frame.mediaTime.nanoseconds)
+        let steps = zip(audio, audio.dropFirst()).map { $1 - $0 }
+        #expect(steps.filter { $0 != 20_000_000 } == [3_020_000_000])
+        #expect(run.counters("S").timestampDiscontinuities == 0)
+    }
+
+    @Test func withoutReportsTheFirstFramesWaitTwoSecondsThenKeepTheirRTPSpacing() {
+        var sender = SimulatedSender()
+        sender.senderReports = false
+        let run = TimelineRun([("S", sender)], seconds: 10)
+        #expect(run.counters("S").arrivalStarts == 2)
+        let video = run.frames("S", .video)
+        #expect(video.count == 300 && Self.stepsFollowRTP(video, clockRate: 90_000).isEmpty)
+        // Released when the hold ran out, 2 s after the first frame, then as they come.
+        #expect(video.first?.frame.mediaTime.nanoseconds == video.first?.frame.completedAt.nanoseconds)
+    }
+
+    @Test func aTimestampJumpStartsANewOriginAndIsCounted() {
+        var clock = SenderClock()
+        clock.addStream(ssrc: 1, clockRate: 48_000)
+        var times: [Int64] = []
+        for index in 0..<100 {
+            let rtp: UInt32 = index < 50 ? UInt32(index * 960) : UInt32(index * 960) &+ 48_000 * 600  // +10 min at frame 50
+            let arrival = MonotonicTime(nanoseconds: 1_000_000_000 + Int64(index) * 20_000_000)
+            times.append(clock.place(ssrc: 1, rtp: clock.unwrap(ssrc: 1, rtpTimestamp: rtp), arrival: arrival).nanoseconds)
+        }
+        #expect(clock.counters.timestampDiscontinuities == 1)
+        let steps = zip(times, times.dropFirst()).map { $1 - $0 }
+        #expect(steps.allSatisfy { $0 > 0 && $0 <= 21_000_000 }, "\(steps.filter { $0 != 20_000_000 })")
+    }
+
+    @Test func reportsFarFromTheFittedLineAreOutliersAndThreeInARowRestartTheFit() {
+        var estimator = RTPToNTPEstimator(clockRate: 90_000)
+        for second in 0..<10 { #expect(estimator.add(rtp: Int64(second) * 90_000, ntp: 5_000_000_000 + Int64(second) * 1_000_000_000) == .accepted) }
+        #expect(estimator.add(rtp: 10 * 90_000, ntp: 15_500_000_000) == .outlier)  // 500 ms off the line
+        #expect(estimator.ntp(at: 10 * 90_000) == 15_000_000_000)
+        #expect(estimator.add(rtp: 10 * 90_000, ntp: 15_000_000_000) == .accepted)
+        #expect(estimator.add(rtp: 10 * 90_000, ntp: 15_000_000_000) == .ignored)
+        for second in 11..<14 {
+            let update = estimator.add(rtp: Int64(second) * 90_000, ntp: 60_000_000_000 + Int64(second) * 1_000_000_000)
+            #expect(update == (second < 13 ? .outlier : .restarted))
+        }
+        #expect(estimator.ntp(at: 13 * 90_000) == 73_000_000_000)
+        // Hostile values neither trap nor wrap into nonsense.
+        _ = estimator.add(rtp: .max / 2, ntp: .max / 2)
+        _ = estimator.ntp(at: .min / 2)
+    }
+
+    @Test func aStretchedClockIsFittedOverTheReports() {
+        // The RTP clock runs 0.1 % slow against the sender's NTP clock: over 20 reports the fit
+        // finds it, where the newest report alone would leave each frame off by up to a millisecond.
+        var estimator = RTPToNTPEstimator(clockRate: 48_000)
+        for second in 0..<20 { _ = estimator.add(rtp: Int64(second) * 47_952, ntp: Int64(second) * 1_000_000_000) }
+        let predicted = estimator.ntp(at: 30 * 47_952) ?? 0
+        #expect(abs(predicted - 30_000_000_000) < 100_000)
+    }
+}
