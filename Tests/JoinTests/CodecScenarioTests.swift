@@ -44,6 +44,8 @@ import TestSupport
             let audio = try #require(tracks.first { $0["kind"] as? String == "audio" })
             #expect(audio["decode_errors"] as? Int == 0 && (audio["frames"] as? Int ?? 0) >= 400)
         }
+        // Every block on its sender's RTP clock, in every codec; FFmpeg finds nothing to say.
+        try TimelineScenarioTests.expectTimelinesOnTheGrid(scenario)
     }
 
     /// The test server's own payloaders against independent depacketizers (GStreamer's

@@ -12,6 +12,12 @@ When the client leaves it writes a ground truth of what it sent (--truth).
 Network impairments for the publishers' RTP (never RTCP, DTLS, STUN or SCTP), applied where aiortc
 hands packets to SRTP (RTCDtlsTransport._send_rtp):
   --loss 5 --loss-seed 1    drop 5 % of the media and RTX packets, independently per packet
+  --burst-loss 15:4         drop 15 % in bursts of 4 packets on average (Gilbert-Elliott: a good state
+                            that drops nothing, a bad one that drops everything), one chain per
+                            publisher's path (its media, RTX and audio packets in the order they leave)
+  --jitter-ms 60            delay each media and RTX packet by a seeded random 0-60 ms, so packets
+                            reorder (SRs are not delayed)
+  --shared-clock            every publisher captures on one clock: their sync markers leave together
   --delay-audio-ms 300      audio RTP reaches the wire 300 ms late; RTCP SRs are not delayed and
                             keep mapping RTP time to the instant aiortc sent the packet, so a
                             receiver that syncs by SR can undo the delay and one by arrival cannot
@@ -111,6 +117,17 @@ def codec_switch_spec(text):
         raise argparse.ArgumentTypeError("SECONDS must be a number") from None
 
 
+def burst_spec(text):
+    average, _, length = text.partition(":")
+    try:
+        share, burst = float(average) / 100, float(length or 4)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected PERCENT:BURST, e.g. 15:4")
+    if not 0 <= share < 1 or burst < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: PERCENT must be 0..99 and BURST at least 1")
+    return share, burst
+
+
 def sora_id():
     return "".join(random.choice(CROCKFORD) for _ in range(26))
 
@@ -172,14 +189,14 @@ def fill_in_rejected_sections(offer, answer):
 
 
 class Publisher:
-    def __init__(self, codec, index, rtx=True, resize_after=0, switch=None):
+    def __init__(self, codec, index, rtx=True, resize_after=0, switch=None, clock=None):
         self.codec = codec
         self.index = index
         self.rtx = rtx
         self.connection_id = sora_id()
         self.client_id = f"publisher-{index}"
         # One epoch for both tracks: the once-a-second A/V sync markers leave at the same instant.
-        self.clock = MediaClock()
+        self.clock = clock or MediaClock()
         self.video = PatternVideo(width=320, height=240, fps=30, clock=self.clock)
         if resize_after:
             self.video.resize_at(resize_after, *RESIZED)
@@ -321,10 +338,19 @@ class RtpImpairment:
     instant and the SRs keep mapping RTP time to when the packet left the sender.
     """
 
-    def __init__(self, loss_percent=0.0, seed=1, delay_audio_ms=0.0):
+    def __init__(self, loss_percent=0.0, seed=1, delay_audio_ms=0.0, burst=None, jitter_ms=0.0):
         self.loss = max(0.0, min(100.0, loss_percent)) / 100
         self.seed = seed
         self.delay = max(0.0, delay_audio_ms) / 1000
+        self.jitter = max(0.0, jitter_ms) / 1000
+        # Gilbert-Elliott: from good to bad with p, back with r; bursts last 1/r packets on
+        # average and the long-run loss is p / (p + r).
+        self.burst = None
+        if burst:
+            average, length = burst
+            r = 1.0 / max(1.0, length)
+            self.burst = (average * r / max(1e-9, 1.0 - average), r)
+        self.bad = set()  # paths (transports) in the bad state
         self.streams = {}  # ssrc -> (stats, rng, kind, is_rtx)
         self.stats = {}  # (publisher index, kind) -> stats
         self.hooked = set()
@@ -395,6 +421,17 @@ class RtpImpairment:
         sender._handle_rtcp_packet = counting_handle_rtcp_packet
         sender._retransmit = counting_retransmit
 
+    def drops(self, path, rng):
+        if self.burst:
+            p, r = self.burst
+            if path in self.bad:
+                if rng.random() < r:
+                    self.bad.discard(path)
+            elif rng.random() < p:
+                self.bad.add(path)
+            return path in self.bad
+        return bool(self.loss) and rng.random() < self.loss
+
     def hook_transport(self, transport):
         if id(transport) in self.hooked:
             return
@@ -416,6 +453,12 @@ class RtpImpairment:
                 except ConnectionError:
                     pass
 
+        async def send_quietly(data):
+            try:
+                await send_rtp(data)
+            except ConnectionError:
+                pass
+
         async def impaired_send_rtp(data):
             nonlocal drainer
             if len(data) < 12 or 192 <= data[1] <= 223 or transport.state != "connected":
@@ -427,10 +470,16 @@ class RtpImpairment:
             stats["packets_attempted"] += 1
             if is_rtx:
                 stats["rtx_packets_attempted"] += 1
-            if self.loss and rng.random() < self.loss:
+            if self.drops(id(transport), rng):
                 stats["packets_dropped"] += 1
                 if is_rtx:
                     stats["rtx_packets_dropped"] += 1
+                return None
+            if self.jitter:
+                # Each packet on its own timer: later ones may overtake it (reordering).
+                wait = (self.delay if kind == "audio" else 0.0) + rng.random() * self.jitter
+                stats["packets_delayed"] += 1
+                loop.call_later(wait, lambda: asyncio.ensure_future(send_quietly(data)))
                 return None
             if kind == "audio" and self.delay:
                 stats["packets_delayed"] += 1
@@ -448,12 +497,14 @@ class Session:
         self.args = args
         self.url = url
         self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0}
+        shared = MediaClock() if args.shared_clock else None
         self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after,
-                                     switch=args.switch_codec_after if index == 0 else None)
+                                     switch=args.switch_codec_after if index == 0 else None, clock=shared)
                            for index, codec in enumerate(args.publisher)]
-        self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms)
+        self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms, burst=args.burst_loss, jitter_ms=args.jitter_ms)
         self.truth["impairment"] = {"loss_percent": args.loss, "loss_seed": args.loss_seed,
-                                    "delay_audio_ms": args.delay_audio_ms, "rtx_offered": not args.no_rtx}
+                                    "delay_audio_ms": args.delay_audio_ms, "rtx_offered": not args.no_rtx,
+                                    "burst_loss": list(args.burst_loss) if args.burst_loss else None, "jitter_ms": args.jitter_ms}
         if args.first_publisher_id is not None and self.publishers:
             self.publishers[0].connection_id = args.first_publisher_id
         self.hostile = None
@@ -902,6 +953,10 @@ async def main():
     parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",
                         help="drop this share of the publishers' RTP packets (media and RTX, never RTCP), independently per packet")
     parser.add_argument("--loss-seed", type=int, default=1, help="seed for --loss: each stream's drop pattern is reproducible")
+    parser.add_argument("--burst-loss", type=burst_spec, metavar="PERCENT:BURST",
+                        help="Gilbert-Elliott loss: this average share, in bursts of about BURST packets")
+    parser.add_argument("--jitter-ms", type=float, default=0.0, metavar="N", help="delay each media/RTX packet by a random 0..N ms")
+    parser.add_argument("--shared-clock", action="store_true", help="all publishers capture on one clock (markers leave together)")
     parser.add_argument("--delay-audio-ms", type=int, default=0, metavar="N",
                         help="the publishers' audio RTP reaches the wire N ms late (RTCP and video are not delayed)")
     parser.add_argument("--audio-nack", action="store_true", help="offer generic NACK for Opus as well (aiortc resends audio plainly)")

@@ -109,18 +109,19 @@ struct VerifyCommand: ParsableCommand {
     static func table(_ results: [(VerifyItem, VerificationReport)]) -> TextTable {
         var table = TextTable([
             ("ID", .right), ("FILE", .left), ("TRACK", .left), ("FRAMES", .right), ("DECODED", .right), ("ERRORS", .right),
-            ("FIRST", .right), ("LAST", .right), ("GAPS>1S", .right), ("A/V", .right), ("RESULT", .left),
+            ("FIRST", .right), ("LAST", .right), ("GAPS>1S", .right), ("GRID", .right), ("OFF-GRID", .right), ("A/V", .right), ("RESULT", .left),
         ])
         for (item, report) in results {
             let file = (item.path as NSString).lastPathComponent
             let result = report.ok ? "verified" : "FAILED"
             let offset = report.audioVideoStartOffsetMilliseconds.map { "\($0) ms" }
-            if report.tracks.isEmpty { table.add([item.recording?.id.map(String.init), file, nil, nil, nil, nil, nil, nil, nil, nil, result]) }
+            if report.tracks.isEmpty { table.add([item.recording?.id.map(String.init), file, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, result]) }
             for (index, track) in report.tracks.enumerated() {
                 table.add([
                     index == 0 ? item.recording?.id.map(String.init) : nil, index == 0 ? file : nil,
                     "\(track.number) \(track.codecID)", String(track.frames), String(track.decoded), String(track.decodeErrors),
                     track.firstTimestampMilliseconds.map(seconds), track.lastTimestampMilliseconds.map(seconds), String(track.gapCount),
+                    track.timeline.frameIntervalMilliseconds.map { String(format: "%.1f ms", $0) }, String(track.timeline.offGridSteps),
                     index == 0 ? offset : nil, index == 0 ? result : nil,
                 ])
             }
@@ -136,6 +137,11 @@ struct VerifyCommand: ParsableCommand {
         if let error = report.error { Console.note("\(file): \(error)") }
         for rule in report.readerRuleViolations { Console.note("\(file): reader rule: \(rule)") }
         for track in report.tracks { for sample in track.errorSamples { Console.note("\(file): track \(track.number): \(sample)") } }
+        for track in report.tracks where track.timeline.offGridSteps > 0 {
+            let grid = track.timeline.frameIntervalMilliseconds.map { String(format: "%.1f", $0) } ?? "?"
+            Console.note("\(file): track \(track.number): \(track.timeline.offGridSteps) steps off its \(grid) ms frame grid "
+                         + "(\(track.timeline.offGridSamples.joined(separator: ", "))); not an error for a sender whose frame rate varies")
+        }
         for warning in report.warnings { Console.note("\(file): warning: \(warning)") }
     }
 }
