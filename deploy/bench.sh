@@ -2,7 +2,7 @@
 # Side-by-side capacity benchmark (issue 13): recbot and a GStreamer webrtcbin remux recorder,
 # each fed the same synthetic channel by recbot-loadgen, for each publisher count.
 #   deploy/bench.sh [--publishers 32,64,128,256,512] [--duration 30] [--no-gstreamer] [--no-extend]
-#                   [--recbot PATH --loadgen PATH --floor PATH] [--loss PERCENT] [--faults N]
+#                   [--recbot PATH --loadgen PATH --floor PATH] [--loss PERCENT] [--burst-loss PERCENT:BURST] [--jitter-ms N] [--faults N]
 #   deploy/bench.sh --relay 16,32 [--duration 20]     the TURN relay's cost instead (coturn, UDP and TCP)
 # Builds both release binaries unless given, then runs deploy/bench/bench.py (see its docstring
 # for what each column means) and prints one table.

@@ -160,7 +160,8 @@ public final class LoadGenerator<Address: Hashable> {
         }
         return SyntheticPublisher(connectionID: id, ssrcs: ssrcs, clip: clip, startedAt: start, wallClockNTP: LoadClock.ntp(at: start),
                                   faults: PacketFaults(lossPercent: plan.lossPercent, reorderPercent: plan.reorderPercent,
-                                                       duplicatePercent: plan.duplicatePercent),
+                                                       duplicatePercent: plan.duplicatePercent, burstLossPercent: plan.burstLossPercent,
+                                                       burstLength: plan.burstLength, jitterNanoseconds: Int64(plan.jitterMilliseconds * 1e6)),
                                   seed: plan.seed &+ UInt64(index) &* 0x9E37_79B9)
     }
 
@@ -213,7 +214,7 @@ public final class LoadGenerator<Address: Hashable> {
             case .nack(let ssrc, let sequences):
                 guard let publisher = bySSRC[ssrc] else { continue }
                 rtp.removeAll(keepingCapacity: true)
-                publisher.retransmit(sequences, into: &rtp)
+                publisher.retransmit(sequences, now: now, into: &rtp)
                 protect(into: &output)
             }
         }

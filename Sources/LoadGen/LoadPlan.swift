@@ -15,6 +15,12 @@ public struct LoadPlan: Sendable {
     /// First transmissions held back behind the next packet, and sent twice (seeded).
     public var reorderPercent = 0.0
     public var duplicatePercent = 0.0
+    /// Bursty loss on each publisher's path (Gilbert–Elliott; RTX too): this average share, in
+    /// bursts of about `burstLength` packets.
+    public var burstLossPercent = 0.0
+    public var burstLength = 4.0
+    /// Each packet of a publisher (RTX too) waits a random 0..<this before it leaves (seeded).
+    public var jitterMilliseconds = 0.0
     /// Every this many seconds the next publisher (in turn) sends at ten times its rate for
     /// `burstSeconds`, then is silent until its schedule is due again.
     public var burstIntervalSeconds: Double?

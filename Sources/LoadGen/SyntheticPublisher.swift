@@ -18,21 +18,42 @@ public struct PublisherCounts: Sendable, Codable, Equatable {
     public var retransmissions = 0
     /// NACKed packets no longer in the history.
     public var retransmissionsMissed = 0
+    /// Retransmissions the bursty loss on the path dropped.
+    public var retransmissionsDropped = 0
     public var keyframeRequests = 0
 }
 
-/// Damage done to a publisher's first transmissions, seeded (RTX is never touched).
+/// Damage done to a publisher's packets, seeded. The uniform loss, reordering and duplicates
+/// touch first transmissions only; the bursty loss and the jitter are the path's, so RTX meets
+/// them too.
 public struct PacketFaults: Sendable, Equatable {
     public var lossPercent = 0.0
     /// A packet held back and sent after the next one.
     public var reorderPercent = 0.0
     /// A packet sent twice in a row.
     public var duplicatePercent = 0.0
+    /// Gilbert–Elliott loss: this average share of all packets, in bursts of about `burstLength`
+    /// (a good state that drops nothing, a bad one that drops everything).
+    public var burstLossPercent = 0.0
+    public var burstLength = 4.0
+    /// Each packet waits a seeded random 0..<this before it leaves, so packets reorder.
+    public var jitterNanoseconds: Int64 = 0
 
-    public init(lossPercent: Double = 0, reorderPercent: Double = 0, duplicatePercent: Double = 0) {
+    public init(lossPercent: Double = 0, reorderPercent: Double = 0, duplicatePercent: Double = 0,
+                burstLossPercent: Double = 0, burstLength: Double = 4, jitterNanoseconds: Int64 = 0) {
         self.lossPercent = lossPercent
         self.reorderPercent = reorderPercent
         self.duplicatePercent = duplicatePercent
+        self.burstLossPercent = burstLossPercent
+        self.burstLength = burstLength
+        self.jitterNanoseconds = jitterNanoseconds
+    }
+
+    /// The chain's transition probabilities: good → bad, and bad → good.
+    var burstTransitions: (enter: Double, leave: Double)? {
+        guard burstLossPercent > 0 else { return nil }
+        let average = min(burstLossPercent, 99) / 100, leave = 1 / max(1, burstLength)
+        return (average * leave / (1 - average), leave)
     }
 }
 
@@ -63,6 +84,12 @@ public final class SyntheticPublisher {
     private let faults: PacketFaults
     /// A packet the reordering holds back until the next one has gone.
     private var heldBack: [UInt8]?
+    /// The path's bursty loss is in its bad state.
+    private var pathIsBad = false
+    /// Packets the jitter holds, with when they leave (monotonic ns).
+    private var delayed: [(due: Int64, packet: [UInt8])] = []
+    /// The wall clock of the call in progress (what the jitter delays from).
+    private var clock: Int64 = 0
     /// A burst: from `start` until `end` (monotonic ns) the schedule runs `factor` times as fast,
     /// reaching `scheduleEnd` at `end`.
     private var burst: (start: Int64, end: Int64, factor: Int64, scheduleEnd: Int64)?
@@ -114,7 +141,7 @@ public final class SyntheticPublisher {
     /// When the next frame (or sender report) is due.
     public var nextDeadline: MonotonicTime? {
         guard !stopped else { return nil }
-        let scheduled = min(nextVideo, nextAudio, nextReport)
+        let scheduled = min(nextVideo, nextAudio, nextReport, delayed.first?.due ?? .max)
         // In a burst the schedule runs fast: its instant t is due at start + (t - start) / factor.
         if let burst, scheduled < burst.scheduleEnd {
             return MonotonicTime(nanoseconds: burst.start + max(0, scheduled - burst.start) / burst.factor)
@@ -142,6 +169,7 @@ public final class SyntheticPublisher {
     /// Appends the RTP and RTCP (plain, not yet protected) due by `now`.
     public func due(now wallNow: MonotonicTime, rtp: inout [[UInt8]], rtcp: inout [[UInt8]]) {
         guard !stopped else { return }
+        clock = wallNow.nanoseconds
         let now = MonotonicTime(nanoseconds: scheduleTime(wallNow.nanoseconds))
         if now == wallNow, let burst, wallNow.nanoseconds >= burst.end { self.burst = nil }  // caught up
         while nextAudio <= now.nanoseconds {
@@ -156,6 +184,10 @@ public final class SyntheticPublisher {
             rtcp.append(senderReports(at: nextReport))
             nextReport += 1_000_000_000
         }
+        while let first = delayed.first, first.due <= wallNow.nanoseconds {
+            rtp.append(first.packet)
+            delayed.removeFirst()
+        }
     }
 
     /// PLI or FIR: the next video frame restarts the clip at its first keyframe (at most every 300 ms).
@@ -165,7 +197,8 @@ public final class SyntheticPublisher {
     }
 
     /// RTX for the NACKed sequence numbers still in the history.
-    public func retransmit(_ sequenceNumbers: [UInt16], into rtp: inout [[UInt8]]) {
+    public func retransmit(_ sequenceNumbers: [UInt16], now: MonotonicTime, into rtp: inout [[UInt8]]) {
+        clock = now.nanoseconds
         for sequence in sequenceNumbers {
             guard let original = history[Int(sequence) % Self.historySize], original.count > 12,
                   UInt16(original[2]) << 8 | UInt16(original[3]) == sequence
@@ -177,8 +210,12 @@ public final class SyntheticPublisher {
             builder.marker = original[1] & 0x80 != 0
             builder.timestamp = UInt32(original[4]) << 24 | UInt32(original[5]) << 16 | UInt32(original[6]) << 8 | UInt32(original[7])
             rtxSequence &+= 1
-            rtp.append(builder.build(payload: [original[2], original[3]] + original[12...]))
             counts.retransmissions += 1
+            if pathDrops() {
+                counts.retransmissionsDropped += 1
+                continue
+            }
+            leave(builder.build(payload: [original[2], original[3]] + original[12...]), into: &rtp)
         }
     }
 
@@ -231,20 +268,43 @@ public final class SyntheticPublisher {
             counts.packetsDropped += 1
             return
         }
+        if pathDrops() {
+            counts.packetsDropped += 1
+            return
+        }
         if faults.reorderPercent > 0, heldBack == nil, Double.random(in: 0..<100, using: &random) < faults.reorderPercent {
             heldBack = packet
             counts.packetsReordered += 1
             return
         }
-        rtp.append(packet)
+        leave(packet, into: &rtp)
         if faults.duplicatePercent > 0, Double.random(in: 0..<100, using: &random) < faults.duplicatePercent {
-            rtp.append(packet)
+            leave(packet, into: &rtp)
             counts.packetsDuplicated += 1
         }
         if let held = heldBack {
-            rtp.append(held)
+            leave(held, into: &rtp)
             heldBack = nil
         }
+    }
+
+    /// One step of the path's Gilbert–Elliott chain: true when this packet is lost.
+    private func pathDrops() -> Bool {
+        guard let chance = faults.burstTransitions else { return false }
+        let draw = Double.random(in: 0..<1, using: &random)
+        pathIsBad = pathIsBad ? draw >= chance.leave : draw < chance.enter
+        return pathIsBad
+    }
+
+    /// On the wire now, or after the jitter's delay (kept in leaving order).
+    private func leave(_ packet: [UInt8], into rtp: inout [[UInt8]]) {
+        guard faults.jitterNanoseconds > 0 else {
+            rtp.append(packet)
+            return
+        }
+        let due = clock + Int64(random.next() % UInt64(faults.jitterNanoseconds))
+        let index = delayed.lastIndex { $0.due <= due }.map { $0 + 1 } ?? 0
+        delayed.insert((due, packet), at: index)
     }
 
     /// RTP time of a schedule instant (ticks since the publisher started, wrapping as RTP does).

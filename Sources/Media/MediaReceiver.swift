@@ -224,8 +224,12 @@ public final class MediaReceiver {
     // MARK: - Timers
 
     public var nextTimeout: MonotonicTime? {
-        let hold = holdingSenders.compactMap { timelines[$0]?.nextDeadline }.min()
-        return [deadline, nextReport, hold].compactMap { $0 }.min()
+        var earliest = [deadline, nextReport].compactMap { $0 }.min()
+        for sender in holdingSenders {
+            guard let hold = timelines[sender]?.nextDeadline else { continue }
+            earliest = min(earliest ?? hold, hold)
+        }
+        return earliest
     }
 
     /// Places every frame still held for SRs (on arrival time where no SR came): the session
@@ -241,7 +245,7 @@ public final class MediaReceiver {
         var feedback: [RTCPPacket] = []
         let retry = retryInterval
         deadline = nil
-        for sender in holdingSenders { withTimeline(of: sender) { $0.release(now: now, forcing: [], into: &output.frames) } }
+        for sender in holdingSenders { withTimeline(of: sender) { $0.release(now: now, into: &output.frames) } }
         for (ssrc, stream) in streamsInTurn() {
             if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
                 ownCounters.streamsExpired += 1
@@ -370,16 +374,15 @@ public final class MediaReceiver {
         if heldBytes > configuration.maximumBufferedBytes / 2 { withTimeline(of: stream.sender) { $0.releaseAll(now: now, into: &output.frames) } }
     }
 
-    /// Runs `body` on the sender's timeline in place, keeping the hold's books (timers, bytes).
+    /// Runs `body` on the sender's timeline in place (one hash of the sender's id: this runs for
+    /// every frame), keeping the hold's books (timers, bytes) when they change.
     private func withTimeline<Result>(of sender: String, _ body: (inout SenderTimeline) -> Result) -> Result {
-        var timeline = timelines.removeValue(forKey: sender) ?? SenderTimeline(maximumHold: configuration.senderReportHoldNanoseconds)
-        let heldBefore = timeline.heldBytes
-        defer {
-            heldBytes += timeline.heldBytes - heldBefore
-            if timeline.nextDeadline == nil { holdingSenders.remove(sender) } else { holdingSenders.insert(sender) }
-            timelines[sender] = timeline
-        }
-        return body(&timeline)
+        var change = HoldChange()
+        let result = change.observe(&timelines[sender, default: SenderTimeline(maximumHold: configuration.senderReportHoldNanoseconds)], body)
+        heldBytes += change.bytes
+        if change.startedHolding { holdingSenders.insert(sender) }
+        if change.stoppedHolding { holdingSenders.remove(sender) }
+        return result
     }
 
     /// The stream ends: what it holds is released first (gaps given up), then it is forgotten.
@@ -499,5 +502,20 @@ public enum Depacketizers {
         case "OPUS": OpusDepacketizer()
         default: nil
         }
+    }
+}
+
+/// What one call did to a timeline's hold.
+private struct HoldChange {
+    var bytes = 0
+    var startedHolding = false
+    var stoppedHolding = false
+
+    mutating func observe<Result>(_ timeline: inout SenderTimeline, _ body: (inout SenderTimeline) -> Result) -> Result {
+        let (bytesBefore, wasHolding) = (timeline.heldBytes, timeline.nextDeadline != nil)
+        let result = body(&timeline)
+        let isHolding = timeline.nextDeadline != nil
+        (bytes, startedHolding, stoppedHolding) = (timeline.heldBytes - bytesBefore, isHolding && !wasHolding, wasHolding && !isHolding)
+        return result
     }
 }

@@ -163,10 +163,11 @@ struct SenderClock {
         return true
     }
 
-    /// The stream's next frame must wait for an SR before it can be placed on the sender's clock.
+    /// The stream's first frame would have to start on arrival time: its sender is not
+    /// synchronised yet (see `SenderTimeline` for why only then).
     func needsReport(ssrc: UInt32) -> Bool {
         guard let timing = streams[ssrc], timing.timeline == nil else { return false }
-        return !(offset != nil && timing.estimator.hasMapping)
+        return offset == nil
     }
 
     /// Decides the sender's offset once every stream that has frames (placed, or held at
@@ -198,7 +199,8 @@ struct SenderClock {
 
     /// The media time of a frame (its 64-bit RTP time from `unwrap`) that arrived at `arrival`.
     mutating func place(ssrc: UInt32, rtp: Int64, arrival: MonotonicTime) -> MonotonicTime {
-        guard var timing = streams[ssrc] else { return arrival }
+        // Out of the dictionary while it changes, so its arrays are not copied on every frame.
+        guard var timing = streams.removeValue(forKey: ssrc) else { return arrival }
         let now = arrival.nanoseconds
         var timeline = timing.timeline ?? startTimeline(&timing, rtp: rtp, arrival: now)
         follow(ssrc, &timing, &timeline, rtp: rtp, arrival: now)

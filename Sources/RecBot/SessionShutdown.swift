@@ -83,6 +83,15 @@ struct SessionShutdown {
                 "nack_waits": "\(received.feedback.nacksDeferred)", "keyframe_request_waits": "\(received.feedback.keyframeRequestsDeferred)",
             ])
         }
+        let sync = received.sync
+        if sync.timestampDiscontinuities > 0 || sync.inconsistentSenders > 0 || sync.arrivalStarts > 0 || sync.slewCorrections > 0 {
+            // How each file's timeline was kept (docs/timeline.md): worth a line when sync had work to do.
+            logger.notice("media: timeline corrections", metadata: [
+                "slews": "\(sync.slewCorrections)", "slewed_ms": "\(sync.slewedNanoseconds / 1_000_000)",
+                "discontinuities": "\(sync.timestampDiscontinuities)", "arrival_starts": "\(sync.arrivalStarts)",
+                "inconsistent_senders": "\(sync.inconsistentSenders)", "outlier_reports": "\(sync.outlierSenderReports)",
+            ])
+        }
         if received.budgetSheds > 0 {
             logger.warning("media: the receive buffer budget made streams give up gaps early", metadata: ["sheds": "\(received.budgetSheds)"])
         }

@@ -39,6 +39,14 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_nack_packets_requested_total", to: received.nackedSequenceNumbers)
             count("recbot_keyframe_requests_sent_total", ("type", "pli"), to: received.pictureLossIndications)
             count("recbot_keyframe_requests_sent_total", ("type", "fir"), to: received.fullIntraRequests)
+            let sync = totals.receiver.sync
+            count("recbot_sender_reports_total", ("result", "used"),
+                  to: sync.senderReports - sync.implausibleSenderReports - sync.outlierSenderReports)
+            count("recbot_sender_reports_total", ("result", "implausible"), to: sync.implausibleSenderReports)
+            count("recbot_sender_reports_total", ("result", "outlier"), to: sync.outlierSenderReports)
+            count("recbot_timeline_events_total", ("event", "slew"), to: sync.slewCorrections)
+            count("recbot_timeline_events_total", ("event", "discontinuity"), to: sync.timestampDiscontinuities)
+            count("recbot_timeline_events_total", ("event", "arrival_start"), to: sync.arrivalStarts)
             count("recbot_feedback_deferred_total", ("type", "nack"), to: totals.receiver.feedback.nacksDeferred)
             count("recbot_feedback_deferred_total", ("type", "keyframe_request"), to: totals.receiver.feedback.keyframeRequestsDeferred)
             count("recbot_frames_dropped_total", ("reason", "incomplete"), to: received.framesDropped.incomplete)

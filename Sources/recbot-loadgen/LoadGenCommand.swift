@@ -31,6 +31,9 @@ struct LoadGenCommand: AsyncParsableCommand {
     @Option(help: "Percent of first transmissions dropped (seeded; RTX is not dropped).") var loss = 0.0
     @Option(help: "Percent of first transmissions held back behind the next packet (seeded).") var reorder = 0.0
     @Option(help: "Percent of first transmissions sent twice (seeded).") var duplicate = 0.0
+    @Option(help: "Bursty loss on each publisher's path, RTX too: PERCENT:BURST (Gilbert–Elliott, e.g. 15:4).")
+    var burstLoss: String?
+    @Option(help: "Each packet waits a random 0..N ms before it leaves (seeded; packets reorder).") var jitterMs = 0.0
     @Option(help: "Every N seconds the next publisher in turn sends at 10x its rate for --burst-seconds.") var burstInterval: Double?
     @Option(help: "Length of a burst.") var burstSeconds = 0.5
     @Option(help: "Floor benchmark: no signaling, media to this HOST:PORT with fixed keys (recbot-floor receives it).")
@@ -64,6 +67,15 @@ struct LoadGenCommand: AsyncParsableCommand {
         plan.lossPercent = loss
         plan.reorderPercent = reorder
         plan.duplicatePercent = duplicate
+        if let burstLoss {
+            let parts = burstLoss.split(separator: ":")
+            guard let percent = parts.first.flatMap({ Double($0) }), percent >= 0, percent < 100,
+                  let length = parts.count > 1 ? Double(parts[1]) : 4, length >= 1 else {
+                throw ValidationError("--burst-loss \(burstLoss): expected PERCENT:BURST, e.g. 15:4")
+            }
+            (plan.burstLossPercent, plan.burstLength) = (percent, length)
+        }
+        plan.jitterMilliseconds = max(0, jitterMs)
         plan.burstIntervalSeconds = burstInterval
         plan.burstSeconds = burstSeconds
         plan.seed = seed

@@ -79,7 +79,7 @@ import WireCoding
 
         let lost = video[10]
         rtp.removeAll()
-        publisher.retransmit([lost.sequenceNumber], into: &rtp)
+        publisher.retransmit([lost.sequenceNumber], now: start.adding(milliseconds: 5_040), into: &rtp)
         let rtx = try RTPPacket(parsing: try #require(rtp.first))
         #expect(rtx.ssrc == 3 && rtx.payloadType == SyntheticPublisher.rtxPayloadType && rtx.timestamp == lost.timestamp)
         #expect(Array(rtx.payload) == [UInt8(lost.sequenceNumber >> 8), UInt8(lost.sequenceNumber & 0xFF)] + Array(lost.payload), "RFC 4588: OSN, then the payload")
@@ -114,6 +114,34 @@ import WireCoding
         // Everything sent went out at least once (a packet held back may still be waiting for its successor).
         let sent = Set(video), expectedCount = publisher.counts.packets - publisher.counts.audioFrames
         #expect(sent.count >= expectedCount - 1 && sent.count <= expectedCount)
+    }
+
+    /// A harsh path: 20 % loss in bursts of about 5 packets, and every packet delayed by up to
+    /// 60 ms (so they reorder); packets the jitter holds leave once their time comes.
+    @Test func burstyLossAndJitterReorderAndDropInRuns() throws {
+        let publisher = SyntheticPublisher(connectionID: "PUB", ssrcs: .init(audio: 1, video: 2, rtx: 3), clip: Self.syntheticClip(),
+                                           startedAt: .milliseconds(0), wallClockNTP: 0,
+                                           faults: PacketFaults(burstLossPercent: 20, burstLength: 5, jitterNanoseconds: 60_000_000), seed: 5)
+        var rtp: [[UInt8]] = [], rtcp: [[UInt8]] = []
+        var time: Int64 = 0
+        while time <= 60_000 {  // a minute, in 2 ms ticks as the generator paces
+            publisher.due(now: .milliseconds(time), rtp: &rtp, rtcp: &rtcp)
+            time += 2
+        }
+        publisher.due(now: .milliseconds(time + 100), rtp: &rtp, rtcp: &rtcp)  // the last held packets leave
+        let share = Double(publisher.counts.packetsDropped) / Double(publisher.counts.packets)
+        #expect(share > 0.15 && share < 0.25, "\(share)")
+        // All that was not dropped went out, but for what the last due time's new frames wait for.
+        let delivered = publisher.counts.packets - publisher.counts.packetsDropped
+        #expect(rtp.count <= delivered && rtp.count >= delivered - 10, "\(rtp.count) of \(delivered)")
+        let audio = try Self.sequences(rtp, ssrc: 1)
+        #expect(zip(audio, audio.dropFirst()).contains { $1 &- $0 > 0x8000 }, "reordered on the wire")
+        // Lost runs: the audio's missing sequence numbers come in bursts, not one by one.
+        let offsets = audio.map { Int($0 &- audio[0]) }.filter { $0 < 0x8000 }  // from the first, across the wrap
+        let missing = Set(0...offsets.max()!).subtracting(offsets).sorted()
+        let runs = zip(missing, missing.dropFirst()).filter { $1 != $0 + 1 }.count + 1
+        #expect(Double(missing.count) / Double(runs) > 2, "\(missing.count) lost in \(runs) runs")
+        #expect(publisher.nextDeadline != nil)
     }
 
     @Test func aBurstSendsTenTimesTheMediaThenWaitsForTheWallClock() throws {

@@ -97,7 +97,7 @@ struct TimelineRun {
         for (name, event) in all {
             var output: [ReceivedFrame] = []
             let now = MonotonicTime(nanoseconds: event.at)
-            if let deadline = timelines[name]?.nextDeadline, deadline <= now { timelines[name]?.release(now: deadline, forcing: [], into: &output) }
+            if let deadline = timelines[name]?.nextDeadline, deadline <= now { timelines[name]?.release(now: deadline, into: &output) }
             switch event {
             case .frame(let frame, let capture):
                 captures["\(name)/\(frame.ssrc)/\(frame.frame.rtpTimestamp)"] = capture

@@ -3,6 +3,11 @@
 same synthetic channel, from recbot-loadgen, for each publisher count N.
 
   deploy/bench.sh [--publishers 32,64,128] [--duration 30] [--no-gstreamer] [--no-extend] [--loss 0] [--faults 32]
+                  [--burst-loss 15:4] [--jitter-ms 60]
+
+--burst-loss PERCENT:BURST and --jitter-ms N put every publisher's path through bursty loss
+(Gilbert-Elliott, retransmissions included) and a random 0..N ms delay per packet that reorders
+packets, as the test server's options of the same names do (a harsh network).
 
 Per N and recorder, one run: the load generator serves N VP8+Opus publishers (a clip it made
 once with ffmpeg, paced to its timestamps) for --duration seconds, then closes the session; the
@@ -94,8 +99,9 @@ def video_frames(path):
 
 def generator_command(args, n, cache, truth_path, extra=()):
     loss = [] if "--loss" in extra else ["--loss", str(args.loss)]  # a fault run's own loss replaces the bench's
+    harsh = (["--burst-loss", args.burst_loss] if args.burst_loss else []) + (["--jitter-ms", str(args.jitter_ms)] if args.jitter_ms else [])
     return [args.loadgen, "--publishers", str(n), "--duration", str(args.duration), "--ramp", str(args.ramp),
-            *loss, "--clip-cache", cache, "--truth", truth_path, *extra]
+            *loss, *harsh, "--clip-cache", cache, "--truth", truth_path, *extra]
 
 
 def run_floor(n, args, cache):
@@ -232,6 +238,8 @@ def main():
     parser.add_argument("--duration", type=float, default=30)
     parser.add_argument("--ramp", type=float, default=2.0)
     parser.add_argument("--loss", type=float, default=0.0)
+    parser.add_argument("--burst-loss", metavar="PERCENT:BURST", help="bursty loss on every publisher's path (e.g. 15:4)")
+    parser.add_argument("--jitter-ms", type=float, default=0.0, help="random 0..N ms delay per packet (reorders)")
     parser.add_argument("--recbot", required=True)
     parser.add_argument("--loadgen", required=True)
     parser.add_argument("--floor", required=True, help="the recbot-floor binary")
@@ -252,7 +260,7 @@ def main():
         return
     counts = [int(x) for x in args.publishers.split(",")]
     print(f"recbot bench: {os.cpu_count()} CPUs, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
-          f"{args.duration:.0f} s per run, loss {args.loss} %, net.core.rmem_max {open('/proc/sys/net/core/rmem_max').read().strip()}")
+          f"{args.duration:.0f} s per run, loss {args.loss} %, burst loss {args.burst_loss or '-'}, jitter {args.jitter_ms:g} ms, net.core.rmem_max {open('/proc/sys/net/core/rmem_max').read().strip()}")
     print("    N recorder   cores  ms/pub-s  us/pkt xfloor  rss MB  MB/pub  +MB/p  frames%  rcv drops   1st key s  gen lag99 exit  recbot/gst cpu / rss")
     results, capacity, previous = [], None, {}
     index = 0
