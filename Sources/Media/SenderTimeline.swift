@@ -38,7 +38,13 @@ struct SenderTimeline {
     mutating func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrival: MonotonicTime,
                                into output: inout [ReceivedFrame]) -> Bool {
         let plausible = clock.senderReport(ssrc: ssrc, ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp, arrival: arrival)
-        if holdUntil != nil { release(now: arrival, into: &output) }
+        if holdUntil != nil {
+            release(now: arrival, into: &output)
+        } else if started && !clock.isSynchronised {
+            // The hold ran out before the SRs came: sync now, from where the frames already are
+            // (the streams then slew into line).
+            clock.synchroniseIfReady(held: [])
+        }
         return plausible
     }
 

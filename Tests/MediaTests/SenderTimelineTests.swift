@@ -20,6 +20,8 @@ struct SimulatedSender {
     /// Audio is not sent (DTX) between these sender times (ns).
     var silence: Range<Int64>?
     var senderReports = true
+    /// The first SR is sent at this second of the sender's clock.
+    var reportsFrom: Int64 = 1
     var seed: UInt64 = 7
 
     enum Event {
@@ -60,7 +62,7 @@ struct SimulatedSender {
                 events.append(.frame(frame, captureLocal: capture))
             }
             guard senderReports else { return }
-            for second in 1..<seconds {
+            for second in reportsFrom..<seconds {
                 let senderTime = second * 1_000_000_000
                 let lastSentIndex = senderTime * rate / 1_000_000_000 / ticks
                 events.append(.report(ssrc: ssrc, ntp: Self.ntp(ntpBase + senderTime), rtp: base &+ UInt32(truncatingIfNeeded: lastSentIndex * ticks),
@@ -211,6 +213,21 @@ struct TimelineRun {
         #expect(video.count == 300 && Self.stepsFollowRTP(video, clockRate: 90_000).isEmpty)
         // Released when the hold ran out, 2 s after the first frame, then as they come.
         #expect(video.first?.frame.mediaTime.nanoseconds == video.first?.frame.completedAt.nanoseconds)
+    }
+
+    /// The SRs come only after the hold ran out: the streams start on arrival time (audio 30 ms
+    /// later on the wire than video), and once the SRs come they slew into line, never stepping.
+    @Test func reportsAfterTheHoldBringTheStreamsIntoLineBySlewing() {
+        var sender = SimulatedSender()
+        sender.delay = (10_000_000, 40_000_000)
+        sender.reportsFrom = 4
+        let run = TimelineRun([("S", sender)], seconds: 90)
+        #expect(run.counters("S").arrivalStarts == 2 && run.counters("S").slewCorrections >= 1)
+        #expect(Self.stepsFollowRTP(run.frames("S", .video), clockRate: 90_000).isEmpty)
+        #expect(Self.stepsFollowRTP(run.frames("S", .audio), clockRate: 48_000).isEmpty)
+        let videoLate = run.lateness("S", .video), audioLate = run.lateness("S", .audio)
+        let first = abs(videoLate[0] - audioLate[0]), last = abs(videoLate[videoLate.count - 3] - audioLate[(videoLate.count - 3) / 3 * 5])
+        #expect(first >= 25_000_000 && last <= 3_000_000, "A/V offset \(first / 1_000_000) ms at the start, \(last / 1_000_000) ms at the end")
     }
 
     @Test func aTimestampJumpStartsANewOriginAndIsCounted() {
