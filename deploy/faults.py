@@ -10,7 +10,10 @@ Parts:
               `recbot repair --all` and `recbot verify SESSION`. Checks: repair exits 0 and ends the
               killed session (found by its pid) as `crashed`, every recording is `repaired` and
               verifies, one recording per publisher, and the media lost at the kill (the kill's wall
-              time minus the recording's start, minus its duration) stays within --max-loss.
+              time minus the recording's start, minus its duration) stays within --max-loss. A kill
+              while a publisher's first frames still wait for its RTCP sender reports (at most 2 s,
+              docs/timeline.md) leaves it no file: then its loss is all the media it sent before the
+              kill, which must stay within --max-loss too.
   diskfull    (root, and `mount -t tmpfs` works) the data dir, catalog included (recbot has no
               option to put the catalog elsewhere), on a small tmpfs that fills after a few seconds
               of recording. Checks: `join` ends with exit 74 (storage failure), not by a signal, and
@@ -245,16 +248,29 @@ def part_kill(options, work, result):
         else:
             if session.get("end_reason") != "crashed":
                 problems.append(f"end reason {session.get('end_reason')!r}, not 'crashed'")
-            status, checks = run_json([options.recbot, "verify", session["id"], "--data-dir", data, "--json"], log,
-                                      save=os.path.join(directory, "verify.json"))
-            good, total = verified(checks)
-            if status != 0 or good != total:
-                problems.append(f"verify: {exit_description(status)}, {good}/{total} files verified")
             _, recordings = run_json([options.recbot, "recordings", "list", "--session", session["id"], "--data-dir", data,
                                       "--json"], log)
             recordings = recordings or []
-            if len(recordings) != 2:
+            # A publisher whose first frames still waited for its RTCP sender reports (at most 2 s,
+            # docs/timeline.md) has no file yet: the kill cost all it had sent, which must still
+            # be within --max-loss.
+            truth = server.truth() or {}
+            recorded = {r.get("connection_id") for r in recordings}
+            publishers = truth.get("publishers", [])
+            if len(publishers) != 2:
+                problems.append(f"the truth names {len(publishers)} publishers, not 2")
+            for publisher in publishers:
+                if publisher.get("connection_id") not in recorded:
+                    sent = publisher.get("on_air_seconds") or 0
+                    worst = sent if worst is None else max(worst, sent)
+            if len(recordings) > 2:
                 problems.append(f"{len(recordings)} recordings, 2 publishers")
+            if recordings:
+                status, checks = run_json([options.recbot, "verify", session["id"], "--data-dir", data, "--json"], log,
+                                          save=os.path.join(directory, "verify.json"))
+                good, total = verified(checks)
+                if status != 0 or good != total:
+                    problems.append(f"verify: {exit_description(status)}, {good}/{total} files verified")
             for recording in recordings:
                 if recording.get("status") != "repaired":
                     problems.append(f"recording {recording.get('id')} is {recording.get('status')!r}")

@@ -109,6 +109,7 @@ public struct WebMMuxer: Sendable {
     private var cluster = EBMLWriter(capacity: 64 << 10)
     private var clusterTimestamp: Int64?
     private var clusterIsCuePoint = false
+    private var cueTrack = WebMTrackKind.video
     private var cuePoints: [CuePoint] = []
     /// Where each emitted cluster ends in the file and its last block's time, so a file cut
     /// short by a write error can be finalized at its last whole cluster (16 bytes a cluster).
@@ -438,8 +439,10 @@ public struct WebMMuxer: Sendable {
 
     private mutating func openCluster(at milliseconds: Int64, startsWithVideoKeyframe: Bool) {
         clusterTimestamp = milliseconds
-        // Cue video keyframes; in audio-only files, cue every cluster.
-        clusterIsCuePoint = configuration.video == nil || startsWithVideoKeyframe
+        // Cue video keyframes; in audio-only files, and while audio leads before the first video
+        // frame, cue every cluster (on the audio track): a file the video never reached still has Cues.
+        clusterIsCuePoint = configuration.video == nil || startsWithVideoKeyframe || statistics.videoFrames == 0
+        cueTrack = startsWithVideoKeyframe ? .video : .audio
         cluster.removeAll()
     }
 
@@ -467,8 +470,7 @@ public struct WebMMuxer: Sendable {
         out.append(timestampElement.bytes)
         out.append(cluster.bytes)
         if clusterIsCuePoint {
-            let track = configuration.video != nil ? WebMTrackKind.video.trackNumber : WebMTrackKind.audio.trackNumber
-            cuePoints.append(CuePoint(time: timestamp, track: track, clusterPosition: position))
+            cuePoints.append(CuePoint(time: timestamp, track: cueTrack.trackNumber, clusterPosition: position))
         }
         statistics.bytes += UInt64(out.count)
         statistics.clusters += 1

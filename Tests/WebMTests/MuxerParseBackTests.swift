@@ -81,6 +81,33 @@ import Testing
         #expect(samples == 960 * stream.frames.filter { $0.track == .audio }.count)
     }
 
+    /// Audio that leads the first video keyframe (a sender whose video comes late, or never, or
+    /// a kill before it came) is cued on the audio track, so the file still has its Cues; from
+    /// the first keyframe on, only video keyframes are cued.
+    @Test func audioBeforeTheFirstVideoFrameIsCuedOnTheAudioTrack() throws {
+        var stream = try SyntheticStream.make(video: .vp8, audioChannels: 1, seconds: 4)
+        let lead = try SyntheticStream.make(video: nil, audioChannels: 1, seconds: 2)
+        stream.frames = lead.frames + stream.frames.filter { $0.track == .video }.map {
+            var later = $0
+            later.timestampNanoseconds += 2_000_000_000
+            return later
+        }
+        let (_, bytes, _) = try stream.mux(maxClusterDurationMilliseconds: 1_000)
+        let parsed = WebMReader.parse(bytes)
+        #expect(parsed.isComplete)
+        try expectSoraLayout(parsed, fileSize: bytes.count)
+        #expect(parsed.cuePoints.prefix(2).map(\.track) == [2, 2] && parsed.cuePoints.dropFirst(2).allSatisfy { $0.track == 1 })
+        #expect(parsed.cuePoints.map(\.time) == [0, 1_000, 2_000, 3_000, 4_000, 5_000])
+
+        // The video never came: the file is all lead-in, every cluster cued.
+        var audioOnly = stream
+        audioOnly.frames = lead.frames
+        let (_, alone, _) = try audioOnly.mux(maxClusterDurationMilliseconds: 1_000)
+        let parsedAlone = WebMReader.parse(alone)
+        try expectSoraLayout(parsedAlone, fileSize: alone.count)
+        #expect(parsedAlone.cuePoints.count == parsedAlone.clusters.count && parsedAlone.cuePoints.allSatisfy { $0.track == 2 })
+    }
+
     @Test func audioOnlyUsesTrackTwoAndCuesEveryCluster() throws {
         let stream = try SyntheticStream.make(video: nil, audioChannels: 1, seconds: 4)
         let (_, bytes, _) = try stream.mux(maxClusterDurationMilliseconds: 1_000)
