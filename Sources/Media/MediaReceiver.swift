@@ -99,7 +99,7 @@ public final class MediaReceiver {
     public var counters: MediaReceiverCounters {
         var result = ownCounters
         result.feedback = budget.counters
-        result.sync = timelines.values.reduce(ownCounters.sync) { $0 + $1.counters }
+        result.sync = timelines.counters(adding: ownCounters.sync)
         return result
     }
     private var ownCounters = MediaReceiverCounters()
@@ -107,12 +107,9 @@ public final class MediaReceiver {
 
     private var router = StreamRouter()
     private var streams: [UInt32: ReceiveStream] = [:]
-    /// Each sender's clock, and the first frames of its streams waiting for its SRs.
-    private var timelines: [String: SenderTimeline] = [:]
-    /// Senders with frames held for SRs (their hold deadlines are timers).
-    private var holdingSenders: Set<String> = []
-    /// Bytes all senders hold for SRs (bounded by half the buffer budget).
-    private var heldBytes = 0
+    /// Each sender's clock, and the first frames of its streams waiting for its SRs (their bytes
+    /// bounded by half the buffer budget).
+    private var timelines: SenderTimelines
     /// Counters of streams that ended (expired, BYE, section gone), by sender.
     private var retired: [String: ReceiveCounters] = [:]
     /// Packets taken in on streams that ended, by SSRC (bounded, for diagnostics and tests).
@@ -131,6 +128,7 @@ public final class MediaReceiver {
         self.configuration = configuration
         self.random = random
         budget = FeedbackBudget(policy: configuration.feedbackBudget)
+        timelines = SenderTimelines(maximumHold: configuration.senderReportHoldNanoseconds)
     }
 
     // MARK: - Negotiation
@@ -195,7 +193,7 @@ public final class MediaReceiver {
                 guard let stream = streams[ssrc] else { continue }
                 // LSR/DLSR echo every SR, believed or not: the sender's round-trip estimate needs them.
                 stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
-                let plausible = withTimeline(of: stream.sender) {
+                let plausible = timelines.with(stream.sender) {
                     $0.senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival, into: &output.frames)
                 }
                 if !plausible { ownCounters.sync.implausibleSenderReports += 1 }
@@ -224,19 +222,14 @@ public final class MediaReceiver {
     // MARK: - Timers
 
     public var nextTimeout: MonotonicTime? {
-        var earliest = [deadline, nextReport].compactMap { $0 }.min()
-        for sender in holdingSenders {
-            guard let hold = timelines[sender]?.nextDeadline else { continue }
-            earliest = min(earliest ?? hold, hold)
-        }
-        return earliest
+        [deadline, nextReport, timelines.nextDeadline].compactMap { $0 }.min()
     }
 
     /// Places every frame still held for SRs (on arrival time where no SR came): the session
     /// is ending, and nothing received may be lost.
     public func releaseHeldFrames(now: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
-        for sender in holdingSenders { withTimeline(of: sender) { $0.releaseAll(now: now, into: &output.frames) } }
+        timelines.withEachHolding { $0.releaseAll(now: now, into: &output.frames) }
         return output
     }
 
@@ -245,7 +238,7 @@ public final class MediaReceiver {
         var feedback: [RTCPPacket] = []
         let retry = retryInterval
         deadline = nil
-        for sender in holdingSenders { withTimeline(of: sender) { $0.release(now: now, into: &output.frames) } }
+        timelines.withEachHolding { $0.release(now: now, into: &output.frames) }
         for (ssrc, stream) in streamsInTurn() {
             if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
                 ownCounters.streamsExpired += 1
@@ -310,7 +303,7 @@ public final class MediaReceiver {
         }
         let stream = ReceiveStream(ssrc: ssrc, track: track, codec: codec, depacketizer: depacketizer, policy: configuration.recovery, now: now)
         streams[ssrc] = stream
-        timelines[stream.sender, default: SenderTimeline(maximumHold: configuration.senderReportHoldNanoseconds)].addStream(ssrc: ssrc, clockRate: codec.clockRate)
+        timelines.with(stream.sender) { $0.addStream(ssrc: ssrc, clockRate: codec.clockRate) }
         return stream
     }
 
@@ -364,25 +357,16 @@ public final class MediaReceiver {
             feedback.append(request)
         }
         guard !assembled.frames.isEmpty else { return }
-        withTimeline(of: stream.sender) { timeline in
+        timelines.with(stream.sender) { timeline in
             for frame in assembled.frames {
                 // The media time is set as the timeline places the frame (now, or once its sender's SRs can).
                 timeline.take(ReceivedFrame(ssrc: stream.ssrc, sender: stream.sender, kind: stream.kind, codec: stream.codec.name,
                                             frame: frame, mediaTime: now, completedAt: now), into: &output.frames)
             }
         }
-        if heldBytes > configuration.maximumBufferedBytes / 2 { withTimeline(of: stream.sender) { $0.releaseAll(now: now, into: &output.frames) } }
-    }
-
-    /// Runs `body` on the sender's timeline in place (one hash of the sender's id: this runs for
-    /// every frame), keeping the hold's books (timers, bytes) when they change.
-    private func withTimeline<Result>(of sender: String, _ body: (inout SenderTimeline) -> Result) -> Result {
-        var change = HoldChange()
-        let result = change.observe(&timelines[sender, default: SenderTimeline(maximumHold: configuration.senderReportHoldNanoseconds)], body)
-        heldBytes += change.bytes
-        if change.startedHolding { holdingSenders.insert(sender) }
-        if change.stoppedHolding { holdingSenders.remove(sender) }
-        return result
+        if timelines.heldBytes > configuration.maximumBufferedBytes / 2 {
+            timelines.with(stream.sender) { $0.releaseAll(now: now, into: &output.frames) }
+        }
     }
 
     /// The stream ends: what it holds is released first (gaps given up), then it is forgotten.
@@ -396,7 +380,7 @@ public final class MediaReceiver {
         retired[stream.sender] = (retired[stream.sender] ?? ReceiveCounters()) + stream.currentCounters
         if retiredPackets.count < configuration.maximumStreams * 2 { retiredPackets[ssrc, default: 0] += stream.counters.packets }
         router.forget(ssrc: ssrc)
-        withTimeline(of: stream.sender) { $0.removeStream(ssrc: ssrc, now: now, into: &output.frames) }
+        timelines.with(stream.sender) { $0.removeStream(ssrc: ssrc, now: now, into: &output.frames) }
     }
 
     private func nackPackets(media: UInt32, lost: [UInt16]) -> [RTCPPacket] {
@@ -505,17 +489,3 @@ public enum Depacketizers {
     }
 }
 
-/// What one call did to a timeline's hold.
-private struct HoldChange {
-    var bytes = 0
-    var startedHolding = false
-    var stoppedHolding = false
-
-    mutating func observe<Result>(_ timeline: inout SenderTimeline, _ body: (inout SenderTimeline) -> Result) -> Result {
-        let (bytesBefore, wasHolding) = (timeline.heldBytes, timeline.nextDeadline != nil)
-        let result = body(&timeline)
-        let isHolding = timeline.nextDeadline != nil
-        (bytes, startedHolding, stoppedHolding) = (timeline.heldBytes - bytesBefore, isHolding && !wasHolding, wasHolding && !isHolding)
-        return result
-    }
-}

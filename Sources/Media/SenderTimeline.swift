@@ -70,20 +70,28 @@ struct SenderTimeline {
     /// Releases every held frame (the hold ran out, the receiver is over its memory budget, or ending).
     mutating func releaseAll(now: MonotonicTime, into output: inout [ReceivedFrame]) {
         guard !held.isEmpty else { return }
-        clock.synchroniseIfReady(held: held.map { ($0.frame.ssrc, $0.rtp, $0.frame.completedAt.nanoseconds) })
-        for entry in held { output.append(placed(entry.frame, rtp: entry.rtp)) }
-        held.removeAll()
-        heldBytes = 0
-        holdUntil = nil
-        started = true
+        synchroniseHeld()
+        placeHeld(into: &output)
     }
 
     /// Releases the held frames once the SRs can place them all, or the hold ran out.
     mutating func release(now: MonotonicTime, into output: inout [ReceivedFrame]) {
         guard let holdUntil, !held.isEmpty else { return }
-        clock.synchroniseIfReady(held: held.map { ($0.frame.ssrc, $0.rtp, $0.frame.completedAt.nanoseconds) })
+        synchroniseHeld()
         guard now.nanoseconds >= holdUntil || clock.isSynchronised else { return }
-        releaseAll(now: now, into: &output)
+        placeHeld(into: &output)
+    }
+
+    private mutating func synchroniseHeld() {
+        clock.synchroniseIfReady(held: held.map { ($0.frame.ssrc, $0.rtp, $0.frame.completedAt.nanoseconds) })
+    }
+
+    private mutating func placeHeld(into output: inout [ReceivedFrame]) {
+        for entry in held { output.append(placed(entry.frame, rtp: entry.rtp)) }
+        held.removeAll()
+        heldBytes = 0
+        holdUntil = nil
+        started = true
     }
 
     private mutating func placed(_ frame: ReceivedFrame, rtp: Int64) -> ReceivedFrame {

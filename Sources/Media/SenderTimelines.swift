@@ -1,0 +1,59 @@
+import WireCoding
+
+/// Every sender's timeline in a session, and the books of their SR holds: which senders hold
+/// frames (their deadlines are timers) and how many bytes all of them hold together.
+struct SenderTimelines {
+    private var timelines: [String: SenderTimeline] = [:]
+    private var holding: Set<String> = []
+    /// Bytes all senders hold for SRs.
+    private(set) var heldBytes = 0
+    let maximumHold: Int64
+
+    init(maximumHold: Int64) { self.maximumHold = maximumHold }
+
+    /// What keeping every sender's timeline did, added to `base`.
+    func counters(adding base: SyncCounters) -> SyncCounters {
+        timelines.values.reduce(base) { $0 + $1.counters }
+    }
+
+    /// The earliest hold deadline.
+    var nextDeadline: MonotonicTime? {
+        var earliest: MonotonicTime?
+        for sender in holding {
+            guard let hold = timelines[sender]?.nextDeadline else { continue }
+            earliest = min(earliest ?? hold, hold)
+        }
+        return earliest
+    }
+
+    /// Runs `body` on the sender's timeline in place (one hash of the sender's id: this runs for
+    /// every frame), keeping the books when the hold changes.
+    mutating func with<Result>(_ sender: String, _ body: (inout SenderTimeline) -> Result) -> Result {
+        var change = HoldChange()
+        let result = change.observe(&timelines[sender, default: SenderTimeline(maximumHold: maximumHold)], body)
+        heldBytes += change.bytes
+        if change.startedHolding { holding.insert(sender) }
+        if change.stoppedHolding { holding.remove(sender) }
+        return result
+    }
+
+    /// Runs `body` on every sender that holds frames.
+    mutating func withEachHolding(_ body: (inout SenderTimeline) -> Void) {
+        for sender in holding { with(sender, body) }
+    }
+}
+
+/// What one call did to a timeline's hold.
+private struct HoldChange {
+    var bytes = 0
+    var startedHolding = false
+    var stoppedHolding = false
+
+    mutating func observe<Result>(_ timeline: inout SenderTimeline, _ body: (inout SenderTimeline) -> Result) -> Result {
+        let (bytesBefore, wasHolding) = (timeline.heldBytes, timeline.nextDeadline != nil)
+        let result = body(&timeline)
+        let isHolding = timeline.nextDeadline != nil
+        (bytes, startedHolding, stoppedHolding) = (timeline.heldBytes - bytesBefore, isHolding && !wasHolding, wasHolding && !isHolding)
+        return result
+    }
+}
