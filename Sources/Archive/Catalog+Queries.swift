@@ -92,6 +92,12 @@ extension Catalog {
         }
     }
 
+    public func interruptions(sessionID: String) throws(CatalogError) -> [InterruptionRecord] {
+        try read { db in
+            try InterruptionRecord.filter(Column("session_id") == sessionID).order(Column("ordinal")).fetchAll(db)
+        }
+    }
+
     public func recording(id: Int64) throws(CatalogError) -> RecordingRecord? {
         try read { db in try RecordingRecord.fetchOne(db, key: id) }
     }

@@ -149,4 +149,13 @@ extension Catalog {
             return record
         }
     }
+
+    public func saveInterruption(_ interruption: InterruptionRecord) throws(CatalogError) {
+        try write { db in
+            var record = interruption
+            record.id = try InterruptionRecord.filter(Column("session_id") == interruption.sessionID && Column("ordinal") == interruption.ordinal)
+                .fetchOne(db)?.id
+            if record.id != nil { try record.update(db) } else { try record.insert(db) }
+        }
+    }
 }

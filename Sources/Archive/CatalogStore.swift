@@ -36,6 +36,8 @@ public protocol CatalogStore: AnyObject, Sendable {
     @discardableResult func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord
     /// Inserts the upload of a file, or rewrites the row its session, file and object already have.
     @discardableResult func saveUpload(_ upload: UploadRecord) throws(CatalogError) -> UploadRecord
+    /// Inserts an outage of the session, or rewrites the row its session and ordinal already have.
+    func saveInterruption(_ interruption: InterruptionRecord) throws(CatalogError)
 
     // MARK: Queries
     /// Newest first.
@@ -53,6 +55,8 @@ public protocol CatalogStore: AnyObject, Sendable {
     func eventCounts(sessionID: String) throws(CatalogError) -> [EventCount]
     /// By session, then in the order the files were first sent.
     func uploads(_ filter: UploadFilter) throws(CatalogError) -> [UploadRecord]
+    /// A session's outages, in order.
+    func interruptions(sessionID: String) throws(CatalogError) -> [InterruptionRecord]
     /// Migration identifiers recorded as applied, in order.
     func appliedMigrations() throws(CatalogError) -> [String]
 }

@@ -13,12 +13,14 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
     case events([EventRecord])
     case sessionCounters(id: String, SessionCounters)
     case endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?)
+    /// An outage began, or ended (the same row, by session and ordinal).
+    case interruption(InterruptionRecord)
 
     /// The session's own rows and its recordings' rows: never dropped for lack of room (a
     /// flood of events must not cost the catalog its record of the files).
     public var isEssential: Bool {
         switch self {
-        case .updateSession, .startRecording, .completeRecording, .sessionCounters, .endSession: true
+        case .updateSession, .startRecording, .completeRecording, .sessionCounters, .endSession, .interruption: true
         case .upsertConnection, .recordingProgress, .events: false
         }
     }
@@ -32,6 +34,7 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
         case .recordingProgress: "progress"
         case .events: "events"
         case .sessionCounters, .endSession: "session end"
+        case .interruption: "interruption"
         }
     }
 }
@@ -61,6 +64,8 @@ extension CatalogStore {
             try recordSessionCounters(id: id, counters: counters)
         case .endSession(let id, let endedAt, let reason, let status):
             try endSession(id: id, endedAt: endedAt, endReason: reason, exitStatus: status)
+        case .interruption(let record):
+            try saveInterruption(record)  // an upsert: a replay rewrites the same row
         }
     }
 

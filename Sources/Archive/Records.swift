@@ -382,3 +382,39 @@ public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, Mutab
         case partSize = "part_size", startedAt = "started_at", uploadedAt = "uploaded_at", localDeletedAt = "local_deleted_at"
     }
 }
+
+/// One outage of a session: its connection to Sora failed and recbot joined again (or kept
+/// trying until the session ended). Numbered from 1 within the session.
+public struct InterruptionRecord: Codable, Sendable, Equatable, FetchableRecord, MutablePersistableRecord {
+    public static let databaseTableName = "interruptions"
+
+    public var id: Int64?
+    public var sessionID: String
+    public var ordinal: Int
+    /// Unix milliseconds: when the failure was detected.
+    public var startedAt: Int64
+    /// When a rejoin was recording again; nil while rejoining, or when none succeeded.
+    public var endedAt: Int64?
+    /// What failed, in a few words (`signaling-closed: abruptly`, `transport: ICE consent lost`…).
+    public var cause: String
+    /// Join attempts made during the outage.
+    public var attempts: Int
+    /// Media time lost: from the last media before the failure to the first after the rejoin.
+    public var mediaLostMs: Int64?
+    /// recbot's connection id in the connection that ended the outage.
+    public var connectionID: String?
+
+    public init(sessionID: String, ordinal: Int, startedAt: Int64, cause: String, attempts: Int = 0, endedAt: Int64? = nil,
+                mediaLostMs: Int64? = nil, connectionID: String? = nil) {
+        (self.sessionID, self.ordinal, self.startedAt, self.cause, self.attempts) = (sessionID, ordinal, startedAt, cause, attempts)
+        (self.endedAt, self.mediaLostMs, self.connectionID) = (endedAt, mediaLostMs, connectionID)
+    }
+
+    public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
+
+    enum CodingKeys: String, CodingKey {
+        case id, ordinal, cause, attempts
+        case sessionID = "session_id", startedAt = "started_at", endedAt = "ended_at", mediaLostMs = "media_lost_ms"
+        case connectionID = "connection_id"
+    }
+}

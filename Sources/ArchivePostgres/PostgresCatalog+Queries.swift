@@ -26,6 +26,13 @@ extension PostgresCatalog {
         return try fetch(query, ConnectionRecord.init(postgres:))
     }
 
+    public func interruptions(sessionID: String) throws(CatalogError) -> [InterruptionRecord] {
+        var query = FilteredQuery("SELECT \(InterruptionRecord.selectColumns) FROM interruptions")
+        query.require("session_id = ", sessionID)
+        query.finish(orderBy: "ordinal", limit: nil)
+        return try fetch(query, InterruptionRecord.init(postgres:))
+    }
+
     public func recording(id: Int64) throws(CatalogError) -> RecordingRecord? {
         var query = FilteredQuery("SELECT \(RecordingRecord.selectColumns) FROM recordings")
         query.require("id = ", id)

@@ -136,6 +136,16 @@ extension PostgresCatalog {
         }
     }
 
+    public func saveInterruption(_ interruption: InterruptionRecord) throws(CatalogError) {
+        let columns = interruption.postgresColumns
+        let keys: Set = ["session_id", "ordinal"]
+        let refresh = columns.names.filter { !keys.contains($0) }.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        try link.withConnection { db in
+            _ = try db.query(PostgresQuery(unsafeSQL: "INSERT INTO interruptions \(columns.insertClause) ON CONFLICT (session_id, ordinal) DO UPDATE SET \(refresh)",
+                                           binds: columns.binds))
+        }
+    }
+
     public func insertEvents(_ events: [EventRecord]) throws(CatalogError) {
         guard !events.isEmpty else { return }
         // Multi-row INSERTs: one round trip per 1,000 events, not one each (a data-channel

@@ -43,6 +43,7 @@ final class PostgresLink: @unchecked Sendable {
     }
 
     /// Runs `body` on the connection (opening it when needed), one caller at a time.
+    @discardableResult
     func withConnection<T>(_ body: (Session) throws -> T) throws(CatalogError) -> T {
         lock.lock()
         defer { lock.unlock() }

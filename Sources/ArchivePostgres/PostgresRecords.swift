@@ -295,3 +295,29 @@ extension UploadRecord {
         return columns
     }
 }
+
+extension InterruptionRecord {
+    static let selectColumns = "id, session_id, ordinal, started_at, ended_at, cause, attempts, media_lost_ms, connection_id"
+
+    init(postgres row: PostgresRow) throws {
+        let value = RowReader(row)
+        self.init(sessionID: try value("session_id"), ordinal: Int(try value("ordinal", as: Int64.self)), startedAt: try value("started_at"),
+                  cause: try value("cause"), attempts: Int(try value("attempts", as: Int64.self)), endedAt: try value("ended_at"),
+                  mediaLostMs: try value("media_lost_ms"), connectionID: try value("connection_id"))
+        id = try value("id")
+    }
+
+    /// Without `id`: the server assigns it.
+    var postgresColumns: ColumnValues {
+        var columns = ColumnValues()
+        columns.add("session_id", sessionID)
+        columns.add("ordinal", Int64(ordinal))
+        columns.add("started_at", startedAt)
+        columns.add("ended_at", endedAt)
+        columns.add("cause", cause)
+        columns.add("attempts", Int64(attempts))
+        columns.add("media_lost_ms", mediaLostMs)
+        columns.add("connection_id", connectionID)
+        return columns
+    }
+}

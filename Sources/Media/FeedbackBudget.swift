@@ -81,6 +81,14 @@ public struct FeedbackBudgetCounters: Sendable, Equatable {
     public var keyframeRequestsDeferred = 0
 
     public init() {}
+
+    /// Counters of two connections (or periods), summed.
+    public static func + (lhs: FeedbackBudgetCounters, rhs: FeedbackBudgetCounters) -> FeedbackBudgetCounters {
+        var sum = lhs
+        sum.nacksDeferred += rhs.nacksDeferred
+        sum.keyframeRequestsDeferred += rhs.keyframeRequestsDeferred
+        return sum
+    }
 }
 
 /// The receiver's shared budget: streams ask it before each NACKed number and keyframe request.

@@ -88,6 +88,27 @@ public struct MediaReceiverCounters: Sendable, Equatable {
 
     public init() {}
 
+    /// Counters of two connections (or periods), summed.
+    public static func + (lhs: MediaReceiverCounters, rhs: MediaReceiverCounters) -> MediaReceiverCounters {
+        var sum = lhs
+        sum.rtpPackets += rhs.rtpPackets
+        sum.rtcpPackets += rhs.rtcpPackets
+        sum.unknownStream += rhs.unknownStream
+        sum.unknownPayloadType += rhs.unknownPayloadType
+        sum.unknownRetransmission += rhs.unknownRetransmission
+        sum.tooManyStreams += rhs.tooManyStreams
+        sum.unannouncedStream += rhs.unannouncedStream
+        sum.unsupportedCodec += rhs.unsupportedCodec
+        sum.paddingOnlyRetransmissions += rhs.paddingOnlyRetransmissions
+        sum.streamsExpired += rhs.streamsExpired
+        sum.goodbyes += rhs.goodbyes
+        sum.budgetSheds += rhs.budgetSheds
+        sum.rtcpDatagramsSent += rhs.rtcpDatagramsSent
+        sum.sync = lhs.sync + rhs.sync
+        sum.feedback = lhs.feedback + rhs.feedback
+        return sum
+    }
+
     public var unrouted: Int { unknownStream + unknownPayloadType + unknownRetransmission + tooManyStreams + unannouncedStream }
 }
 

@@ -21,7 +21,7 @@ public struct SyncCounters: Sendable, Equatable {
 
     public init() {}
 
-    static func + (lhs: SyncCounters, rhs: SyncCounters) -> SyncCounters {
+    public static func + (lhs: SyncCounters, rhs: SyncCounters) -> SyncCounters {
         var sum = lhs
         sum.senderReports += rhs.senderReports
         sum.implausibleSenderReports += rhs.implausibleSenderReports

@@ -19,27 +19,38 @@ public final class JoinSession: @unchecked Sendable {
     public let options: JoinOptions
     private let logger: Logger
     private let stateLock = NSLock()
-    private var live: (recordings: RecordingSet, core: PeerConnectionCore, loop: EventLoop)?
+    /// The connection recording now (nil while signaling, or rejoining).
+    private var live: MediaPath?
+    /// What the session's connections share; set once the catalog row exists.
+    private var media: SessionMedia?
     private var phase = "starting"
     private var writer: CatalogWriter?
     private var finalTotals: SessionTotals?
     private let started = Date()
     private let stopRequest = StopRequest()
-    /// Everything that reaches the session while it records; a stop jumps the queue.
-    let inbox: SessionInbox
+    /// Everything that reaches the current connection while it records; a stop jumps the
+    /// queue. Each connection has its own, so nothing of an old one leaks into the next.
+    private var inbox: SessionInbox
+    /// Messages the inboxes of ended connections dropped.
+    private var inboxDroppedBefore = SessionInbox.Dropped()
 
     public init(options: JoinOptions, logger: Logger) {
         self.options = options
         self.logger = logger
-        inbox = SessionInbox { logger.error("signaling messages dropped: more arrive than can be handled (counted; summary at the end)") }
+        inbox = Self.makeInbox(logger: logger)
+    }
+
+    private static func makeInbox(logger: Logger) -> SessionInbox {
+        SessionInbox { logger.error("signaling messages dropped: more arrive than can be handled (counted; summary at the end)") }
     }
 
     /// Current senders and counters (safe from any thread).
     public func snapshot() async -> JoinStatus {
-        let (live, phase) = stateLock.withLock { (self.live, self.phase) }
+        let (live, phase, media) = stateLock.withLock { (self.live, self.phase, self.media) }
         var senders: [JoinStatus.Sender] = []
-        if let (recordings, core, loop) = live {
-            senders = (try? await loop.submit {
+        if let live {
+            let (recordings, core) = (live.recordings, live.core)
+            senders = (try? await live.transport.eventLoop.submit {
                 recordings.recorders.sorted { $0.key < $1.key }.map { sender, recorder in
                     let counts = core.media?.counters(sender: sender) ?? ReceiveCounters()
                     return JoinStatus.Sender(connectionID: sender, codecs: recorder.codecSummary, bytes: recorder.bytesProduced,
@@ -50,30 +61,50 @@ public final class JoinSession: @unchecked Sendable {
                 }
             }.get()) ?? []
         }
-        return JoinStatus(elapsedSeconds: Date().timeIntervalSince(started), phase: phase, senders: senders)
+        var status = JoinStatus(elapsedSeconds: Date().timeIntervalSince(started), phase: phase, senders: senders)
+        if let summary = media?.interruptions.summary(now: Self.monotonicNow()) {
+            status.interruptions = summary.count
+            status.mediaLostSeconds = Double(summary.mediaLostNanoseconds) / 1e9
+        }
+        return status
     }
 
     /// Totals for metrics (safe from any thread; the counters are read on the transport's loop).
+    /// Counters of connections that ended are added in, so they only grow across rejoins.
     public func totals() async -> SessionTotals {
-        let (live, phase, writer, final) = stateLock.withLock { (self.live, self.phase, self.writer, self.finalTotals) }
+        let (live, phase, writer, final, media) = stateLock.withLock { (self.live, self.phase, self.writer, self.finalTotals, self.media) }
         if let final { return final }
         var totals = SessionTotals(phase: phase, startedAtUnixSeconds: started.timeIntervalSince1970, uptimeSeconds: Date().timeIntervalSince(started))
-        if let (recordings, core, loop) = live {
-            let sample = try? await loop.submit { () -> SessionTotals in
-                var sample = totals
+        if let media {
+            let ended = media.endedConnections
+            (totals.transport, totals.received, totals.receiver) = (ended.transport, ended.received, ended.receiver)
+            let recordings = media.recordings
+            if let sample = try? await media.loop.submit({ (recordings.totals, recordings.recorders.count) }).get() {
+                (totals.recording, totals.sendersRecording) = sample
+            }
+            let summary = media.interruptions.summary(now: Self.monotonicNow())
+            totals.interruptions = summary.count
+            totals.rejoins = summary.rejoins
+            totals.interruptedSeconds = Double(summary.interruptedNanoseconds) / 1e9
+            totals.mediaLostSeconds = Double(summary.mediaLostNanoseconds) / 1e9
+            totals.rejoining = summary.current != nil
+        }
+        if let live {
+            let (core, base) = (live.core, totals)
+            let sample = try? await live.transport.eventLoop.submit { () -> SessionTotals in
+                var sample = base
                 sample.iceState = "\(core.ice.state)"
                 sample.dtlsState = "\(core.dtls.state)"
-                sample.sendersRecording = recordings.recorders.count
-                sample.transport = core.counters
-                sample.received = core.media?.totalCounters ?? ReceiveCounters()
-                sample.receiver = core.media?.counters ?? MediaReceiverCounters()
-                sample.recording = recordings.totals
+                sample.transport = base.transport + core.counters
+                sample.received = base.received + (core.media?.totalCounters ?? ReceiveCounters())
+                sample.receiver = base.receiver + (core.media?.counters ?? MediaReceiverCounters())
                 return sample
             }.get()
             if let sample { totals = sample }
         }
+        let (inbox, droppedBefore) = stateLock.withLock { (self.inbox, self.inboxDroppedBefore) }
         totals.inboxDepth = inbox.depth
-        totals.signalingMessagesDropped = inbox.dropped.messages
+        totals.signalingMessagesDropped = droppedBefore.messages + inbox.dropped.messages
         if let writer { Self.sampleCatalog(writer, into: &totals) }
         totals.writeQueueBytes = WriteBudget.shared.reservedBytes
         return totals
@@ -87,11 +118,13 @@ public final class JoinSession: @unchecked Sendable {
 
     func setPhase(_ text: String) { stateLock.withLock { phase = text } }
 
+    func setLive(_ path: MediaPath?) { stateLock.withLock { live = path } }
+
     /// Ends the session from outside (signals); `reason` goes into the catalog. It travels on
     /// the control path: never dropped, never behind queued messages.
     public func stop(reason: String) {
         stopRequest.request(reason)
-        inbox.post(control: .stop(reason: reason))
+        stateLock.withLock { inbox }.post(control: .stop(reason: reason))
     }
 
     public func run() async -> JoinOutcome {
@@ -121,7 +154,7 @@ public final class JoinSession: @unchecked Sendable {
         let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: Self.monotonicNow(), writer: writer, logger: logger)
         var ending = await record(start)
         stopRequest.close()
-        inbox.close()
+        stateLock.withLock { inbox }.close()
         if !writer.drain(timeoutSeconds: options.finalizeTimeoutSeconds) {
             logger.error("catalog writes did not finish in time; the session stays open for `recbot repair`",
                          metadata: ["seconds": "\(options.finalizeTimeoutSeconds)"])
@@ -169,113 +202,114 @@ public final class JoinSession: @unchecked Sendable {
 
     // MARK: - Phases
 
+    /// Connects, records, and after a failure a rejoin may cure joins again (with backoff)
+    /// until the session's window ends; then finishes the files and the report.
     private func record(_ session: SessionStart) async -> SessionEnding {
-        let logger = session.logger
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         defer { group.shutdownGracefully { _ in } }
-
-        // 1. Signaling up to the offer.
-        setPhase("signaling")
-        let start: SignalingStart
-        switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: group, logger: logger) {
-        case .stopped(let why):
-            logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
-            return SessionEnding(.success, why)
-        case .started(let started):
-            start = started
-        case .failed(let error):
-            logger.error("signaling failed", metadata: ["error": "\(error)"])
-            switch error {
-            case .rejected(let code, _): return SessionEnding(.rejected, "rejected: close \(code)")
-            case .invalidURL, .invalidJSON: return SessionEnding(.configuration, "configuration: \(error)")
-            case .malformedMessage: return SessionEnding(.protocolError, "protocol: \(error)")
-            default: return SessionEnding(.network, "signaling: \(error)")
-            }
-        }
-        let offer = start.offer
-        logger.info("offer received", metadata: ["url": "\(start.connection.url)", "connection_id": "\(offer.connectionID ?? "-")"])
-        session.writer.submit(.updateSession(id: session.id, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
-                                             clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: start.connection.url))
-        let eventLog = SignalingEventLog(sessionID: session.id, writer: session.writer, logger: logger, limits: options.eventLimits)
-        for message in start.earlier { eventLog.record(message) }
-
-        // 2. Transport and answer.
-        let media: MediaPath
-        switch await MediaPath.answer(start, options: options, session: session, eventLog: eventLog, group: group) {
-        case .success(let path): media = path
-        case .failure(let ending): return ending
-        }
-        stateLock.withLock { live = (media.recordings, media.core, media.transport.eventLoop) }
-
-        // 3. Media flows on the transport's loop; signaling and control come through the inbox.
-        setPhase("ICE checking")
-        media.start(inbox: inbox, onPhase: { [weak self] in self?.setPhase($0) })
-        let reader = Task { [inbox] in
-            for await text in start.connection.messages { inbox.post(message: .webSocketMessage(text)) }
-            try? await Task.sleep(nanoseconds: 20_000_000)
-            inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
-        }
+        let media = SessionMedia(session: session, options: options, loop: group.next())
+        stateLock.withLock { self.media = media }
         let timer = options.durationMilliseconds.map { duration in
-            Task { [inbox] in
+            Task { [weak self] in
                 // Saturating: `--duration 9999999999d` is a very long wait, not an overflow trap.
                 let (nanoseconds, overflow) = UInt64(max(0, duration)).multipliedReportingOverflow(by: 1_000_000)
                 try? await Task.sleep(nanoseconds: overflow ? .max : nanoseconds)
-                if !Task.isCancelled { inbox.post(control: .stop(reason: "duration-elapsed")) }
+                if !Task.isCancelled { self?.stop(reason: "duration-elapsed") }
             }
         }
-        let progress = Task { await media.reportProgress(every: 5) }
-        var signaling = SignalingSession(offer: offer, logger: logger)
-        let end = await converse(&signaling, media: media, connection: start.connection, eventLog: eventLog)
-        timer?.cancel()
-        progress.cancel()
-
-        // 4. Leave politely, then finalize everything.
+        defer { timer?.cancel() }
+        var outcome = await connect(session, media: media)
+        var dropped = outcome.inboxDropped
+        // A first join that never recorded fails at once: that is a wrong URL, a firewall or
+        // credentials far more often than a blip, and the operator should hear of it now.
+        if outcome.recordingSince != nil {
+            while outcome.rejoinable, let recordingSince = outcome.recordingSince {
+                guard let next = await rejoin(after: outcome, recordingSince: recordingSince, session: session, media: media) else {
+                    // Stopped (the window ended, a signal) while waiting to join again.
+                    outcome = SessionConnection.Outcome(ending: SessionEnding(.network, stopRequest.requested ?? "stopped"), rejoinable: false)
+                    break
+                }
+                outcome = next
+                dropped.messages += next.inboxDropped.messages
+                dropped.bytes += next.inboxDropped.bytes
+            }
+        }
+        let ending = Self.sessionEnding(outcome.ending, interruptions: media.interruptions.summary(now: Self.monotonicNow()),
+                                        failOnInterruption: options.failOnInterruption)
         setPhase("finalizing")
-        let shutdown = SessionShutdown(session: session, options: options, media: media, eventLog: eventLog)
-        await shutdown.leave(signaling, connection: start.connection)
-        reader.cancel()
-        inbox.close()  // nothing more is queued; what is there is stored below
-        // Messages that came in behind the end are still stored (nothing is acted on).
-        for input in inbox.drainMessages() { for action in signaling.handle(input) { if case .store(let record) = action { eventLog.store(record) } } }
-        await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
-        var dropped = inbox.dropped
-        dropped.messages += start.connection.droppedMessages
-        let ending = await shutdown.finish(end, inboxDropped: dropped)
-        // The last totals, while the transport's loop still runs: metrics read them after the end.
-        let final = await totals()
-        stateLock.withLock { finalTotals = final }
-        return ending
+        var final = await SessionFinish(session: session, options: options, media: media).finish(ending, inboxDropped: dropped)
+        final.counters.messagesDropped = Int64(dropped.messages)
+        // The last totals, while the loop still runs: metrics read them after the end.
+        let totals = await totals()
+        stateLock.withLock { finalTotals = totals }
+        return final
     }
 
-    /// Runs signaling until the session ends: inputs from the inbox go through the sans-IO
-    /// session, whose actions are carried out here.
-    private func converse(_ signaling: inout SignalingSession, media: MediaPath, connection: SignalingConnection,
-                          eventLog: SignalingEventLog) async -> SignalingSessionEnd {
-        var pending: [SignalingSession.Action] = []
+    /// One connection, with its own inbox.
+    private func connect(_ session: SessionStart, media: SessionMedia) async -> SessionConnection.Outcome {
+        let inbox = Self.makeInbox(logger: session.logger)
+        stateLock.withLock { self.inbox = inbox }
+        if let reason = stopRequest.requested { inbox.post(control: .stop(reason: reason)) }  // a stop that came in between
+        let interruptions = media.interruptions
+        let outcome = await SessionConnection(session: session, options: options, media: media, stopRequest: stopRequest, inbox: inbox, host: self)
+            .run(onRecording: { connectionID, now in interruptions.recovered(connectionID: connectionID, now: now, wallClock: Self.nowMilliseconds()) },
+                 onFirstFrame: { interruptions.firstFrame(at: $0) })
+        interruptions.connectionEnded()
+        stateLock.withLock { inboxDroppedBefore.messages += inbox.dropped.messages; inboxDroppedBefore.bytes += inbox.dropped.bytes }
+        return outcome
+    }
+
+    /// Rides out one outage: joins again with backoff until a connection records (returned),
+    /// or the session must end (nil when a stop came; otherwise the failed attempt's outcome
+    /// with `rejoinable` false).
+    private func rejoin(after failed: SessionConnection.Outcome, recordingSince: MonotonicTime, session: SessionStart,
+                        media: SessionMedia) async -> SessionConnection.Outcome? {
+        let logger = session.logger
+        let interruptions = media.interruptions
+        var decision = interruptions.begin(cause: failed.ending.reason, connectedAt: recordingSince, lastMediaAt: failed.lastFrame,
+                                           now: Self.monotonicNow(), wallClock: Self.nowMilliseconds())
+        var last = failed
+        var attempt = 0
         while true {
-            if pending.isEmpty {
-                guard let input = await inbox.next() else { return SignalingSessionEnd(cause: .requested, reason: "ended") }
-                pending = signaling.handle(input)
-                continue
+            guard case .retry(let at) = decision else {
+                if case .giveUp(let why) = decision {
+                    logger.error("giving up rejoining", metadata: ["reason": "\(why)", "cause": "\(failed.ending.reason)"])
+                }
+                last.rejoinable = false
+                return last
             }
-            let action = pending.removeFirst()
-            switch action {
-            case .end(let end):
-                return end
-            case .send(let text, let route):
-                media.send(text, via: route, connection: connection)
-            case .store(let record):
-                eventLog.store(record)
-            case .addRemoteCandidate(let text):
-                media.addRemoteCandidate(text)
-            case .renegotiate(let request):
-                let answer = await media.renegotiate(sdp: request.sdp, eventLog: eventLog)
-                pending.insert(contentsOf: signaling.handle(.renegotiated(request, answerSDP: answer)), at: 0)
-            case .collectStats(let request):
-                let packets = await media.packetsReceived()
-                pending.insert(contentsOf: signaling.handle(.stats(request, packetsReceived: packets, timestamp: Self.nowMilliseconds())), at: 0)
-            }
+            attempt += 1
+            let delay = max(0, at.nanoseconds - Self.monotonicNow().nanoseconds)
+            logger.warning("connection to Sora lost; joining again", metadata: [
+                "cause": "\(last.ending.reason)", "attempt": "\(attempt)", "in_ms": "\(delay / 1_000_000)",
+            ])
+            setPhase("rejoining (attempt \(attempt))")
+            guard await RejoinWait.wait(until: at, probing: last.unreachable ? options.urls : [], stopRequest: stopRequest,
+                                        loop: media.loop) else { return nil }
+            interruptions.attemptStarted()
+            last = await connect(session, media: media)
+            if last.recordingSince != nil { return last }
+            guard last.rejoinable, stopRequest.requested == nil else { last.rejoinable = false; return last }
+            decision = interruptions.attemptFailed(now: Self.monotonicNow())
         }
+    }
+
+    /// The session's end from its last connection's, told with its outages: recorded with
+    /// interruptions is a success (unless `--fail-on-interruption`); ended while still
+    /// rejoining is the network failure it was.
+    static func sessionEnding(_ last: SessionEnding, interruptions: InterruptionLog.Summary, failOnInterruption: Bool) -> SessionEnding {
+        guard interruptions.count > 0 else { return last }
+        var ending = last
+        let lost = String(format: "%.1f", Double(interruptions.mediaLostNanoseconds) / 1e9)
+        let counted = "\(interruptions.count) interruption\(interruptions.count == 1 ? "" : "s"), \(lost) s lost"
+        if let current = interruptions.current {
+            ending.reason = "\(last.reason) (still rejoining after \(current); \(counted))"
+            if ending.result == .success { ending.result = .network }
+        } else {
+            ending.reason = "\(last.reason) (\(counted))"
+            if failOnInterruption && ending.result == .success { ending.result = .network }
+        }
+        return ending
     }
 
     static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

@@ -27,6 +27,9 @@ public struct JoinStatus: Sendable {
     public var elapsedSeconds: Double
     public var phase: String
     public var senders: [Sender]
+    /// Outages so far (a lost connection and the rejoin after it), and the media they cost.
+    public var interruptions = 0
+    public var mediaLostSeconds = 0.0
 }
 
 /// The session's running totals, for metrics: every counter only grows, senders that left included.
@@ -55,6 +58,13 @@ public struct SessionTotals: Sendable {
     public var writeQueueBytes = 0
     public var catalogWritesDropped = 0
     public var signalingMessagesDropped = 0
+    /// Outages (lost connections to Sora), those a rejoin ended, the time spent in them and
+    /// the media they cost; whether one is being ridden out now.
+    public var interruptions = 0
+    public var rejoins = 0
+    public var interruptedSeconds = 0.0
+    public var mediaLostSeconds = 0.0
+    public var rejoining = false
 
     public init(phase: String, startedAtUnixSeconds: Double, uptimeSeconds: Double) {
         (self.phase, self.startedAtUnixSeconds, self.uptimeSeconds) = (phase, startedAtUnixSeconds, uptimeSeconds)
@@ -89,6 +99,12 @@ public struct JoinOptions: Sendable {
     /// What one session may store in the events table; beyond it events are counted, not stored.
     public var eventLimits = EventLimits()
     public var recbotVersion: String
+
+    /// Joining again after a connection failure a rejoin may cure: attempts per outage
+    /// (nil: until the window ends; 0: never) and the backoff.
+    public var rejoin = RejoinSchedule.Settings()
+    /// Exit non-zero (69) when the session had any interruption, even one a rejoin ended.
+    public var failOnInterruption = false
 
     /// How long finishing the files may take at the end; past it recbot exits with 74 and
     /// leaves the rest to `recbot repair` (a hung disk must not hang a cron job for ever).

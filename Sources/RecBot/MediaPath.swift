@@ -21,9 +21,10 @@ final class MediaPath: @unchecked Sendable {
     // (one task); the recordings and the core only on the transport's event loop.
     let transport: UDPTransport
     let core: PeerConnectionCore
-    let recordings: RecordingSet
-    let layout: ArchiveLayout
-    let finisher: RecordingFinisher
+    let media: SessionMedia
+    var recordings: RecordingSet { media.recordings }
+    var layout: ArchiveLayout { media.layout }
+    var finisher: RecordingFinisher { media.finisher }
     let context: SidecarContext
     let offer: OfferMessage
     private var negotiation: RecvOnlyNegotiation
@@ -31,43 +32,35 @@ final class MediaPath: @unchecked Sendable {
     private let relayTrust: RelayTrust
     /// Why the transport failed, once it has: the exit code depends on it (a relay's own codes).
     let transportFailure = NIOLockedValueBox<TransportFailure?>(nil)
+    /// When this connection started recording (DTLS up), and its first and last frames: a
+    /// rejoin's outage is measured by them.
+    let times = NIOLockedValueBox(ConnectionTimes())
     private let session: JoinSession.SessionStart
     private var logger: Logger { session.logger }
 
+    struct ConnectionTimes: Sendable {
+        var recordingSince: MonotonicTime?
+        var firstFrame: MonotonicTime?
+        var lastFrame: MonotonicTime?
+    }
+
     private init(transport: UDPTransport, negotiation: RecvOnlyNegotiation, offer: OfferMessage, options: JoinOptions,
-                 session: JoinSession.SessionStart) {
+                 session: JoinSession.SessionStart, media: SessionMedia) {
         self.transport = transport
         relayTrust = RelayTrust(caFile: options.relay.caFile)
         self.negotiation = negotiation
         self.offer = offer
         self.session = session
+        self.media = media
         core = negotiation.core
-        layout = options.dataDirectory.layout(session: session.id)
-        finisher = RecordingFinisher(sessionID: session.id, writer: session.writer)
         context = SidecarContext(recordingID: session.id, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
                                  botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion)
-        let writer = session.writer
-        let sessionID = session.id
-        recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
-                                  interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
-                                  logger: session.logger) { recorder in
-            writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
-                                                             firstSeenAt: JoinSession.nowMilliseconds(), role: "sendonly")))
-        }
-        // The catalog learns of each file when it is created, so a kill leaves a row to repair.
-        let layout = self.layout
-        recordings.onFileStarted = { recorder in
-            let row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
-                                      path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
-                                      audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
-                                      status: .recording)
-            writer.submit(.startRecording(row))
-        }
     }
 
     /// Binds the transport, answers the offer and sends the answer; a failure is the session's end.
-    static func answer(_ start: SignalingStart, options: JoinOptions, session: JoinSession.SessionStart, eventLog: SignalingEventLog,
-                       group: EventLoopGroup) async -> Result<MediaPath, SessionEnding> {
+    static func answer(_ start: SignalingStart, options: JoinOptions, session: JoinSession.SessionStart,
+                       media: SessionMedia) async -> Result<MediaPath, SessionEnding> {
+        let eventLog = media.eventLog
         let logger = session.logger
         let connection = start.connection
         let hosts: [IPAddress]
@@ -94,7 +87,7 @@ final class MediaPath: @unchecked Sendable {
         let transport: UDPTransport
         let negotiation: RecvOnlyNegotiation
         do {
-            transport = try await UDPTransport.bind(addresses: hosts, on: group.next(), logger: logger)
+            transport = try await UDPTransport.bind(addresses: hosts, on: media.loop, logger: logger)
             let sdp = try SessionDescription(parsing: start.offer.sdp)
             var generator = SystemRandomNumberGenerator()
             // The media core NACKs gaps (RTX or plain retransmission) and asks for keyframes
@@ -119,20 +112,40 @@ final class MediaPath: @unchecked Sendable {
         for candidate in negotiation.answer.sdp.media.flatMap({ $0.attributes(named: "candidate") }) {
             connection.send(OutgoingMessage.candidate("candidate:" + (candidate.value ?? "")))
         }
-        let path = MediaPath(transport: transport, negotiation: negotiation, offer: start.offer, options: options, session: session)
+        let path = MediaPath(transport: transport, negotiation: negotiation, offer: start.offer, options: options, session: session, media: media)
         path.refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
-        _ = path.recordings.update(senders: path.core.media?.senders ?? [:], refusedVideo: path.refusals.bySender)
+        let (recordings, core, refused) = (path.recordings, path.core, path.refusals.bySender)
+        // The recordings live on the session's loop (the transport's): their senders change there.
+        let gone = (try? await media.loop.submit { recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused) }.get()) ?? []
+        for recorder in gone { path.finisher.finish(recorder, counts: ReceiveCounters(), context: path.context) }
+        media.connectionStarted(context: path.context)
         return .success(path)
     }
 
     /// Starts receiving: frames go to the recordings on the loop; data-channel messages and
     /// local candidates queue in the inbox; a transport failure takes the control path.
-    func start(inbox: SessionInbox, onPhase: @escaping @Sendable (String) -> Void) {
+    /// What the session hears of a connection's progress (called on the transport's loop).
+    struct Observers {
+        var phase: @Sendable (String) -> Void
+        /// DTLS is up: the connection records from now on.
+        var recording: @Sendable (MonotonicTime) -> Void
+        /// The connection's first frame.
+        var firstFrame: @Sendable (MonotonicTime) -> Void
+    }
+
+    func start(inbox: SessionInbox, observers: Observers) {
         let (recordings, core, finisher, context, logger, transport) = (recordings, core, finisher, context, logger, transport)
-        let transportFailure = self.transportFailure
+        let (transportFailure, times) = (self.transportFailure, self.times)
         transport.run(core, relayTrust: relayTrust) { event in
             switch event {
             case .frames(let frames):
+                if let last = frames.last?.completedAt {
+                    let first = times.withLockedValue { times -> Bool in
+                        defer { times.firstFrame = times.firstFrame ?? last; times.lastFrame = last }
+                        return times.firstFrame == nil
+                    }
+                    if first { observers.firstFrame(frames.first?.completedAt ?? last) }
+                }
                 // Times come from the transport's clock, as the core saw them (no second clock read).
                 for frame in frames {
                     // A video frame the recorder had to drop: its stream must restart at a keyframe.
@@ -151,10 +164,13 @@ final class MediaPath: @unchecked Sendable {
             case .localCandidate(let candidate): inbox.post(message: .localCandidate(candidate.sdp))
             case .iceStateChanged(let state):
                 logger.info("ICE \(state)")
-                onPhase("ICE \(state)")
+                observers.phase("ICE \(state)")
             case .dtlsConnected(let profile):
                 logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
-                onPhase("recording")
+                let now = JoinSession.monotonicNow()
+                times.withLockedValue { $0.recordingSince = $0.recordingSince ?? now }
+                observers.phase("recording")
+                observers.recording(now)
             case .dataChannel(.message(let channel, let isBinary, let data)):
                 inbox.post(message: .dataChannelMessage(label: channel.label, isBinary: isBinary, data: data))
             case .dataChannel(.opened(let channel)):
@@ -202,7 +218,8 @@ final class MediaPath: @unchecked Sendable {
 
     /// Answers a re-offer; senders whose sections went away get their files finished now, so
     /// each file ends when its sender left. Nil when the re-offer cannot be answered.
-    func renegotiate(sdp: String, eventLog: SignalingEventLog) async -> String? {
+    func renegotiate(sdp: String) async -> String? {
+        let eventLog = media.eventLog
         let answer: RecvOnlyAnswer
         do {
             let offer = try SessionDescription(parsing: sdp)
@@ -248,14 +265,6 @@ final class MediaPath: @unchecked Sendable {
                 writer.submit(.recordingProgress(sessionID: sessionID, path: path, progress))
             }
         }
-    }
-
-    /// Every recorder still recording, with its reception counters (taken on the loop).
-    func remainingRecorders() async -> [(SenderRecorder, ReceiveCounters)] {
-        let (recordings, core) = (recordings, core)
-        return (try? await transport.eventLoop.submit {
-            recordings.recorders.map { ($0.value, core.media?.counters(sender: $0.key) ?? ReceiveCounters()) }
-        }.get()) ?? []
     }
 
     private static func log(_ event: RelayEvent, logger: Logger) {

@@ -12,6 +12,8 @@ final class RecordingFinisher: @unchecked Sendable {
     private var items: [FinishedRecording] = []
     /// Senders (and parts) being finished right now.
     private var inFlight: [String: Int] = [:]
+    /// Each split sender's highest finished part, and whether its end marker names it.
+    private var lastParts: [String: (part: Int, marked: Bool)] = [:]
     private let group = DispatchGroup()
 
     init(sessionID: String, writer: CatalogWriter) {
@@ -37,14 +39,28 @@ final class RecordingFinisher: @unchecked Sendable {
             }
             guard let done = recorder.finish(stoppedAtMilliseconds: JoinSession.nowMilliseconds(), now: JoinSession.monotonicNow(),
                                              context: context, reception: counts) else { return }
-            lock.withLock { items.append(done) }
+            lock.withLock {
+                items.append(done)
+                if done.part > 0, done.part >= lastParts[name]?.part ?? 0 { lastParts[name] = (done.part, false) }
+            }
             catalog(done, sender: recorder.connectionID, layout: recorder.layout, counts: counts)
             if isLastPart && done.part > 0 { writeSplitEnd(done, layout: recorder.layout, context: context) }
         }
     }
 
+    /// At the session's end: senders whose last part ended with a lost connection (they did
+    /// not come back after the rejoin) get the end marker naming that part.
+    func writeMissingSplitEnds(layout: ArchiveLayout, context: SidecarContext) {
+        let unmarked = lock.withLock { lastParts.filter { !$0.value.marked } }
+        for (sender, last) in unmarked.sorted(by: { $0.key < $1.key }) {
+            guard let done = all.last(where: { $0.connectionID == sender && $0.part == last.part }) else { continue }
+            writeSplitEnd(done, layout: layout, context: context)
+        }
+    }
+
     /// `split-archive-end-<id>.json` names the sender's last part (after its media and sidecar).
     private func writeSplitEnd(_ done: FinishedRecording, layout: ArchiveLayout, context: SidecarContext) {
+        lock.withLock { if lastParts[done.connectionID]?.part == done.part { lastParts[done.connectionID]?.marked = true } }
         do {
             try ArchiveLayout.writeJSON(Sidecar.splitEnd(connectionID: done.connectionID, lastPart: done.part, context: context),
                                         to: layout.directory + "/" + layout.splitEndFilename(connectionID: done.connectionID))

@@ -90,6 +90,22 @@ final class RecordingSet {
         return Array(gone.values)
     }
 
+    /// The connection to Sora failed: every recorder ends, each file as a split part, and a
+    /// sender seen again after the rejoin continues in its next part. Returns the recorders
+    /// for the caller to finish off the event loop.
+    func endForInterruption() -> [SenderRecorder] {
+        let ended = Array(recorders.values)
+        recorders.removeAll()
+        for recorder in ended {
+            endedTotals.add(recorder)
+            // A recorder that never had media leaves no file: its part number is not used up.
+            guard recorder.hasMedia else { continue }
+            recorder.endForInterruption()
+            endedParts[recorder.connectionID] = recorder.part
+        }
+        return ended
+    }
+
     /// Everything produced so far, by current and ended recorders.
     var totals: RecordingTotals {
         var result = recorders.values.reduce(into: endedTotals) { $0.add($1) }

@@ -6,14 +6,13 @@ import Recorder
 import SoraSignaling
 import Transport
 
-/// The end of a recording session: the goodbye to Sora, the transport closed, every file
-/// finished within a deadline, then the report. What the session refused or dropped is
-/// logged once here and returned for the catalog.
-struct SessionShutdown {
+/// The end of one connection to Sora: the goodbye, what it refused or dropped logged once,
+/// the transport closed and its files handed to the finisher. The session's own end (every
+/// file done, the report, the exit status) is `SessionFinish`.
+struct ConnectionShutdown {
     let session: JoinSession.SessionStart
-    let options: JoinOptions
     let media: MediaPath
-    let eventLog: SignalingEventLog
+    private var eventLog: SignalingEventLog { media.media.eventLog }
     private var logger: Logger { session.logger }
 
     /// `disconnect` where Sora still listens, then the WebSocket closed.
@@ -97,71 +96,31 @@ struct SessionShutdown {
         }
     }
 
-    /// Closes the transport, finishes every file (at most `finalizeTimeoutSeconds`; what is
-    /// not done by then is left to `recbot repair`) and writes the report.
-    func finish(_ end: SignalingSessionEnd, inboxDropped: SessionInbox.Dropped) async -> SessionEnding {
+    /// Closes the transport and hands this connection's files to the finisher: as each
+    /// sender's last part, or, when a rejoin follows (`interrupted`), as split parts the
+    /// senders continue after it. Returns the exit status this end would give the session.
+    func close(_ end: SignalingSessionEnd, interrupted: Bool) async -> ExitStatus {
         var result: ExitStatus = end.isFailure ? .network : .success
         if case .relay(let failure) = media.transportFailure.withLockedValue({ $0 }) {
             result = failure.isAuthentication ? .relayCredentials : .relayUnavailable
         }
-        var reason = end.reason
-        let stoppedAt = JoinSession.nowMilliseconds()
         await media.transport.close()
         var endContext = media.context
-        endContext.endReason = reason
-        for (recorder, counts) in await media.remainingRecorders().sorted(by: { $0.0.connectionID < $1.0.connectionID }) {
-            media.finisher.finish(recorder, counts: counts, context: endContext)
+        endContext.endReason = end.reason
+        let (recordings, core) = (media.recordings, media.core)
+        let ended = (try? await media.transport.eventLoop.submit { () -> [(SenderRecorder, ReceiveCounters)] in
+            let recorders = interrupted ? recordings.endForInterruption() : Array(recordings.recorders.values)
+            return recorders.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
+        }.get()) ?? []
+        for (recorder, counts) in ended.sorted(by: { $0.0.connectionID < $1.0.connectionID }) {
+            media.finisher.finish(recorder, counts: counts, context: endContext, isLastPart: !interrupted)
         }
-        let unfinished = await media.finisher.waitForAll(timeoutSeconds: options.finalizeTimeoutSeconds)
-        if !unfinished.isEmpty {
-            logger.error("finishing files took too long; run `recbot repair` to finalize the rest",
-                         metadata: ["seconds": "\(options.finalizeTimeoutSeconds)", "senders": "\(unfinished.joined(separator: ","))"])
-            (result, reason) = (.storage, "storage: finalize timed out after \(Int(options.finalizeTimeoutSeconds)) s for \(unfinished.joined(separator: ", "))")
+        let counters = try? await media.transport.eventLoop.submit {
+            (core.counters, core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
+        }.get()
+        if let (transport, received, receiver) = counters {
+            media.media.connectionEnded(transport: transport, received: received, receiver: receiver)
         }
-        let all = media.finisher.all.sorted { $0.connectionID < $1.connectionID }
-        let finished = all.filter { $0.error == nil }
-        let failed = all.filter { $0.error != nil }
-        for recording in failed {
-            logger.error("recording failed", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)", "error": "\(recording.error ?? "")"])
-        }
-        let cutShort = finished.filter { $0.interruption != nil }
-        for recording in cutShort {
-            logger.error("recording cut short", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)",
-                                                          "error": "\(recording.interruption ?? "")"])
-        }
-        var ending = SessionEnding(result, reason, recordings: finished.count)
-        ending.counters.eventsStored = Int64(eventLog.stored - session.writer.droppedAdmittedEvents)
-        ending.counters.eventsRefused = Int64(eventLog.refused)
-        ending.counters.eventsRefusedBytes = Int64(eventLog.refusedBytes)
-        ending.counters.messagesDropped = Int64(inboxDropped.messages)
-        if !all.isEmpty || !unfinished.isEmpty {
-            do {
-                try writeReport(finished: finished, failed: failed.map(\.connectionID) + unfinished, context: endContext, stoppedAt: stoppedAt)
-            } catch {
-                ending.result = .storage
-                ending.reason = "storage: report: \(error)"
-                return ending
-            }
-        }
-        if !failed.isEmpty && ending.result == .success {
-            ending.result = .storage
-            ending.reason = "storage: recording failed for \(failed.map(\.connectionID).joined(separator: ", "))"
-        } else if !cutShort.isEmpty && ending.result == .success {
-            ending.result = .storage
-            ending.reason = "storage: recording cut short by a write error for \(cutShort.map(\.connectionID).joined(separator: ", "))"
-        }
-        return ending
-    }
-
-    private func writeReport(finished: [FinishedRecording], failed: [String], context: SidecarContext, stoppedAt: Int64) throws {
-        let layout = media.layout
-        try layout.createDirectory()
-        var report = Sidecar.report(finished, failed: failed, context: context, layout: layout,
-                                    startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stoppedAt)
-        report["events_stored"] = eventLog.stored - session.writer.droppedAdmittedEvents
-        report["events_refused"] = eventLog.refused
-        report["events_refused_bytes"] = eventLog.refusedBytes
-        report["events_dropped"] = session.writer.droppedEvents  // the catalog could not keep up
-        try ArchiveLayout.writeJSON(report, to: layout.reportPath)
+        return result
     }
 }

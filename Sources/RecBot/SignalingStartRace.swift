@@ -11,6 +11,7 @@ enum SignalingStartRace {
     static func run(options: JoinOptions, stopRequest: StopRequest, group: EventLoopGroup, logger: Logger) async -> Outcome {
         await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
             let first = FirstOutcome()
+            let tasks = TaskSet()
             let work = Task {
                 let outcome: Outcome
                 do throws(SignalingError) {
@@ -19,13 +20,18 @@ enum SignalingStartRace {
                 } catch {
                     outcome = .failed(error)
                 }
-                if first.claim() { continuation.resume(returning: outcome) } else if case .started(let late) = outcome { await late.connection.close() }
+                if first.claim() {
+                    continuation.resume(returning: outcome)
+                    tasks.cancelAll()  // the stop waiter: nothing of this race outlives it
+                } else if case .started(let late) = outcome {
+                    await late.connection.close()
+                }
             }
-            Task {
+            tasks.add(Task {
                 guard let why = await stopRequest.wait(), first.claim() else { return }
                 work.cancel()
                 continuation.resume(returning: .stopped(why))
-            }
+            })
         }
     }
 }

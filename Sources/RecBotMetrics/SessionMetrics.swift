@@ -16,6 +16,7 @@ public final class SessionMetrics: @unchecked Sendable {
     private let factory: MetricsFactory
     private let channel: String
     private var counters: [String: SampledCounter] = [:]
+    private var secondsCounters: [String: SampledSecondsCounter] = [:]
     private var gauges: [String: Gauge] = [:]
 
     static let iceStates = ["new", "checking", "connected", "failed", "closed"]
@@ -62,6 +63,11 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_catalog_writes_dropped_total", to: totals.catalogWritesDropped)
             count("recbot_catalog_writes_spooled_total", to: totals.catalogWritesSpooled)
             count("recbot_signaling_messages_dropped_total", to: totals.signalingMessagesDropped)
+            count("recbot_interruptions_total", to: totals.interruptions)
+            count("recbot_rejoins_total", to: totals.rejoins)
+            count("recbot_interrupted_seconds_total", seconds: totals.interruptedSeconds)
+            count("recbot_media_lost_seconds_total", seconds: totals.mediaLostSeconds)
+            set("recbot_rejoining", to: totals.rejoining ? 1 : 0)
 
             set("recbot_senders_recording", to: Double(totals.sendersRecording))
             set("recbot_session_start_time_seconds", to: totals.startedAtUnixSeconds)
@@ -97,6 +103,13 @@ public final class SessionMetrics: @unchecked Sendable {
         counters[key]?.advance(to: total)
     }
 
+    private func count(_ name: String, seconds total: Double) {
+        if secondsCounters[name] == nil {
+            secondsCounters[name] = SampledSecondsCounter(FloatingPointCounter(label: name, dimensions: dimensions(nil), factory: factory))
+        }
+        secondsCounters[name]?.advance(to: total)
+    }
+
     private func set(_ name: String, _ label: (String, String)? = nil, to value: Double) {
         let key = label.map { "\(name){\($0.0)=\($0.1)}" } ?? name
         if gauges[key] == nil { gauges[key] = Gauge(label: name, dimensions: dimensions(label), factory: factory) }
@@ -124,6 +137,20 @@ struct SampledCounter {
     mutating func advance(to total: Int) {
         guard total > last else { return }
         counter.increment(by: Int64(total - last))
+        last = total
+    }
+}
+
+/// The same for a total in seconds.
+struct SampledSecondsCounter {
+    let counter: FloatingPointCounter
+    private(set) var last = 0.0
+
+    init(_ counter: FloatingPointCounter) { self.counter = counter }
+
+    mutating func advance(to total: Double) {
+        guard total > last else { return }
+        counter.increment(by: total - last)
         last = total
     }
 }

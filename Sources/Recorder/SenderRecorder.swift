@@ -225,6 +225,16 @@ public final class SenderRecorder: @unchecked Sendable {
         partBoundarySeconds = max(0, boundary.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000
     }
     private var partBoundarySeconds: Int64?
+
+    /// The connection to Sora failed: this file ends, and if the sender is seen again after
+    /// the rejoin its media goes on in the next part, so a first file becomes part 1 (renamed
+    /// when it is finished). Unlike a codec change the stop offset is where the media stops.
+    public func endForInterruption() {
+        if part == 0 { part = 1 }
+    }
+
+    /// Whether finishing will leave a file: one was started, or frames wait to start it.
+    public var hasMedia: Bool { muxer != nil || !pending.isEmpty }
     /// For a part that follows another: its start offset is at least this whole second, and
     /// frames before it (audio a little behind the switch) are dropped and counted.
     private let notBeforeSeconds: Int64?

@@ -37,7 +37,13 @@ public final class SignalingConnection: @unchecked Sendable {
             }
         }
         socket.onClose.whenComplete { _ in stream.finish() }
+        // A connection that went dark (no close, no RST: a blackout, a dead NAT) shows here:
+        // a ping unanswered for one interval closes it with 1006, and the session can rejoin.
+        socket.pingInterval = keepaliveInterval
     }
+
+    /// WebSocket-level pings: a dead connection is noticed within one to two of these.
+    public static let keepaliveInterval = TimeAmount.seconds(5)
 
     public func send(_ text: String) { socket.send(text) }
 

@@ -28,6 +28,22 @@ public struct TransportCounters: Equatable, Sendable {
     public var rtcpPackets = 0
 
     public init() {}
+
+    /// Counters of two connections (or periods), summed.
+    public static func + (lhs: TransportCounters, rhs: TransportCounters) -> TransportCounters {
+        var sum = lhs
+        sum.datagramsReceived += rhs.datagramsReceived
+        sum.droppedUnknownProtocol += rhs.droppedUnknownProtocol
+        sum.droppedUnvalidatedSource += rhs.droppedUnvalidatedSource
+        sum.droppedOutsideRelay += rhs.droppedOutsideRelay
+        sum.relayedDatagrams += rhs.relayedDatagrams
+        sum.droppedBeforeKeys += rhs.droppedBeforeKeys
+        sum.droppedMalformedRTP += rhs.droppedMalformedRTP
+        sum.droppedMalformedRTCP += rhs.droppedMalformedRTCP
+        sum.rtpPackets += rhs.rtpPackets
+        sum.rtcpPackets += rhs.rtcpPackets
+        return sum
+    }
 }
 
 public enum TransportFailure: Error, Equatable, Sendable, CustomStringConvertible {

@@ -58,6 +58,10 @@ public struct RecvOnlyNegotiation {
             remotePassword: answer.remote.icePwd, role: answer.remote.iceLite ? .controlling : .controlled, tieBreaker: random())
         configuration.maximumRemoteCandidates = 64
         configuration.relayOnly = relayOnly
+        // A recorder rejoins rather than wait out RFC 7675's 30 s: consent is checked about
+        // every 2 s, and a path with no answer for 10 s is lost (the session then joins again).
+        configuration.consentIntervalMilliseconds = 2_000
+        configuration.consentTimeoutMilliseconds = 10_000
         let ice = ICEAgent(configuration: configuration, hosts: hosts, random: random)
         for candidate in answer.remote.candidates { ice.addRemoteCandidate(candidate) }
         if answer.remote.endOfCandidates { ice.setRemoteEndOfCandidates() }

@@ -106,6 +106,9 @@ public final class UDPTransport: @unchecked Sendable {
                 if let core = self.core { self.apply(core.close()) }
                 self.timer?.cancel()
                 self.core = nil
+                // The handler usually captures this transport: dropping it breaks the cycle, so
+                // a session that rejoins many times does not keep every old connection alive.
+                self.onEvent = nil
                 continuation.resume()
             }
         }

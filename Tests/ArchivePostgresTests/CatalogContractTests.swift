@@ -60,6 +60,23 @@ struct CatalogContractTests {
         }
     }
 
+    @Test(arguments: CatalogBackend.allCases) func interruptionsAreUpsertedByOrdinalAndListedInOrder(backend: CatalogBackend) throws {
+        let catalog = try seeded(backend)
+        try catalog.saveInterruption(InterruptionRecord(sessionID: a, ordinal: 2, startedAt: 30_000, cause: "transport: consent lost"))
+        try catalog.saveInterruption(InterruptionRecord(sessionID: a, ordinal: 1, startedAt: 15_000, cause: "signaling-closed: abruptly"))
+        // The outage's end rewrites its row; a replay of the same write changes nothing.
+        let ended = InterruptionRecord(sessionID: a, ordinal: 1, startedAt: 15_000, cause: "signaling-closed: abruptly", attempts: 1,
+                                       endedAt: 16_200, mediaLostMs: 1_450, connectionID: "BOT2")
+        try catalog.apply(.interruption(ended))
+        try catalog.apply(.interruption(ended), replay: true)
+        try catalog.saveInterruption(InterruptionRecord(sessionID: b, ordinal: 1, startedAt: 6_000, cause: "x"))
+        let rows = try catalog.interruptions(sessionID: a)
+        #expect(rows.map(\.ordinal) == [1, 2])
+        #expect(rows.first.map { $0.endedAt == 16_200 && $0.attempts == 1 && $0.mediaLostMs == 1_450 && $0.connectionID == "BOT2" } == true)
+        #expect(rows.last.map { $0.endedAt == nil && $0.mediaLostMs == nil && $0.attempts == 0 } == true)
+        #expect(try catalog.interruptions(sessionID: c).isEmpty)
+    }
+
     @Test(arguments: CatalogBackend.allCases) func connectionsAreUpsertedPerSession(backend: CatalogBackend) throws {
         let catalog = try seeded(backend)
         try catalog.upsertConnection(ConnectionRecord(sessionID: a, connectionID: "CONN1", firstSeenAt: 1_000, clientID: "cam", role: "sendonly", metadata: #"{"k":1}"#))

@@ -50,6 +50,7 @@ struct JoinCommand: AsyncParsableCommand {
             RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
             RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
             RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT,
+            RECBOT_REJOIN_ATTEMPTS, RECBOT_NO_REJOIN=1, RECBOT_FAIL_ON_INTERRUPTION=1,
             RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE, RECBOT_ICE_SERVERS (JSON or @file),
             RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE, RECBOT_CATALOG_URL, RECBOT_UPLOAD_URL, RECBOT_S3_ENDPOINT,
             RECBOT_S3_REGION, RECBOT_UPLOAD_PART_SIZE, RECBOT_UPLOAD_RETRIES, RECBOT_DELETE_AFTER_UPLOAD=1 (and S3 credentials, see
@@ -110,6 +111,14 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-event-bytes"), help: ArgumentHelp(
         "Store at most this many bytes of event payloads per session (default 1073741824, 1 GiB).", valueName: "bytes"))
     var maxEventBytes: Int?
+    @Option(name: .customLong("rejoin-attempts"), help: ArgumentHelp(
+        "After a lost connection (network, Sora restarting), join again at most this often per outage (default: until --duration ends).",
+        valueName: "n"))
+    var rejoinAttempts: Int?
+    @Flag(name: .customLong("no-rejoin"), help: "End the session at the first lost connection (exit 69), as before rejoining existed.")
+    var noRejoin = false
+    @Flag(name: .customLong("fail-on-interruption"), help: "Exit 69 when the connection was lost at all, even if a rejoin recorded the rest.")
+    var failOnInterruption = false
     @Option(name: .customLong("finalize-timeout"), help: ArgumentHelp(
         "How long finishing the files may take at the end (default 60s); past it recbot exits 74 and `recbot repair` finalizes the rest.",
         valueName: "duration"))
@@ -251,6 +260,14 @@ struct JoinCommand: AsyncParsableCommand {
             guard timeout.milliseconds >= 1_000 else { throw ValidationError("--finalize-timeout must be at least 1s") }
             options.finalizeTimeoutSeconds = Double(timeout.milliseconds) / 1000
         }
+        if noRejoin && rejoinAttempts != nil { throw ValidationError("--no-rejoin and --rejoin-attempts contradict each other") }
+        if let count = rejoinAttempts ?? settings["RECBOT_REJOIN_ATTEMPTS"].flatMap({ Int($0) }) {
+            guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }
+            options.rejoin.maximumAttempts = count
+        }
+        if noRejoin || settings["RECBOT_NO_REJOIN"] == "1" || settings["RECBOT_NO_REJOIN"] == "true" { options.rejoin.maximumAttempts = 0 }
+        options.failOnInterruption = failOnInterruption || settings["RECBOT_FAIL_ON_INTERRUPTION"] == "1"
+            || settings["RECBOT_FAIL_ON_INTERRUPTION"] == "true"
         if let count = maxEvents ?? settings["RECBOT_MAX_EVENTS"].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--max-events must not be negative") }
             options.eventLimits.maximumCount = count

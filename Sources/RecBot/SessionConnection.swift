@@ -1,0 +1,135 @@
+import Foundation
+import Logging
+import SoraSignaling
+import WireCoding
+
+/// One connection to Sora within a session: signaling up to the offer, the answer and the
+/// transport, the conversation until it ends, then the goodbye and this connection's files
+/// handed to the finisher. A session runs one, and one more after each failure a rejoin may
+/// cure; what they share (recorders, event log, outages) lives in `SessionMedia`.
+struct SessionConnection {
+    let session: JoinSession.SessionStart
+    let options: JoinOptions
+    let media: SessionMedia
+    let stopRequest: StopRequest
+    let inbox: SessionInbox
+    let host: JoinSession
+
+    /// How the connection ended, and what the session makes of it.
+    struct Outcome {
+        /// The session's end if this connection is its last.
+        var ending: SessionEnding
+        /// Joining again may cure what ended it (see `ConnectionEndKind`).
+        var rejoinable: Bool
+        /// Signaling never reached a server (the network may be dark): worth probing for its return.
+        var unreachable = false
+        /// When it started recording (DTLS up); nil when it never did.
+        var recordingSince: MonotonicTime?
+        var lastFrame: MonotonicTime?
+        var inboxDropped = SessionInbox.Dropped()
+
+        init(ending: SessionEnding, rejoinable: Bool, unreachable: Bool = false) {
+            (self.ending, self.rejoinable, self.unreachable) = (ending, rejoinable, unreachable)
+        }
+    }
+
+    /// `onRecording`: DTLS is up (with recbot's connection id); `onFirstFrame`: its first frame.
+    func run(onRecording: @escaping @Sendable (String?, MonotonicTime) -> Void,
+             onFirstFrame: @escaping @Sendable (MonotonicTime) -> Void) async -> Outcome {
+        let logger = session.logger
+        // 1. Signaling up to the offer.
+        host.setPhase("signaling")
+        let start: SignalingStart
+        switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: media.loop, logger: logger) {
+        case .stopped(let why):
+            logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
+            return Outcome(ending: SessionEnding(.success, why), rejoinable: false)
+        case .started(let started):
+            start = started
+        case .failed(let error):
+            logger.error("signaling failed", metadata: ["error": "\(error)"])
+            return ConnectionEndKind.outcome(of: error)
+        }
+        let offer = start.offer
+        logger.info("offer received", metadata: ["url": "\(start.connection.url)", "connection_id": "\(offer.connectionID ?? "-")"])
+        session.writer.submit(.updateSession(id: session.id, soraSessionID: offer.sessionID, connectionID: offer.connectionID,
+                                             clientID: offer.clientID, bundleID: offer.bundleID, signalingURL: start.connection.url))
+        let eventLog = media.eventLog
+        for message in start.earlier { eventLog.record(message) }
+
+        // 2. Transport and answer.
+        let path: MediaPath
+        switch await MediaPath.answer(start, options: options, session: session, media: media) {
+        case .success(let answered): path = answered
+        case .failure(let ending): return ConnectionEndKind.outcome(ofAnswerFailure: ending)
+        }
+        host.setLive(path)
+
+        // 3. Media flows on the transport's loop; signaling and control come through the inbox.
+        host.setPhase("ICE checking")
+        let botConnectionID = offer.connectionID
+        path.start(inbox: inbox, observers: MediaPath.Observers(
+            phase: { [weak host] in host?.setPhase($0) },
+            recording: { onRecording(botConnectionID, $0) },
+            firstFrame: onFirstFrame))
+        let reader = Task { [inbox] in
+            for await text in start.connection.messages { inbox.post(message: .webSocketMessage(text)) }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+            inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
+        }
+        let progress = Task { await path.reportProgress(every: 5) }
+        var signaling = SignalingSession(offer: offer, logger: logger)
+        let end = await converse(&signaling, path: path, connection: start.connection)
+        progress.cancel()
+
+        // 4. Leave politely; this connection's files go to the finisher.
+        let rejoinable = ConnectionEndKind.isRejoinable(end, transportFailure: path.transportFailure.withLockedValue { $0 })
+            && options.rejoin.maximumAttempts != 0 && stopRequest.requested == nil
+        host.setPhase(rejoinable ? "connection lost" : "finalizing")
+        let shutdown = ConnectionShutdown(session: session, media: path)
+        await shutdown.leave(signaling, connection: start.connection)
+        reader.cancel()
+        inbox.close()  // nothing more is queued; what is there is stored below
+        // Messages that came in behind the end are still stored (nothing is acted on).
+        for input in inbox.drainMessages() { for action in signaling.handle(input) { if case .store(let record) = action { eventLog.store(record) } } }
+        await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
+        let status = await shutdown.close(end, interrupted: rejoinable)
+        host.setLive(nil)
+        var outcome = Outcome(ending: SessionEnding(status, end.reason), rejoinable: rejoinable)
+        let times = path.times.withLockedValue { $0 }
+        (outcome.recordingSince, outcome.lastFrame) = (times.recordingSince, times.lastFrame)
+        outcome.inboxDropped = inbox.dropped
+        outcome.inboxDropped.messages += start.connection.droppedMessages
+        return outcome
+    }
+
+    /// Runs signaling until the connection ends: inputs from the inbox go through the sans-IO
+    /// session, whose actions are carried out here.
+    private func converse(_ signaling: inout SignalingSession, path: MediaPath, connection: SignalingConnection) async -> SignalingSessionEnd {
+        var pending: [SignalingSession.Action] = []
+        while true {
+            if pending.isEmpty {
+                guard let input = await inbox.next() else { return SignalingSessionEnd(cause: .requested, reason: stopRequest.requested ?? "ended") }
+                pending = signaling.handle(input)
+                continue
+            }
+            let action = pending.removeFirst()
+            switch action {
+            case .end(let end):
+                return end
+            case .send(let text, let route):
+                path.send(text, via: route, connection: connection)
+            case .store(let record):
+                media.eventLog.store(record)
+            case .addRemoteCandidate(let text):
+                path.addRemoteCandidate(text)
+            case .renegotiate(let request):
+                let answer = await path.renegotiate(sdp: request.sdp)
+                pending.insert(contentsOf: signaling.handle(.renegotiated(request, answerSDP: answer)), at: 0)
+            case .collectStats(let request):
+                let packets = await path.packetsReceived()
+                pending.insert(contentsOf: signaling.handle(.stats(request, packetsReceived: packets, timestamp: JoinSession.nowMilliseconds())), at: 0)
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import Archive
+import Foundation
+import Logging
+import Recorder
+
+/// The end of a recording session, after its last connection closed: every file finished
+/// within a deadline (what is not done by then is left to `recbot repair`), the end markers
+/// of senders whose last part a lost connection ended, then the report.
+struct SessionFinish {
+    let session: JoinSession.SessionStart
+    let options: JoinOptions
+    let media: SessionMedia
+    private var logger: Logger { session.logger }
+
+    /// `ending`: how the session ended as far as signaling and the network tell; files that
+    /// failed or were cut short turn it into a storage failure.
+    func finish(_ ending: SessionEnding, inboxDropped: SessionInbox.Dropped) async -> SessionEnding {
+        var (result, reason) = (ending.result, ending.reason)
+        let stoppedAt = JoinSession.nowMilliseconds()
+        let unfinished = await media.finisher.waitForAll(timeoutSeconds: options.finalizeTimeoutSeconds)
+        if !unfinished.isEmpty {
+            logger.error("finishing files took too long; run `recbot repair` to finalize the rest",
+                         metadata: ["seconds": "\(options.finalizeTimeoutSeconds)", "senders": "\(unfinished.joined(separator: ","))"])
+            (result, reason) = (.storage, "storage: finalize timed out after \(Int(options.finalizeTimeoutSeconds)) s for \(unfinished.joined(separator: ", "))")
+        }
+        var endContext = media.lastContext ?? SidecarContext(recordingID: session.id, channelID: options.connect.channelID, soraSessionID: nil,
+                                                             botConnectionID: nil, recbotVersion: options.recbotVersion)
+        endContext.endReason = reason
+        media.finisher.writeMissingSplitEnds(layout: media.layout, context: endContext)
+        let all = media.finisher.all.sorted { ($0.connectionID, $0.part) < ($1.connectionID, $1.part) }
+        let finished = all.filter { $0.error == nil }
+        let failed = all.filter { $0.error != nil }
+        for recording in failed {
+            logger.error("recording failed", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)", "error": "\(recording.error ?? "")"])
+        }
+        let cutShort = finished.filter { $0.interruption != nil }
+        for recording in cutShort {
+            logger.error("recording cut short", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)",
+                                                          "error": "\(recording.interruption ?? "")"])
+        }
+        var final = SessionEnding(result, reason, recordings: finished.count)
+        let eventLog = media.eventLog
+        final.counters.eventsStored = Int64(eventLog.stored - session.writer.droppedAdmittedEvents)
+        final.counters.eventsRefused = Int64(eventLog.refused)
+        final.counters.eventsRefusedBytes = Int64(eventLog.refusedBytes)
+        final.counters.messagesDropped = Int64(inboxDropped.messages)
+        if !all.isEmpty || !unfinished.isEmpty || media.interruptions.summary(now: JoinSession.monotonicNow()).count > 0 {
+            do {
+                try writeReport(finished: finished, failed: failed.map(\.connectionID) + unfinished, context: endContext, stoppedAt: stoppedAt)
+            } catch {
+                final.result = .storage
+                final.reason = "storage: report: \(error)"
+                return final
+            }
+        }
+        if !failed.isEmpty && final.result == .success {
+            final.result = .storage
+            final.reason = "storage: recording failed for \(failed.map(\.connectionID).joined(separator: ", "))"
+        } else if !cutShort.isEmpty && final.result == .success {
+            final.result = .storage
+            final.reason = "storage: recording cut short by a write error for \(cutShort.map(\.connectionID).joined(separator: ", "))"
+        }
+        return final
+    }
+
+    private func writeReport(finished: [FinishedRecording], failed: [String], context: SidecarContext, stoppedAt: Int64) throws {
+        let layout = media.layout
+        try layout.createDirectory()
+        var report = Sidecar.report(finished, failed: failed, context: context, layout: layout,
+                                    startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stoppedAt)
+        let eventLog = media.eventLog
+        report["events_stored"] = eventLog.stored - session.writer.droppedAdmittedEvents
+        report["events_refused"] = eventLog.refused
+        report["events_refused_bytes"] = eventLog.refusedBytes
+        report["events_dropped"] = session.writer.droppedEvents  // the catalog could not keep up
+        report["interruptions"] = media.interruptions.summary(now: JoinSession.monotonicNow()).rows.map(Self.reportEntry)
+        try ArchiveLayout.writeJSON(report, to: layout.reportPath)
+    }
+
+    /// One outage in the report: times as Unix milliseconds and RFC 3339, like the archives'.
+    static func reportEntry(_ row: InterruptionRecord) -> [String: Any] {
+        var entry: [String: Any] = ["ordinal": row.ordinal, "started_at_ms": row.startedAt, "cause": row.cause, "attempts": row.attempts]
+        if let ended = row.endedAt { entry["ended_at_ms"] = ended }
+        if let lost = row.mediaLostMs { entry["media_lost_ms"] = lost }
+        if let connection = row.connectionID { entry["connection_id"] = connection }
+        return entry
+    }
+}

@@ -1,0 +1,73 @@
+import Archive
+import Foundation
+import Logging
+import Media
+import NIOCore
+import Recorder
+import Transport
+
+/// What one session keeps across its connections to Sora, so a rejoin carries on the same
+/// archive: the recorders (confined to the session's one event loop, which every connection's
+/// transport also runs on), the files being finished, the event log, the outages, and the
+/// counters of the connections that ended (metrics only ever grow).
+final class SessionMedia: @unchecked Sendable {
+    // @unchecked: `recordings` is only touched on `loop`; `ended` and `lastContext` under `lock`.
+    let loop: EventLoop
+    let layout: ArchiveLayout
+    let recordings: RecordingSet
+    let finisher: RecordingFinisher
+    let eventLog: SignalingEventLog
+    let interruptions: InterruptionLog
+    private let lock = NSLock()
+    private var ended = ConnectionCounters()
+    private var context: SidecarContext?
+
+    /// The receive counters of the connections that ended, summed.
+    struct ConnectionCounters: Sendable {
+        var transport = TransportCounters()
+        var received = ReceiveCounters()
+        var receiver = MediaReceiverCounters()
+        var connections = 0
+    }
+
+    init(session: JoinSession.SessionStart, options: JoinOptions, loop: EventLoop) {
+        self.loop = loop
+        let (writer, sessionID) = (session.writer, session.id)
+        let layout = options.dataDirectory.layout(session: session.id)
+        self.layout = layout
+        finisher = RecordingFinisher(sessionID: session.id, writer: writer)
+        eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, limits: options.eventLimits)
+        interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
+        recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
+                                  interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
+                                  logger: session.logger) { recorder in
+            writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
+                                                             firstSeenAt: JoinSession.nowMilliseconds(), role: "sendonly")))
+        }
+        // The catalog learns of each file when it is created, so a kill leaves a row to repair.
+        recordings.onFileStarted = { recorder in
+            let row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
+                                      path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
+                                      audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
+                                      status: .recording)
+            writer.submit(.startRecording(row))
+        }
+    }
+
+    var endedConnections: ConnectionCounters { lock.withLock { ended } }
+
+    /// The sidecar context of the newest connection (for the report and the end markers).
+    var lastContext: SidecarContext? { lock.withLock { context } }
+
+    func connectionStarted(context: SidecarContext) { lock.withLock { self.context = context } }
+
+    /// A connection's final counters join the session's.
+    func connectionEnded(transport: TransportCounters, received: ReceiveCounters, receiver: MediaReceiverCounters) {
+        lock.withLock {
+            ended.transport = ended.transport + transport
+            ended.received = ended.received + received
+            ended.receiver = ended.receiver + receiver
+            ended.connections += 1
+        }
+    }
+}
