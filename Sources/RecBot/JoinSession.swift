@@ -246,12 +246,13 @@ public final class JoinSession: @unchecked Sendable {
     }
 
     /// One connection, with its own inbox.
-    private func connect(_ session: SessionStart, media: SessionMedia) async -> SessionConnection.Outcome {
+    private func connect(_ session: SessionStart, media: SessionMedia, rejoin: Bool = false) async -> SessionConnection.Outcome {
         let inbox = Self.makeInbox(logger: session.logger)
         stateLock.withLock { self.inbox = inbox }
         if let reason = stopRequest.requested { inbox.post(control: .stop(reason: reason)) }  // a stop that came in between
         let interruptions = media.interruptions
-        let outcome = await SessionConnection(session: session, options: options, media: media, stopRequest: stopRequest, inbox: inbox, host: self)
+        let outcome = await SessionConnection(session: session, options: options, media: media, stopRequest: stopRequest, inbox: inbox, host: self,
+                                              rejoin: rejoin)
             .run(onRecording: { connectionID, now in interruptions.recovered(connectionID: connectionID, now: now, wallClock: Self.nowMilliseconds()) },
                  onFirstFrame: { interruptions.firstFrame(at: $0) })
         interruptions.connectionEnded()
@@ -287,7 +288,7 @@ public final class JoinSession: @unchecked Sendable {
             guard await RejoinWait.wait(until: at, probing: last.unreachable ? options.urls : [], stopRequest: stopRequest,
                                         loop: media.loop) else { return nil }
             interruptions.attemptStarted()
-            last = await connect(session, media: media)
+            last = await connect(session, media: media, rejoin: true)
             if last.recordingSince != nil { return last }
             guard last.rejoinable, stopRequest.requested == nil else { last.rejoinable = false; return last }
             decision = interruptions.attemptFailed(now: Self.monotonicNow())

@@ -10,7 +10,8 @@ public struct RecordingSetCounters: Sendable, Equatable {
     public var unsafeSenderFrames = 0
     /// Video codec changes that started a new part of a sender's recording.
     public var codecChanges = 0
-    /// Senders that a re-offer removed and a later one named again: each return starts a new part.
+    /// Senders that a re-offer removed (or a lost connection ended) and a later one named
+    /// again: each return starts a new part.
     public var returningSenders = 0
 }
 
@@ -91,16 +92,18 @@ final class RecordingSet {
     }
 
     /// The connection to Sora failed: every recorder ends, each file as a split part, and a
-    /// sender seen again after the rejoin continues in its next part. Returns the recorders
-    /// for the caller to finish off the event loop.
-    func endForInterruption() -> [SenderRecorder] {
+    /// sender seen again after the rejoin continues in its next part. `boundary`: the last
+    /// frame the connection received; each part stops at its whole second, which the next
+    /// part cannot start before (hisui drops a part that starts before the previous stops).
+    /// Returns the recorders for the caller to finish off the event loop.
+    func endForInterruption(boundary: MonotonicTime) -> [SenderRecorder] {
         let ended = Array(recorders.values)
         recorders.removeAll()
         for recorder in ended {
             endedTotals.add(recorder)
             // A recorder that never had media leaves no file: its part number is not used up.
             guard recorder.hasMedia else { continue }
-            recorder.endForInterruption()
+            recorder.endAsPart(boundary: boundary)
             endedParts[recorder.connectionID] = recorder.part
         }
         return ended
@@ -161,7 +164,7 @@ final class RecordingSet {
         guard tracks.videoCodec != nil || tracks.audioChannels != nil else { return nil }
         guard let previous = endedParts[sender] else { return makeRecorder(sender, tracks: tracks, part: 0) }
         counters.returningSenders += 1
-        logger.notice("a sender that left came back under the same connection id; its recording continues in a new part",
+        logger.notice("a sender seen before (it left, or the connection to Sora was lost) is back; its recording continues in a new part",
                       metadata: ["sender": "\(sender)", "part": "\(previous + 1)"])
         return makeRecorder(sender, tracks: tracks, part: previous + 1)
     }

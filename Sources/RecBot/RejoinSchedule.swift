@@ -8,8 +8,8 @@ public struct RejoinSchedule {
     public struct Settings: Sendable, Equatable {
         /// Attempts per outage; nil: until the session's window ends. 0 turns rejoining off.
         public var maximumAttempts: Int?
-        var firstDelayNanoseconds: Int64 = 1_000_000_000
-        var maximumDelayNanoseconds: Int64 = 30_000_000_000
+        public var firstDelayNanoseconds: Int64 = 1_000_000_000
+        public var maximumDelayNanoseconds: Int64 = 30_000_000_000
         /// A connection that lived this long before it failed starts the backoff over;
         /// one that failed sooner (a flapping network, a node that accepts and drops) does not.
         var stableNanoseconds: Int64 = 30_000_000_000

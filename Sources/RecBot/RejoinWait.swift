@@ -3,12 +3,14 @@ import NIOCore
 import NIOPosix
 import WireCoding
 
-/// The wait before the next join attempt. When the last attempt found nothing answering (the
-/// network dark, the server restarting), a cheap TCP connect to each signaling address every
-/// second ends the wait as soon as one answers: the backoff protects Sora from repeated joins,
-/// and need not also delay the first join after the network comes back by up to 30 s.
+/// The wait before the next join attempt: until the backoff's time, and, when the last
+/// attempt found nothing answering (the network dark, the server restarting), until a cheap
+/// TCP connect to a signaling address succeeds as well. The probes start every half second,
+/// each with its own one-second timeout, so the network's return is seen within about half a
+/// second: no join is tried into the dark (where its TCP handshake would hang for seconds
+/// after the network came back), and none waits longer than the backoff once it is back.
 enum RejoinWait {
-    static let probeIntervalNanoseconds: UInt64 = 1_000_000_000
+    static let probeIntervalNanoseconds: UInt64 = 500_000_000
 
     /// True when it is time to join again; false when a stop came first.
     static func wait(until deadline: MonotonicTime, probing urls: [String], stopRequest: StopRequest, loop: EventLoop) async -> Bool {
@@ -16,6 +18,7 @@ enum RejoinWait {
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let first = FirstOutcome()
             let tasks = TaskSet()
+            let state = ProbeState(needsProbe: !targets.isEmpty)
             // Whichever ends the wait, the others stop.
             let finish: @Sendable (Bool) -> Void = { value in
                 guard first.claim() else { return }
@@ -25,7 +28,7 @@ enum RejoinWait {
             tasks.add(Task {
                 let delay = max(0, deadline.nanoseconds - JoinSession.monotonicNow().nanoseconds)
                 try? await Task.sleep(nanoseconds: UInt64(delay))
-                if !Task.isCancelled { finish(true) }
+                if !Task.isCancelled, state.deadlinePassed() { finish(true) }
             })
             tasks.add(Task {
                 if await stopRequest.wait() != nil { finish(false) }
@@ -33,16 +36,33 @@ enum RejoinWait {
             guard !targets.isEmpty else { return }
             tasks.add(Task {
                 while !Task.isCancelled {
-                    try? await Task.sleep(nanoseconds: probeIntervalNanoseconds)
-                    if Task.isCancelled { return }
-                    for target in targets where await target.answers(on: loop) {
-                        finish(true)
-                        return
+                    for target in targets {
+                        tasks.add(Task {
+                            if await target.answers(on: loop), state.reached() { finish(true) }
+                        })
                     }
+                    try? await Task.sleep(nanoseconds: probeIntervalNanoseconds)
                 }
             })
         }
     }
+}
+
+/// Whether the wait's two conditions hold: the backoff's time has come, and (when probing)
+/// a signaling address answered.
+private final class ProbeState: @unchecked Sendable {
+    // @unchecked: guarded by `lock`.
+    private let lock = NSLock()
+    private var reachable: Bool
+    private var due = false
+
+    init(needsProbe: Bool) { reachable = !needsProbe }
+
+    /// The backoff's time came: true when nothing else is waited for.
+    func deadlinePassed() -> Bool { lock.withLock { due = true; return reachable } }
+
+    /// A probe connected: true when the backoff's time has come as well.
+    func reached() -> Bool { lock.withLock { reachable = true; return due } }
 }
 
 /// A signaling server's host and port, for a reachability probe.

@@ -14,6 +14,9 @@ struct SessionConnection {
     let stopRequest: StopRequest
     let inbox: SessionInbox
     let host: JoinSession
+    /// A rejoin waits less for Sora's offer than the first join: a server that is back answers
+    /// at once, and an attempt stuck in a dark network should give way to the next.
+    var rejoin = false
 
     /// How the connection ended, and what the session makes of it.
     struct Outcome {
@@ -40,6 +43,8 @@ struct SessionConnection {
         // 1. Signaling up to the offer.
         host.setPhase("signaling")
         let start: SignalingStart
+        var options = self.options
+        if rejoin { options.connectTimeoutSeconds = min(options.connectTimeoutSeconds, Self.rejoinConnectTimeoutSeconds) }
         switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: media.loop, logger: logger) {
         case .stopped(let why):
             logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
@@ -102,6 +107,8 @@ struct SessionConnection {
         outcome.inboxDropped.messages += start.connection.droppedMessages
         return outcome
     }
+
+    static let rejoinConnectTimeoutSeconds = 5.0
 
     /// Runs signaling until the connection ends: inputs from the inbox go through the sans-IO
     /// session, whose actions are carried out here.

@@ -216,7 +216,8 @@ public final class SenderRecorder: @unchecked Sendable {
         return true
     }
 
-    /// Another part follows this one from `boundary` on (the sender's video codec changed): a
+    /// Another part follows this one from `boundary` on (the sender's video codec changed, or
+    /// the connection to Sora was lost and the sender may come back after the rejoin): a
     /// first file becomes part 1, renamed when it is finished. Its stop offset is the boundary's
     /// whole second, where the next part starts (hisui drops a part that starts before the
     /// previous one stops).
@@ -225,13 +226,6 @@ public final class SenderRecorder: @unchecked Sendable {
         partBoundarySeconds = max(0, boundary.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000
     }
     private var partBoundarySeconds: Int64?
-
-    /// The connection to Sora failed: this file ends, and if the sender is seen again after
-    /// the rejoin its media goes on in the next part, so a first file becomes part 1 (renamed
-    /// when it is finished). Unlike a codec change the stop offset is where the media stops.
-    public func endForInterruption() {
-        if part == 0 { part = 1 }
-    }
 
     /// Whether finishing will leave a file: one was started, or frames wait to start it.
     public var hasMedia: Bool { muxer != nil || !pending.isEmpty }

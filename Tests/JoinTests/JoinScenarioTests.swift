@@ -92,8 +92,15 @@ struct Scenario {
 
     func truth() throws -> [String: Any] {
         // The server writes it when the session ends; give it a moment.
+        // With rejoins served it is also written at each connection's end: wait for the final one.
         let path = directory.appendingPathComponent("truth.json").path
-        for _ in 0..<50 where !FileManager.default.fileExists(atPath: path) { Thread.sleep(forTimeInterval: 0.1) }
+        for _ in 0..<50 {
+            if let data = FileManager.default.contents(atPath: path), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+               object["final"] as? Bool != false {
+                return object
+            }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
         return try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
     }
 
@@ -368,10 +375,10 @@ struct Scenario {
         #expect(duration > 1.5 && duration < 6, "ended with the close, not the 30 s duration: \(duration)")
     }
 
-    @Test func losingTheSignalingChannelWithoutACloseExits69() throws {
+    @Test func losingTheSignalingChannelWithoutACloseExits69WithoutRejoin() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--end-after", "3", "--end-without-close-message"])
         defer { scenario.stop() }
-        let result = try scenario.join(["--duration", "30s", "--data-channel-signaling", "--ignore-disconnect-websocket"])
+        let result = try scenario.join(["--duration", "30s", "--data-channel-signaling", "--ignore-disconnect-websocket", "--no-rejoin"])
         #expect(result.status == 69, "\(result.stderr.suffix(3_000))")
         let catalog = try scenario.catalog()
         let session = try #require(try catalog.sessions().first)
@@ -405,10 +412,10 @@ struct Scenario {
         #expect(try scenario.catalog().recordings().count == 1)
     }
 
-    @Test func abruptCloseExits69WithFilesFinalized() throws {
+    @Test func abruptCloseExits69WithFilesFinalizedWithoutRejoin() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--abrupt-close-after", "3"])
         defer { scenario.stop() }
-        let result = try scenario.join(["--duration", "30s"])
+        let result = try scenario.join(["--duration", "30s", "--no-rejoin"])
         #expect(result.status == 69, "\(result.stderr.suffix(2_000))")
         let catalog = try scenario.catalog()
         let session = try #require(try catalog.sessions().first)

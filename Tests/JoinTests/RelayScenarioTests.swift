@@ -123,10 +123,10 @@ struct RelayScenarioTests {
     /// relay fail, and coturn over TCP (servers from the offer) or over TLS (from
     /// `--ice-servers`) carries the session. The publishers offer an address recbot could reach
     /// directly but for the firewall.
-    @Test(.enabled(if: UDPBlockedNetwork.isAvailable, "needs root and nftables for a network namespace that drops UDP"),
+    @Test(.enabled(if: FirewalledNetwork.isAvailable, "needs root and nftables for a network namespace that drops UDP"),
           arguments: ["tcp", "tls"])
     func aNetworkThatDropsUDPIsCrossedThroughTURN(transport: String) throws {
-        let network = try UDPBlockedNetwork()
+        let network = try FirewalledNetwork()
         defer { network.remove() }
         let coturn = try Coturn(listeningAddresses: ["127.0.0.1", network.hostAddress])
         defer { coturn.stop() }

@@ -214,7 +214,12 @@ class Publisher:
         self.joined_at = None
         self.left_at = None
 
-    def attach(self, pc):
+    def attach(self, pc, rejoin=False):
+        """Adds the publisher's tracks to `pc`. On a rejoin (a client's next connection) the
+        tracks go on from the present: what was due while nobody received is not sent."""
+        if rejoin:
+            self.video.skip_to_now()
+            self.audio.skip_to_now()
         for kind, track in (("video", self.video), ("audio", self.audio)):
             transceiver = pc.addTransceiver(track, direction="sendonly")
             if kind == "video":
@@ -492,11 +497,34 @@ class RtpImpairment:
         transport._send_rtp = impaired_send_rtp
 
 
-class Session:
-    def __init__(self, args, url):
+FAULT_KINDS = ("ws-abort", "ws-silence", "dc-close", "consent-stop", "restart")
+
+
+def fault_spec(text):
+    """KIND@SECONDS[:DURATION], e.g. ws-abort@15 or restart@20:5."""
+    kind, _, when = text.partition("@")
+    at, _, duration = when.partition(":")
+    if kind not in FAULT_KINDS:
+        raise argparse.ArgumentTypeError(f"{text!r}: KIND must be one of {', '.join(FAULT_KINDS)}")
+    try:
+        spec = {"kind": kind, "at": float(at), "seconds": float(duration) if duration else 0.0}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KIND@SECONDS[:DURATION]") from None
+    if kind == "restart" and spec["seconds"] <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: restart needs :DURATION, how long the server is away")
+    return spec
+
+
+class Channel:
+    """What outlives one client connection: the publishers and their media, the impairments, the
+    faults still to come and the truth. A recvonly client that joins again after a fault (or
+    after its own network failed, with --serve-rejoins) meets the same publishers, with the same
+    connection ids, their media going on from the present."""
+
+    def __init__(self, args):
         self.args = args
-        self.url = url
-        self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0}
+        self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0,
+                      "connections": [], "faults": []}
         shared = MediaClock() if args.shared_clock else None
         self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after,
                                      switch=args.switch_codec_after if index == 0 else None, clock=shared)
@@ -512,7 +540,61 @@ class Session:
             target = self.publishers[args.hostile_publisher if args.hostile_publisher is not None else -1]
             self.hostile = HostileTraffic(args.hostile, target, seed=args.loss_seed, after=args.hostile_after,
                                           seconds=args.hostile_seconds, flood_rate=args.flood_rate)
+        self.faults = sorted((dict(f) for f in args.fault), key=lambda f: f["at"])
+        # A client's connection that drops without `disconnect` may come back: keep serving.
+        self.serves_rejoins = args.serve_rejoins or bool(self.faults)
+        self.started = None  # when the first session was set up (faults are timed from it)
+        self.current = None  # the session being served; a newer one supersedes it
+        self.restart = None  # set to the seconds a `restart` fault keeps the server away
+        self.restart_requested = asyncio.Event()
+        self.packets_sent = collections.Counter()  # (publisher index, kind) -> packets, summed over connections
+
+    def due_fault(self, session_age):
+        # A fault waits until the connection it breaks has been up for a second (it records first).
+        if self.started is None or not self.faults or time.monotonic() - self.started < self.faults[0]["at"] or session_age < 1.0:
+            return None
+        fault = self.faults.pop(0)
+        self.truth["faults"].append({**fault, "fired_after": round(time.monotonic() - self.started, 3),
+                                     "bot_connection_id": self.truth.get("bot_connection_id")})
+        return fault
+
+    def publishers_truth(self):
+        entries = []
+        for publisher in self.publishers:
+            entry = {"connection_id": publisher.connection_id, "client_id": publisher.client_id, "codec": publisher.codec,
+                     "video_frames_sent": publisher.video_frames_sent, "video_keyframes_sent": publisher.video_keyframes_sent,
+                     "video_frames_sent_by_codec": dict(publisher.video_frames_sent_by_codec),
+                     "codec_switch": publisher.codec_switch,
+                     "video_sizes_sent": publisher.video.sizes, "audio_frames_sent": publisher.audio.index,
+                     "rejected": sorted(publisher.rejected),
+                     "hostile": bool(self.hostile and self.hostile.publisher is publisher),
+                     "on_air_seconds": (publisher.left_at - publisher.joined_at) if publisher.joined_at and publisher.left_at else 0}
+            for kind in publisher.senders:
+                entry[f"{kind}_packets_sent"] = self.packets_sent[(publisher.index, kind)]
+            # What the wire and the feedback saw, per kind (see RtpImpairment).
+            entry["rtp"] = {kind: self.impairment.stats_for(publisher, kind) for kind in ("video", "audio")}
+            for kind, sender in publisher.senders.items():
+                # Set by aiortc only when the answer kept an rtx codec whose apt is the sending codec
+                # (after a codec switch: the new codec's, see Publisher.switch_codec).
+                entry["rtp"][kind]["rtx_payload_type"] = sender._RTCRtpSender__rtx_payload_type
+            entries.append(entry)
+        return entries
+
+
+class Session:
+    def __init__(self, args, url, channel):
+        self.args = args
+        self.url = url
+        self.channel = channel
+        self.truth = channel.truth
+        self.publishers = channel.publishers
+        self.impairment = channel.impairment
+        self.hostile = channel.hostile
         self.done = asyncio.Event()
+        # Why this connection ended without ending the channel (a fault, or the client dropped
+        # away with --serve-rejoins); None for an end that ends the channel.
+        self.faulted = None
+        self.silenced = False
 
     async def send(self, ws, message, record=False):
         text = json.dumps(message, ensure_ascii=False)
@@ -564,9 +646,13 @@ class Session:
         def note_selected_pair():
             if pc.iceConnectionState == "completed" and "ice_selected_remote" not in self.truth:
                 self.truth["ice_selected_remote"] = selected_remote(pc)
-        for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
-            publisher.attach(pc)
+        self.rejoin = any(p.joined_at is not None for p in self.publishers)
+        present = ([p for p in self.publishers if p.joined_at is not None and p.left_at is None] if self.rejoin
+                   else self.publishers[: len(self.publishers) - args.late_publishers])
+        for publisher in present:
+            publisher.attach(pc, rejoin=self.rejoin)
             self.impairment.watch(publisher)
+        self.pc = pc
         dc_signaling = bool(connect.get("data_channel_signaling"))
         self.channels = {}
         self.channel_settings = []
@@ -589,8 +675,10 @@ class Session:
                                                     maxRetransmits=setting.get("max_retransmits"))
                 self.channels[setting["label"]] = data_channel
                 data_channel.on("message", lambda message, label=setting["label"]: self.on_channel_message(label, message))
-        session_id, bot_id = sora_id(), sora_id()
+        session_id, bot_id = self.truth.get("session_id") or sora_id(), sora_id()
         self.truth.update({"channel_id": channel, "session_id": session_id, "bot_connection_id": bot_id})
+        self.connection_truth = {"bot_connection_id": bot_id, "rejoin": self.rejoin, "offered_at": time.monotonic()}
+        self.truth["connections"].append(self.connection_truth)
         await pc.setLocalDescription(await pc.createOffer())
         await self.send(ws, {
             "type": "offer", "sdp": self.offer_text(pc), "connection_id": bot_id, "client_id": connect.get("client_id", bot_id),
@@ -609,19 +697,24 @@ class Session:
         reader = asyncio.create_task(self.read(ws, pc))
 
         now = time.monotonic()
-        for publisher in self.publishers[: len(self.publishers) - args.late_publishers]:
-            publisher.joined_at = now
+        for publisher in present:
+            publisher.joined_at = publisher.joined_at or now
+        previous, self.channel.current = self.channel.current, self
+        if previous is not None:
+            previous.faulted = previous.faulted or "superseded"
+        self.channel.started = self.channel.started or now
         await self.send(ws, {"type": "notify", "event_type": "connection.created", "role": "recvonly", "connection_id": bot_id,
                              "client_id": connect.get("client_id", bot_id), "channel_id": channel, "session_id": session_id,
                              "data": [p.notify("connection.created", channel, {})
                                       for p in self.publishers if p.joined_at is not None], **self.counts()}, record=True)
-        for publisher in self.publishers:
-            if publisher.joined_at is not None:
-                await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
+        if not self.rejoin:  # Sora tells a new connection of the others once, in its own notify's data
+            for publisher in self.publishers:
+                if publisher.joined_at is not None:
+                    await self.send(ws, publisher.notify("connection.created", channel, self.counts()), record=True)
 
         if dc_signaling:
             await self.switch_to_data_channels(ws, channel, bool(connect.get("ignore_disconnect_websocket")))
-        if self.hostile:
+        if self.hostile and not self.rejoin:
             self.hostile.start(pc, self.channels, self.channel_settings)
 
         started = time.monotonic()
@@ -631,6 +724,11 @@ class Session:
         next_ping = started + args.ping_interval
         while not self.done.is_set():
             elapsed = time.monotonic() - started
+            if self.faulted:  # superseded by the client's next connection
+                break
+            fault = self.channel.due_fault(elapsed)
+            if fault and await self.apply_fault(fault, ws, pc):
+                break
             if args.abrupt_close_after and elapsed >= args.abrupt_close_after:
                 self.truth["end"] = "abrupt-close"
                 ws.transport.abort()
@@ -642,6 +740,9 @@ class Session:
                     self.truth["end"] = "server-disconnect"
                     await ws.close(1000, "DISCONNECTED-API")
                 break
+            if self.silenced:  # a dead connection: nothing more goes out on it
+                await asyncio.sleep(0.05)
+                continue
             if not push_sent and elapsed >= 1.0 and not self.truth.get("websocket_closed_after_switch"):
                 push_sent = True
                 await self.send(ws, {"type": "push", "data": {"kind": "bookmark", "at": round(elapsed, 3), "text": "日本語も"}}, record=True)
@@ -657,11 +758,69 @@ class Session:
                 await self.add_late(ws, pc, channel)
             await asyncio.sleep(0.05)
 
+        if self.faulted is None and self.channel.serves_rejoins and "end" not in self.truth:
+            self.faulted = "client-dropped"  # its network may come back: the channel goes on
+        self.connection_truth["ended"] = self.faulted or self.truth.get("end")
+        self.connection_truth["on_air_seconds"] = round(time.monotonic() - self.connection_truth["offered_at"], 3)
+        if self.faulted:
+            await self.close_connection(pc)
+            reader.cancel()
+            return
         for publisher in self.publishers:
             if publisher.joined_at is not None and publisher.left_at is None:
                 publisher.left_at = time.monotonic()
         await self.finish(pc)
         reader.cancel()
+
+    def leaves_for_good(self, disconnect):
+        """A client that says goodbye after a failure (`INTERNAL-ERROR`) may join again: with
+        rejoins served, only a clean `disconnect` ends the channel."""
+        if self.channel.serves_rejoins and disconnect.get("reason") != "NO-ERROR":
+            self.faulted = self.faulted or f"client-disconnect: {disconnect.get('reason')}"
+            self.done.set()
+            return False
+        return True
+
+    async def apply_fault(self, fault, ws, pc):
+        """Breaks this connection as `fault` says; True when the session loop should stop now."""
+        kind = fault["kind"]
+        print(f"fault: {kind} after {fault['at']} s", file=sys.stderr)
+        if kind == "ws-abort":  # the TCP connection goes without a close frame
+            self.faulted = kind
+            ws.transport.abort()
+            return True
+        if kind == "restart":  # the whole server goes away for a while (see main)
+            self.faulted = kind
+            self.channel.restart = fault["seconds"]
+            self.channel.restart_requested.set()
+            ws.transport.abort()
+            return True
+        if kind == "ws-silence":  # the WebSocket stays open but nothing comes back (no pong, no ping)
+            self.silenced = True
+            ws.transport.pause_reading()
+        elif kind == "dc-close":  # the signaling data channel closes without Sora's `close`
+            channel = getattr(self, "channels", {}).get("signaling")
+            if channel is not None:
+                channel.close()
+        elif kind == "consent-stop":  # ICE consent requests from the client go unanswered
+            for transceiver in pc.getTransceivers():
+                connection = transceiver.sender.transport.transport._connection
+                connection.request_received = lambda *arguments: None
+        # The connection lives on (media still flows) until the client's next one supersedes it.
+        return False
+
+    async def close_connection(self, pc):
+        """A connection that ended without ending the channel: its packet counts are kept, the
+        publishers' tracks go on for the next connection."""
+        stats = {}
+        for report in (await pc.getStats()).values():
+            if report.type == "outbound-rtp":
+                stats[report.ssrc] = report.packetsSent
+        for publisher in self.publishers:
+            for kind, sender in publisher.senders.items():
+                if sender in [t.sender for t in pc.getTransceivers()]:
+                    self.channel.packets_sent[(publisher.index, kind)] += stats.get(sender._ssrc, 0)
+        await pc.close()
 
     def offer_text(self, pc):
         """The offer as sent: with --audio-nack, Opus also offers generic NACK (an SFU decides its
@@ -717,6 +876,8 @@ class Session:
             return
         if label == "signaling" and parsed.get("type") == "disconnect":
             self.truth["disconnect"] = parsed
+            if not self.leaves_for_good(parsed):
+                return
             self.truth["end"] = "client-disconnect-over-datachannel"
             self.done.set()
         if label == "signaling" and parsed.get("type") == "re-answer":
@@ -834,7 +995,8 @@ class Session:
                         future.set_result(message)
                 elif kind == "disconnect":
                     self.truth["disconnect"] = message
-                    self.truth["end"] = "client-disconnect"
+                    if self.leaves_for_good(message):
+                        self.truth["end"] = "client-disconnect"
                     break
         except Exception as error:  # noqa: BLE001
             self.truth.setdefault("read_errors", []).append(str(error))
@@ -855,24 +1017,9 @@ class Session:
             if report.type == "outbound-rtp":
                 stats[report.ssrc] = report.packetsSent
         for publisher in self.publishers:
-            entry = {"connection_id": publisher.connection_id, "client_id": publisher.client_id, "codec": publisher.codec,
-                     "video_frames_sent": publisher.video_frames_sent, "video_keyframes_sent": publisher.video_keyframes_sent,
-                     "video_frames_sent_by_codec": dict(publisher.video_frames_sent_by_codec),
-                     "codec_switch": publisher.codec_switch,
-                     "video_sizes_sent": publisher.video.sizes, "audio_frames_sent": publisher.audio.index,
-                     "rejected": sorted(publisher.rejected),
-                     "hostile": bool(self.hostile and self.hostile.publisher is publisher),
-                     "on_air_seconds": (publisher.left_at - publisher.joined_at) if publisher.joined_at and publisher.left_at else 0}
             for kind, sender in publisher.senders.items():
-                ssrc = sender._ssrc
-                entry[f"{kind}_packets_sent"] = stats.get(ssrc, 0)
-            # What the wire and the feedback saw, per kind (see RtpImpairment).
-            entry["rtp"] = {kind: self.impairment.stats_for(publisher, kind) for kind in ("video", "audio")}
-            for kind, sender in publisher.senders.items():
-                # Set by aiortc only when the answer kept an rtx codec whose apt is the sending codec
-                # (after a codec switch: the new codec's, see Publisher.switch_codec).
-                entry["rtp"][kind]["rtx_payload_type"] = sender._RTCRtpSender__rtx_payload_type
-            self.truth["publishers"].append(entry)
+                self.channel.packets_sent[(publisher.index, kind)] += stats.get(sender._ssrc, 0)
+        self.truth["publishers"] = self.channel.publishers_truth()
         await pc.close()
 
 
@@ -948,6 +1095,14 @@ async def main():
     parser.add_argument("--ice-servers-json", default="[]", metavar="JSON",
                         help="the offer's config.iceServers (e.g. a TURN server with credentials)")
     parser.add_argument("--ice-transport-policy", default="all", choices=["all", "relay"], help="the offer's config.iceTransportPolicy")
+    parser.add_argument("--fault", action="append", type=fault_spec, default=[], metavar="KIND@SECONDS[:DURATION]",
+                        help="break the client's connection this long after the first one was set up: ws-abort (no close "
+                             "frame), ws-silence (the WebSocket stays open, nothing comes back), dc-close (the signaling "
+                             "channel closes without `close`), consent-stop (ICE consent goes unanswered), restart:N (the "
+                             "server goes away for N s, then serves the same publishers again); repeatable")
+    parser.add_argument("--serve-rejoins", action="store_true",
+                        help="a client connection that drops without `disconnect` does not end the channel: serve its rejoin "
+                             "(implied by --fault)")
     parser.add_argument("--max-seconds", type=float, default=120)
     parser.add_argument("--truth", help="write the ground truth here when the session ends")
     parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",
@@ -995,31 +1150,58 @@ async def main():
 
     finished = asyncio.Event()
     state = {}
+    channel = Channel(args)
 
     async def handler(ws):
-        session = Session(args, state["url"])
+        session = Session(args, state["url"], channel)
+        state.setdefault("sockets", set()).add(ws)
         try:
             await session.run(ws)
         finally:
-            if session.truth.get("end") != "redirected" and not session.truth.get("redirected"):
+            state["sockets"].discard(ws)
+            ends_channel = session.faulted is None and session.truth.get("end") != "redirected" and not session.truth.get("redirected")
+            # With rejoins served, what is known so far is written at every connection's end, in
+            # case the client never comes back (a kill, a test's end); `final` says which is which.
+            session.truth["final"] = ends_channel
+            if channel.serves_rejoins and not ends_channel and hasattr(session, "connection_truth"):
+                session.truth["publishers"] = channel.publishers_truth()
+            if ends_channel or (channel.serves_rejoins and hasattr(session, "connection_truth")):
                 if args.truth:
                     # Atomically: the tests poll for the file and must never read it half written.
                     with open(args.truth + ".tmp", "w") as out:
                         json.dump(session.truth, out, ensure_ascii=False, indent=2)
                     os.replace(args.truth + ".tmp", args.truth)
-                finished.set()
+                if ends_channel:
+                    finished.set()
 
     ssl_context = self_signed_context() if args.tls else None
-    async with serve(handler, args.listen_host, args.port, max_size=4 << 20, ssl=ssl_context) as server:
-        port = server.sockets[0].getsockname()[1]
-        state["url"] = f"{'wss' if args.tls else 'ws'}://{args.listen_host}:{port}/signaling"
-        sys.stdout.write(json.dumps({"type": "listening", "url": state["url"]}) + "\n")
-        sys.stdout.flush()
-        try:
-            await asyncio.wait_for(finished.wait(), args.max_seconds)
-        except asyncio.TimeoutError:
-            pass
-        await asyncio.sleep(0.2)
+
+    def start_serving(port):
+        return serve(handler, args.listen_host, port, max_size=4 << 20, ssl=ssl_context)
+
+    server = await start_serving(args.port)
+    port = server.sockets[0].getsockname()[1]
+    state["url"] = f"{'wss' if args.tls else 'ws'}://{args.listen_host}:{port}/signaling"
+    sys.stdout.write(json.dumps({"type": "listening", "url": state["url"]}) + "\n")
+    sys.stdout.flush()
+    deadline = time.monotonic() + args.max_seconds
+    while not finished.is_set() and time.monotonic() < deadline:
+        restart = asyncio.ensure_future(channel.restart_requested.wait())
+        done = asyncio.ensure_future(finished.wait())
+        await asyncio.wait([restart, done], timeout=max(0.0, deadline - time.monotonic()), return_when=asyncio.FIRST_COMPLETED)
+        restart.cancel()
+        done.cancel()
+        if channel.restart_requested.is_set():
+            # Gone: every connection dropped without a close frame, the port closed; then back.
+            channel.restart_requested.clear()
+            for ws in list(state.get("sockets", ())):
+                ws.transport.abort()
+            server.close(close_connections=False)
+            await server.wait_closed()
+            await asyncio.sleep(channel.restart)
+            server = await start_serving(port)
+    server.close()
+    await asyncio.sleep(0.2)
 
 
 if __name__ == "__main__":

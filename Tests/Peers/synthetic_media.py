@@ -82,6 +82,12 @@ class PatternVideo(MediaStreamTrack):
     def is_marker(self, index):
         return index % self.fps == 0
 
+    def skip_to_now(self):
+        """A live camera keeps no frames nobody took: after an outage (no sender pulling), the
+        next frame is the one due now, not a burst of the missed ones."""
+        if self.clock.epoch is not None:
+            self.index = max(self.index, int((time.monotonic() - self.clock.epoch) * self.fps))
+
     async def recv(self):
         await self.clock.wait_until(self.index / self.fps)
         if self._resize and self.index >= self._resize[0]:
@@ -130,6 +136,11 @@ class ToneAudio(MediaStreamTrack):
     @staticmethod
     def is_marker(index):
         return index % AUDIO_FRAMES_PER_SECOND == 0
+
+    def skip_to_now(self):
+        """As PatternVideo.skip_to_now: the next frame is the one due now."""
+        if self.clock.epoch is not None:
+            self.index = max(self.index, int((time.monotonic() - self.clock.epoch) * AUDIO_FRAMES_PER_SECOND))
 
     def _samples(self, index):
         if self.is_marker(index):

@@ -50,7 +50,7 @@ struct JoinCommand: AsyncParsableCommand {
             RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
             RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
             RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT,
-            RECBOT_REJOIN_ATTEMPTS, RECBOT_NO_REJOIN=1, RECBOT_FAIL_ON_INTERRUPTION=1,
+            RECBOT_REJOIN_ATTEMPTS, RECBOT_REJOIN_MAX_DELAY, RECBOT_NO_REJOIN=1, RECBOT_FAIL_ON_INTERRUPTION=1,
             RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE, RECBOT_ICE_SERVERS (JSON or @file),
             RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE, RECBOT_CATALOG_URL, RECBOT_UPLOAD_URL, RECBOT_S3_ENDPOINT,
             RECBOT_S3_REGION, RECBOT_UPLOAD_PART_SIZE, RECBOT_UPLOAD_RETRIES, RECBOT_DELETE_AFTER_UPLOAD=1 (and S3 credentials, see
@@ -115,6 +115,9 @@ struct JoinCommand: AsyncParsableCommand {
         "After a lost connection (network, Sora restarting), join again at most this often per outage (default: until --duration ends).",
         valueName: "n"))
     var rejoinAttempts: Int?
+    @Option(name: .customLong("rejoin-max-delay"), help: ArgumentHelp(
+        "The longest wait between join attempts (the backoff starts within 1s and doubles up to this; default 30s).", valueName: "duration"))
+    var rejoinMaxDelay: DurationArgument?
     @Flag(name: .customLong("no-rejoin"), help: "End the session at the first lost connection (exit 69), as before rejoining existed.")
     var noRejoin = false
     @Flag(name: .customLong("fail-on-interruption"), help: "Exit 69 when the connection was lost at all, even if a rejoin recorded the rest.")
@@ -264,6 +267,10 @@ struct JoinCommand: AsyncParsableCommand {
         if let count = rejoinAttempts ?? settings["RECBOT_REJOIN_ATTEMPTS"].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }
             options.rejoin.maximumAttempts = count
+        }
+        if let delay = rejoinMaxDelay ?? settings["RECBOT_REJOIN_MAX_DELAY"].flatMap({ DurationArgument(argument: $0) }) {
+            guard (1_000...3_600_000).contains(delay.milliseconds) else { throw ValidationError("--rejoin-max-delay must be between 1s and 1h") }
+            options.rejoin.maximumDelayNanoseconds = delay.milliseconds * 1_000_000
         }
         if noRejoin || settings["RECBOT_NO_REJOIN"] == "1" || settings["RECBOT_NO_REJOIN"] == "true" { options.rejoin.maximumAttempts = 0 }
         options.failOnInterruption = failOnInterruption || settings["RECBOT_FAIL_ON_INTERRUPTION"] == "1"

@@ -49,13 +49,16 @@ struct SessionsCommand: ParsableCommand {
 
         func run() throws {
             guard let catalog = try common.openCatalogForQuery() else { throw ExitStatus.failure.exitCode }
-            let found = try catalog.query { catalog throws(CatalogError) -> (SessionRecord, [ConnectionRecord], [RecordingRecord], [EventCount])? in
+            let found = try catalog.query { catalog throws(CatalogError) -> SessionDetails? in
                 guard let session = try catalog.session(id: id.value) else { return nil }
-                return (session, try catalog.connections(sessionID: session.id),
-                        try catalog.recordings(RecordingFilter(sessionID: session.id)),
-                        try catalog.eventCounts(sessionID: session.id))
+                return SessionDetails(session: session, connections: try catalog.connections(sessionID: session.id),
+                                      recordings: try catalog.recordings(RecordingFilter(sessionID: session.id)),
+                                      counts: try catalog.eventCounts(sessionID: session.id),
+                                      interruptions: try catalog.interruptions(sessionID: session.id))
             }
-            guard let (session, connections, recordings, counts) = found else {
+            guard let (session, connections, recordings, counts, interruptions) = found.map({
+                ($0.session, $0.connections, $0.recordings, $0.counts, $0.interruptions)
+            }) else {
                 throw Console.fail(CatalogError(path: catalog.location, reason: .notFound("session \(id.value)")), status: .failure)
             }
             let directory = common.dataDirectory
@@ -63,6 +66,7 @@ struct SessionsCommand: ParsableCommand {
                 var object = RecordJSON.session(session)
                 object.append(("connections", .array(connections.map { .object(RecordJSON.connection($0)) })))
                 object.append(("recordings", .array(recordings.map { .object(RecordJSON.recording($0, dataDirectory: directory)) })))
+                object.append(("interruptions", .array(interruptions.map { .object(RecordJSON.interruption($0)) })))
                 object.append(("event_counts", .object(EventKind.allCases.map { kind in
                     (kind.rawValue, .int(Int64(counts.first { $0.kind == kind }?.count ?? 0)))
                 })))
@@ -93,11 +97,39 @@ struct SessionsCommand: ParsableCommand {
             lines.append("")
             lines.append("Connections (\(connections.count)):")
             lines.append(connectionTable.rendered())
+            if !interruptions.isEmpty {
+                lines.append("")
+                lines.append("Interruptions (\(interruptions.count)):")
+                lines.append(SessionsCommand.interruptionTable(interruptions).rendered())
+            }
             lines.append("")
             lines.append("Recordings (\(recordings.count)):")
             lines.append(RecordingsCommand.table(recordings, dataDirectory: directory).rendered())
             Console.print(lines.joined(separator: "\n"))
         }
+    }
+
+    /// A session's catalog rows, read in one go.
+    struct SessionDetails {
+        var session: SessionRecord
+        var connections: [ConnectionRecord]
+        var recordings: [RecordingRecord]
+        var counts: [EventCount]
+        var interruptions: [InterruptionRecord]
+    }
+
+    /// One row per outage: when the connection was lost, how long until a rejoin recorded
+    /// again, how many attempts that took and the media time it cost.
+    static func interruptionTable(_ rows: [InterruptionRecord]) -> TextTable {
+        var table = TextTable([("#", .right), ("LOST AT", .left), ("OUTAGE", .right), ("MEDIA LOST", .right), ("ATTEMPTS", .right),
+                               ("CAUSE", .left), ("REJOINED AS", .left)])
+        for row in rows {
+            table.add([String(row.ordinal), HumanFormat.localTime(milliseconds: row.startedAt),
+                       row.endedAt.map { String(format: "%.1f s", Double(max(0, $0 - row.startedAt)) / 1000) } ?? "not rejoined",
+                       row.mediaLostMs.map { String(format: "%.1f s", Double($0) / 1000) }, String(row.attempts), row.cause,
+                       row.connectionID])
+        }
+        return table
     }
 
     static func table(_ sessions: [SessionRecord]) -> TextTable {

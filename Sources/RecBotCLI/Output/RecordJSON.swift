@@ -33,6 +33,19 @@ enum RecordJSON {
         ]
     }
 
+    static func interruption(_ i: InterruptionRecord) -> [(String, JSONValue)] {
+        [
+            ("ordinal", .int(Int64(i.ordinal))),
+            ("started_at", time(i.startedAt)),
+            ("ended_at", time(i.endedAt)),
+            ("duration_ms", .int(i.endedAt.map { max(0, $0 - i.startedAt) })),
+            ("cause", .string(i.cause)),
+            ("attempts", .int(Int64(i.attempts))),
+            ("media_lost_ms", .int(i.mediaLostMs)),
+            ("connection_id", .string(i.connectionID)),
+        ]
+    }
+
     static func connection(_ c: ConnectionRecord) -> [(String, JSONValue)] {
         [
             ("connection_id", .string(c.connectionID)),

@@ -3,11 +3,12 @@ import Glibc
 import TestSupport
 
 /// A network namespace whose only way out is a veth link to this host, with a firewall
-/// (nftables, inside the namespace) that drops every UDP datagram in and out: the corporate
-/// network that forces a recorder onto TURN over TCP or TLS. A process runs in it through
-/// `launcher`. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN), iproute2 and nftables; the
-/// tests that use it are skipped where the machine does not allow it.
-struct UDPBlockedNetwork {
+/// (nftables, inside the namespace): one that drops every UDP datagram in and out (the
+/// corporate network that forces a recorder onto TURN over TCP or TLS), and a blackout that
+/// drops everything for a while (a dead uplink: no RST, no ICMP, nothing). A process runs in
+/// it through `launcher`. Needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN), iproute2 and
+/// nftables; the tests that use it are skipped where the machine does not allow it.
+struct FirewalledNetwork {
     let name: String
     let hostLink: String
     /// This host's end of the link, where servers the namespace must reach listen.
@@ -15,6 +16,7 @@ struct UDPBlockedNetwork {
     /// The namespace's end of the link.
     let clientAddress: String
     static let table = "recbot_block_udp"
+    static let blackoutTable = "recbot_blackout"
 
     static let isAvailable: Bool = {
         guard getuid() == 0, ["/usr/sbin/ip", "/usr/sbin/nft"].allSatisfy(FileManager.default.isExecutableFile(atPath:)) else { return false }
@@ -23,7 +25,7 @@ struct UDPBlockedNetwork {
         let probe = "recbot-\(getpid())-probe"
         guard (try? runChecked(["/usr/sbin/ip", "netns", "add", probe])) != nil else { return false }
         defer { _ = try? runChecked(["/usr/sbin/ip", "netns", "del", probe]) }
-        return (try? runChecked(["/usr/sbin/ip", "netns", "exec", probe, "/usr/sbin/nft", "add", "table", "inet", UDPBlockedNetwork.table])) != nil
+        return (try? runChecked(["/usr/sbin/ip", "netns", "exec", probe, "/usr/sbin/nft", "add", "table", "inet", FirewalledNetwork.table])) != nil
     }()
 
     /// Namespaces a killed test run left (named `recbot-<pid>-…` for a pid that is gone), with
@@ -38,7 +40,8 @@ struct UDPBlockedNetwork {
         }
     }
 
-    init() throws {
+    /// `blockingUDP`: UDP is dropped for the namespace's whole life (else nothing is, until a blackout).
+    init(blockingUDP: Bool = true) throws {
         let tag = String(UInt32.random(in: 0...UInt32.max), radix: 16)
         name = "recbot-\(getpid())-\(tag)"
         hostLink = "rbh\(tag)"
@@ -66,7 +69,7 @@ struct UDPBlockedNetwork {
             try runChecked(inside + ["link", "set", "lo", "up"])
             try runChecked(inside + ["addr", "add", "\(clientAddress)/30", "dev", clientLink])
             try runChecked(inside + ["link", "set", clientLink, "up"])
-            try runChecked(launcher + ["/usr/sbin/nft", "-f", ruleFile])
+            if blockingUDP { try runChecked(launcher + ["/usr/sbin/nft", "-f", ruleFile]) }
         } catch {
             remove()
             throw error
@@ -84,6 +87,24 @@ struct UDPBlockedNetwork {
             guard let index = words.firstIndex(of: "packets"), index + 1 < words.count else { return nil }
             return Int(words[index + 1])
         }.reduce(0, +)
+    }
+
+    /// From now on every packet in or out of the namespace (but its loopback) is dropped, silently.
+    func startBlackout() throws {
+        let rules = """
+            table inet \(Self.blackoutTable) {
+                chain input { type filter hook input priority -10; policy accept; iifname != "lo" counter drop; }
+                chain output { type filter hook output priority -10; policy accept; oifname != "lo" counter drop; }
+            }
+            """
+        let ruleFile = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-blackout.nft").path
+        try rules.write(toFile: ruleFile, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: ruleFile) }
+        try runChecked(launcher + ["/usr/sbin/nft", "-f", ruleFile])
+    }
+
+    func endBlackout() throws {
+        try runChecked(launcher + ["/usr/sbin/nft", "delete", "table", "inet", Self.blackoutTable])
     }
 
     func remove() {
