@@ -2,7 +2,8 @@
 """The fault campaign behind deploy/faults.sh: runs recbot against the bundled Sora-compatible test
 server under faults and prints what survived, one row per part.
 
-  faults.py --recbot PATH [--kills 50] [--short] [--seed N] [--work DIR] [--only kill,diskfull,concurrent,hostile]
+  faults.py --recbot PATH [--kills 50] [--short] [--seed N] [--work DIR]
+            [--only kill,diskfull,concurrent,hostile,rejoin,hygiene]
 
 Parts:
   kill        N times: a test server (VP8 and H.264 publishers, each with Opus), `recbot join` on ONE
@@ -28,6 +29,10 @@ Parts:
               Checks: `join` exits 0, every honest publisher's file verifies, and the report's
               `events_stored` matches the events in the catalog. Reported: peak RSS (/usr/bin/time -v),
               what the hostile publisher sent, and the recordings' counters.
+  rejoin      recbot's connection broken on purpose (each test-server fault, and as root a 20 s
+              blackout), and the median time from the network's return to the first frame on disk;
+  hygiene     50 forced rejoins in one session: fds and RSS stay where the first rejoin left them
+              (both described in deploy/faults_rejoin.py).
 
 Every run's logs stay under the work directory, whose path is printed. Exit status 1 when a part fails.
 """
@@ -51,7 +56,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "Tests", "Peers", "sora_test_server.py")
 HOSTILE_KINDS = ("sps", "timestamp-jumps", "endless-frame", "ssrc-flood", "datachannel-flood")
-PARTS = ("kill", "diskfull", "concurrent", "hostile")
+PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene")
 LOOPBACK = ["--allow-address", "127.0.0.1/32"]
 
 started_processes = []  # everything this script started, stopped by pid on the way out
@@ -565,7 +570,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recbot", required=True, help="the recbot executable")
     parser.add_argument("--kills", type=int, default=None, help="SIGKILL runs (default 50; 5 with --short)")
-    parser.add_argument("--short", action="store_true", help="the CI version: 5 kills, 5 concurrent joins, 5 s hostile runs")
+    parser.add_argument("--short", action="store_true",
+                        help="the CI version: 5 kills, 5 concurrent joins, 5 s hostile runs, two rejoin faults, 10 forced rejoins")
     parser.add_argument("--seed", type=int, default=None, help="seed for the kill instants (default: random, printed)")
     parser.add_argument("--work", help="where every run's logs go (default: a new temporary directory)")
     parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts: {','.join(PARTS)}")
@@ -602,7 +608,11 @@ def main():
 
     signal.signal(signal.SIGTERM, interrupted)
     results = []
-    runners = {"kill": part_kill, "diskfull": part_diskfull, "concurrent": part_concurrent, "hostile": part_hostile}
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import faults_rejoin  # noqa: E402 - the network parts, in a file of their own
+    faults_rejoin.common = sys.modules[__name__]
+    runners = {"kill": part_kill, "diskfull": part_diskfull, "concurrent": part_concurrent, "hostile": part_hostile,
+               "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene}
     began = time.monotonic()
     try:
         for part in PARTS:
@@ -637,6 +647,9 @@ def main():
         if getattr(result, "table", None):
             print()
             print_table(("hostile kind", "join", "peak RSS", "honest verified", "hostile file", "wall", "verdict"), result.table)
+        if getattr(result, "table_rejoin", None):
+            print()
+            print_table(("fault", "outage", "media lost", "least media", "back → first frame", "verdict"), result.table_rejoin)
     details = [line for r in results for line in r.details]
     if details:
         print()

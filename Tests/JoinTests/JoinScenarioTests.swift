@@ -106,6 +106,10 @@ struct Scenario {
 
     func stop() {
         if server.isRunning { server.terminate() }
+        // A server that serves rejoins does not end by itself, and one started from a thread
+        // that blocks SIGTERM never sees it: kill it after a moment.
+        for _ in 0..<30 where server.isRunning { Thread.sleep(forTimeInterval: 0.1) }
+        if server.isRunning { kill(server.processIdentifier, SIGKILL) }
         server.waitUntilExit()
     }
 

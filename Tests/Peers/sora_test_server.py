@@ -72,6 +72,7 @@ import json
 import math
 import os
 import random
+import signal
 import sys
 import time
 import zlib
@@ -554,7 +555,7 @@ class Channel:
         if self.started is None or not self.faults or time.monotonic() - self.started < self.faults[0]["at"] or session_age < 1.0:
             return None
         fault = self.faults.pop(0)
-        self.truth["faults"].append({**fault, "fired_after": round(time.monotonic() - self.started, 3),
+        self.truth["faults"].append({**fault, "fired_after": round(time.monotonic() - self.started, 3), "fired_at_unix": time.time(),
                                      "bot_connection_id": self.truth.get("bot_connection_id")})
         return fault
 
@@ -1066,6 +1067,9 @@ def self_signed_context():
 
 
 async def main():
+    # A parent may start this from a thread that blocks signals (libdispatch's workers block
+    # them all), and the mask is inherited: without this, SIGTERM would never end the server.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--listen-host", default="127.0.0.1",
