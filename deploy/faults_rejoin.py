@@ -2,7 +2,8 @@
 purpose, and fifty rejoins in one session.
 
   rejoin   one `recbot join` per fault of the test server (ws-abort, ws-silence, dc-close,
-           consent-stop, restart:4), two VP8 publishers, 16 s each; as root also a 20 s blackout
+           consent-stop, restart:4), two VP8 publishers, 16 s each (24 s for the faults that take
+           5-10 s to notice); as root also a 20 s blackout
            (a network namespace whose firewall drops everything) 6 s in, in a 34 s recording; and
            (full run) the restart ten times, for the median time from the server's return to the
            first frame on disk. Checks: exit 0, one session, the outage in the catalog with its end,
@@ -24,8 +25,12 @@ import time
 
 common = None  # deploy/faults.py, which imports this module and sets it (its helpers and process list)
 
-FAULTS = (("ws-abort", "ws-abort@5", 0.0), ("ws-silence", "ws-silence@5", 0.0), ("dc-close", "dc-close@5", 0.0),
-          ("consent-stop", "consent-stop@5", 0.0), ("restart", "restart@5:4", 4.0))
+# (name, the server's fault, how long it takes the network away, the recording's length: a
+# silent WebSocket and lost consent take 5-10 s to notice, and the rejoin must fit in the window)
+FAULTS = (("ws-abort", "ws-abort@5", 0.0, 16), ("ws-silence", "ws-silence@5", 0.0, 24), ("dc-close", "dc-close@5", 0.0, 16),
+          ("consent-stop", "consent-stop@5", 0.0, 24), ("restart", "restart@5:4", 4.0, 16))
+# Where "the network came back" has a moment (the fault's end): the time to the first frame is measured.
+RETURNS = ("ws-abort", "restart")
 DC_SIGNALING = ["--data-channel-signaling", "--ignore-disconnect-websocket"]
 
 
@@ -88,12 +93,11 @@ def check_run(options, directory, data, duration, publishers, away, log):
     return problems, numbers, session, recordings
 
 
-def rejoin_run(options, work, name, fault, away, extra_join=(), blackout=None):
+def rejoin_run(options, work, name, fault, away, duration, extra_join=(), blackout=None):
     """One recording with one fault; returns (problems, numbers, latency or None)."""
     directory = os.path.join(work, name)
     data = os.path.join(directory, "data")
     log = os.path.join(directory, "commands.log")
-    duration = 34 if blackout else 16
     server_args = ["--publisher", "vp8", "--publisher", "vp8", "--max-seconds", str(duration + 60)]
     server_args += ["--fault", fault] if fault else ["--serve-rejoins"]
     launcher, allow = [], common.LOOPBACK
@@ -120,7 +124,7 @@ def rejoin_run(options, work, name, fault, away, extra_join=(), blackout=None):
     if status != 0:
         problems.insert(0, f"join {common.exit_description(status)}")
     fired = (truth.get("faults") or [{}])[0]
-    if fired.get("fired_at_unix"):
+    if fired.get("fired_at_unix") and fired.get("kind") in RETURNS:
         back_at = fired["fired_at_unix"] + fired.get("seconds", 0.0)
     latency = None
     if session and back_at:
@@ -196,17 +200,17 @@ def part_rejoin(options, work, result):
         rows.append((name, f"{numbers.get('outage', 0):.1f} s", f"{numbers.get('lost', 0):.1f} s", f"{numbers.get('media', 0):.1f} s",
                      f"{latency:.2f} s" if latency is not None else "-", verdict))
 
-    kinds = FAULTS if not options.short else [f for f in FAULTS if f[0] in ("ws-abort", "restart")]
-    for kind, fault, away in kinds:
+    kinds = FAULTS if not options.short else [f for f in FAULTS if f[0] in RETURNS]
+    for kind, fault, away, duration in kinds:
         extra = DC_SIGNALING if kind == "dc-close" else ()
-        record(kind, *rejoin_run(options, work, kind, fault, away, extra))
+        record(kind, *rejoin_run(options, work, kind, fault, away, duration, extra))
     if not options.short:
         for index in range(9):  # with the one above: ten restarts, for the median
-            record(f"restart-{index + 2:02d}", *rejoin_run(options, work, f"restart-{index + 2:02d}", "restart@5:4", 4.0))
+            record(f"restart-{index + 2:02d}", *rejoin_run(options, work, f"restart-{index + 2:02d}", "restart@5:4", 4.0, 16))
         if Blackout.available():
             network = Blackout()
             try:
-                record("blackout-20s", *rejoin_run(options, work, "blackout-20s", None, 20.0, blackout=network))
+                record("blackout-20s", *rejoin_run(options, work, "blackout-20s", None, 20.0, 34, blackout=network))
             finally:
                 network.remove()
         else:

@@ -98,8 +98,9 @@ struct SessionConnection {
         // Messages that came in behind the end are still stored (nothing is acted on).
         for input in inbox.drainMessages() { for action in signaling.handle(input) { if case .store(let record) = action { eventLog.store(record) } } }
         await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
-        let status = await shutdown.close(end, interrupted: rejoinable)
+        // Not live before its counters join the ended connections' (metrics must never count them twice).
         host.setLive(nil)
+        let status = await shutdown.close(end, interrupted: rejoinable)
         var outcome = Outcome(ending: SessionEnding(status, end.reason), rejoinable: rejoinable)
         let times = path.times.withLockedValue { $0 }
         (outcome.recordingSince, outcome.lastFrame) = (times.recordingSince, times.lastFrame)
