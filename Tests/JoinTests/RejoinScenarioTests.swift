@@ -13,17 +13,21 @@ import Testing
         var session: SessionRecord
         var interruptions: [InterruptionRecord]
         var recordings: [RecordingRecord]
+        /// The final metrics (`--metrics-textfile`), read with prometheus_client's parser.
+        var metrics: [String: Double]
     }
 
     func record(_ scenario: Scenario, _ arguments: [String], launcher: [String] = []) throws -> Run {
-        let result = try scenario.join(arguments, launcher: launcher)
+        let textfile = scenario.directory.appendingPathComponent("recbot.prom").path
+        let result = try scenario.join(arguments + ["--metrics-textfile", textfile], launcher: launcher)
         let catalog = try scenario.catalog()
         let sessions = try catalog.sessions()
         #expect(sessions.count == 1, "one session, whatever happened to its connections")
         let session = try #require(sessions.first, "\(result.stderr.suffix(3_000))")
         return Run(status: result.status, stderr: result.stderr, session: session,
                    interruptions: try catalog.interruptions(sessionID: session.id),
-                   recordings: try catalog.recordings(RecordingFilter(sessionID: session.id)))
+                   recordings: try catalog.recordings(RecordingFilter(sessionID: session.id)),
+                   metrics: try MetricsScenarioTests.scrape(["--file", textfile]).samples)
     }
 
     /// Every publisher recorded in split parts that verify (libwebm's reader and the decoders),
@@ -54,6 +58,12 @@ import Testing
         #expect(run.session.endReason?.hasPrefix("duration-elapsed (\(outages) interruption\(plural), ") == true,
                 "\(run.session.endReason ?? "-")", sourceLocation: sourceLocation)
         #expect(run.session.exitStatus == 0, sourceLocation: sourceLocation)
+        // The metrics tell the same story.
+        #expect(run.metrics["recbot_interruptions_total{channel=\"sora\"}"] == Double(outages)
+                && run.metrics["recbot_rejoins_total{channel=\"sora\"}"] == Double(outages)
+                && run.metrics["recbot_rejoining{channel=\"sora\"}"] == 0,
+                "\(run.metrics.filter { $0.key.contains("rejoin") || $0.key.contains("interrupt") })", sourceLocation: sourceLocation)
+        #expect((run.metrics["recbot_interrupted_seconds_total{channel=\"sora\"}"] ?? 0) > 0, sourceLocation: sourceLocation)
     }
 
     /// The WebSocket goes without a close frame: recbot notices at once, joins again within a
@@ -61,8 +71,7 @@ import Testing
     @Test func anAbruptSignalingDropIsRiddenOutInTheSameSession() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8", "--fault", "ws-abort@4"])
         defer { scenario.stop() }
-        let textfile = scenario.directory.appendingPathComponent("recbot.prom").path
-        let run = try record(scenario, ["--duration", "14s", "--metrics-textfile", textfile])
+        let run = try record(scenario, ["--duration", "14s"])
         expectRejoined(run, outages: 1)
         let outage = try #require(run.interruptions.first)
         #expect(outage.cause == "signaling-closed: abruptly" && outage.attempts == 1)
@@ -73,12 +82,7 @@ import Testing
         #expect(connections.count == 2 && connections.last?["bot_connection_id"] as? String == outage.connectionID)
         #expect(run.session.connectionID == outage.connectionID, "the session shows recbot's current connection")
         try expectContinuousArchive(run, scenario, publishers: 2, parts: 2, minimumSeconds: 14 - 2 - 1)
-        // The metrics say it too, and the session's JSON.
-        let metrics = try MetricsScenarioTests.scrape(["--file", textfile]).samples
-        #expect(metrics["recbot_rejoins_total{channel=\"sora\"}"] == 1 && metrics["recbot_interruptions_total{channel=\"sora\"}"] == 1,
-                "\(metrics.filter { $0.key.contains("rejoin") || $0.key.contains("interrupt") })")
-        #expect(metrics["recbot_rejoining{channel=\"sora\"}"] == 0)
-        #expect((metrics["recbot_interrupted_seconds_total{channel=\"sora\"}"] ?? 0) > 0)
+        // The session's JSON and its report say it too.
         let shown = try scenario.recbot(["sessions", "show", run.session.id, "--data-dir", scenario.dataDirectory, "--json"])
         let json = try JSONSerialization.jsonObject(with: Data(shown.stdout.utf8)) as? [String: Any]
         let rows = json?["interruptions"] as? [[String: Any]]
@@ -150,6 +154,8 @@ import Testing
         #expect(run.status == 69, "\(run.stderr.suffix(3_000))")
         let outage = try #require(run.interruptions.first)
         #expect(outage.endedAt == nil && outage.attempts >= 1, "\(outage)")
+        #expect(run.metrics["recbot_interruptions_total{channel=\"sora\"}"] == 1 && (run.metrics["recbot_rejoins_total{channel=\"sora\"}"] ?? 0) == 0,
+                "\(run.metrics.filter { $0.key.contains("rejoin") || $0.key.contains("interrupt") })")
         #expect(run.session.endReason?.hasPrefix("duration-elapsed (still rejoining after signaling-closed") == true, "\(run.session.endReason ?? "-")")
         try expectContinuousArchive(run, scenario, publishers: 1, parts: 1, minimumSeconds: 2)
     }

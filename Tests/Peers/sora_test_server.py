@@ -596,6 +596,7 @@ class Session:
         # away with --serve-rejoins); None for an end that ends the channel.
         self.faulted = None
         self.silenced = False
+        self.redirected = False
 
     async def send(self, ws, message, record=False):
         text = json.dumps(message, ensure_ascii=False)
@@ -622,6 +623,7 @@ class Session:
             return
         if (args.redirect or args.redirect_to) and not connect.get("redirect"):
             self.truth["redirected"] = True
+            self.redirected = True  # this connection only: the client comes back to where it was sent
             await self.send(ws, {"type": "redirect", "location": args.redirect_to or self.url})
             await ws.close()
             return
@@ -1163,7 +1165,7 @@ async def main():
             await session.run(ws)
         finally:
             state["sockets"].discard(ws)
-            ends_channel = session.faulted is None and session.truth.get("end") != "redirected" and not session.truth.get("redirected")
+            ends_channel = session.faulted is None and not session.redirected
             # With rejoins served, what is known so far is written at every connection's end, in
             # case the client never comes back (a kill, a test's end); `final` says which is which.
             session.truth["final"] = ends_channel
