@@ -15,8 +15,8 @@ public final class SessionMetrics: @unchecked Sendable {
     private let lock = NSLock()
     private let factory: MetricsFactory
     private let channel: String
-    private var counters: [String: SampledCounter] = [:]
-    private var secondsCounters: [String: SampledSecondsCounter] = [:]
+    private var counters: [String: SampledCounter<Int>] = [:]
+    private var secondsCounters: [String: SampledCounter<Double>] = [:]
     private var gauges: [String: Gauge] = [:]
 
     static let iceStates = ["new", "checking", "connected", "failed", "closed"]
@@ -105,7 +105,7 @@ public final class SessionMetrics: @unchecked Sendable {
 
     private func count(_ name: String, seconds total: Double) {
         if secondsCounters[name] == nil {
-            secondsCounters[name] = SampledSecondsCounter(FloatingPointCounter(label: name, dimensions: dimensions(nil), factory: factory))
+            secondsCounters[name] = SampledCounter(FloatingPointCounter(label: name, dimensions: dimensions(nil), factory: factory))
         }
         secondsCounters[name]?.advance(to: total)
     }
@@ -127,30 +127,18 @@ public final class SessionMetrics: @unchecked Sendable {
     }
 }
 
-/// A swift-metrics counter fed from a total kept elsewhere: it advances by what the total grew.
-struct SampledCounter {
-    let counter: Counter
-    private(set) var last = 0
+/// A swift-metrics counter fed from a total kept elsewhere: it advances by what the total
+/// grew (a count, or seconds).
+struct SampledCounter<Total: Numeric & Comparable> {
+    private let increment: (Total) -> Void
+    private(set) var last: Total = 0
 
-    init(_ counter: Counter) { self.counter = counter }
+    init(_ counter: Counter) where Total == Int { increment = { counter.increment(by: Int64($0)) } }
+    init(_ counter: FloatingPointCounter) where Total == Double { increment = { counter.increment(by: $0) } }
 
-    mutating func advance(to total: Int) {
+    mutating func advance(to total: Total) {
         guard total > last else { return }
-        counter.increment(by: Int64(total - last))
-        last = total
-    }
-}
-
-/// The same for a total in seconds.
-struct SampledSecondsCounter {
-    let counter: FloatingPointCounter
-    private(set) var last = 0.0
-
-    init(_ counter: FloatingPointCounter) { self.counter = counter }
-
-    mutating func advance(to total: Double) {
-        guard total > last else { return }
-        counter.increment(by: total - last)
+        increment(total - last)
         last = total
     }
 }

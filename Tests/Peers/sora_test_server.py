@@ -812,17 +812,22 @@ class Session:
         # The connection lives on (media still flows) until the client's next one supersedes it.
         return False
 
-    async def close_connection(self, pc):
-        """A connection that ended without ending the channel: its packet counts are kept, the
-        publishers' tracks go on for the next connection."""
+    async def count_packets_sent(self, pc):
+        """Adds what this connection's senders sent to the channel's per-publisher totals."""
         stats = {}
         for report in (await pc.getStats()).values():
             if report.type == "outbound-rtp":
                 stats[report.ssrc] = report.packetsSent
+        senders = [t.sender for t in pc.getTransceivers()]
         for publisher in self.publishers:
             for kind, sender in publisher.senders.items():
-                if sender in [t.sender for t in pc.getTransceivers()]:
+                if sender in senders:
                     self.channel.packets_sent[(publisher.index, kind)] += stats.get(sender._ssrc, 0)
+
+    async def close_connection(self, pc):
+        """A connection that ended without ending the channel: its packet counts are kept, the
+        publishers' tracks go on for the next connection."""
+        await self.count_packets_sent(pc)
         await pc.close()
 
     def offer_text(self, pc):
@@ -1015,13 +1020,7 @@ class Session:
             publisher.video.stop()
             publisher.audio.stop()
         await asyncio.sleep(0.2)
-        stats = {}
-        for report in (await pc.getStats()).values():
-            if report.type == "outbound-rtp":
-                stats[report.ssrc] = report.packetsSent
-        for publisher in self.publishers:
-            for kind, sender in publisher.senders.items():
-                self.channel.packets_sent[(publisher.index, kind)] += stats.get(sender._ssrc, 0)
+        await self.count_packets_sent(pc)
         self.truth["publishers"] = self.channel.publishers_truth()
         await pc.close()
 
