@@ -16,6 +16,9 @@ public struct RepairedFile: Sendable, Equatable {
     public var size: UInt64 = 0
     /// The input was already a finished file: it was left as it was.
     public var wasComplete = false
+    /// Frames left out because their time is beyond what a WebM file can hold in
+    /// nanoseconds (a corrupt or crafted cluster timestamp).
+    public var framesOutOfRange = 0
 }
 
 public enum RepairError: Error, Sendable, CustomStringConvertible {
@@ -92,8 +95,14 @@ private final class Rewriter {
         if muxer == nil { open() }
         guard var muxer, let writer else { return }
         let kind: WebMTrackKind = frame.track == 1 ? .video : .audio
+        // The timecode comes from the file: one of 2^43 ms or more would overflow (and trap).
+        let (nanoseconds, overflow) = max(0, frame.timecode).multipliedReportingOverflow(by: 1_000_000)
+        guard !overflow else {
+            result.framesOutOfRange += 1
+            return
+        }
         do {
-            try writer.apply(try muxer.write(WebMFrame(track: kind, timestampNanoseconds: max(0, frame.timecode) * 1_000_000,
+            try writer.apply(try muxer.write(WebMFrame(track: kind, timestampNanoseconds: nanoseconds,
                                                       isKeyframe: frame.isKeyframe, data: frame.data)))
             self.muxer = muxer
             if kind == .video { result.videoFrames += 1 } else { result.audioFrames += 1 }

@@ -170,9 +170,19 @@ public struct SessionRepair {
     /// Without a row the file's start is not known: its last write, less what it holds, rounded
     /// down to the whole second after the recording start that files start on.
     private func estimatedFileStart(_ path: String, session: SessionRecord) -> Int64 {
-        let modified = ((try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate]) as? Date).map { Int64($0.timeIntervalSince1970 * 1000) }
-        let span = max(0, (modified ?? session.startedAt) - session.startedAt)
+        let modified = ((try? FileManager.default.attributesOfItem(atPath: path)[.modificationDate]) as? Date).flatMap(Self.unixMilliseconds)
+        // Both come from outside (a file's mtime, a shared catalog's row): checked.
+        let (difference, overflow) = (modified ?? session.startedAt).subtractingReportingOverflow(session.startedAt)
+        let span = overflow ? 0 : max(0, difference)
         return session.startedAt + span / 1000 * 1000
+    }
+
+    /// A file's time in Unix milliseconds; nil for one no Int64 holds (any mtime can be set,
+    /// `touch -d @9223372036854775` included, and `Int64(Double)` traps beyond the range).
+    static func unixMilliseconds(_ date: Date) -> Int64? {
+        let milliseconds = (date.timeIntervalSince1970 * 1000).rounded(.down)
+        guard milliseconds.isFinite, milliseconds >= -9.2e18, milliseconds <= 9.2e18 else { return nil }
+        return Int64(milliseconds)
     }
 
     private func sidecarContext(_ session: SessionRecord) throws(CatalogError) -> SidecarContext {

@@ -71,7 +71,8 @@ struct RepairCommand: ParsableCommand {
                 .object([
                     ("path", .string(file.path)), ("repaired", .bool(file.repaired != nil && file.repaired?.wasComplete == false)),
                     ("video_frames", .int(file.repaired?.videoFrames)), ("audio_frames", .int(file.repaired?.audioFrames)),
-                    ("bytes", .int(file.repaired.map { Int64(clamping: $0.size) })), ("error", .string(file.error)),
+                    ("bytes", .int(file.repaired.map { Int64(clamping: $0.size) })),
+                    ("frames_out_of_range", .int(file.repaired.map { $0.framesOutOfRange })), ("error", .string(file.error)),
                 ])
             })),
         ])
@@ -82,7 +83,10 @@ struct RepairCommand: ParsableCommand {
         for outcome in outcomes {
             if outcome.files.isEmpty { table.add([outcome.sessionID, outcome.action.rawValue, nil, nil, outcome.detail]) }
             for (index, file) in outcome.files.enumerated() {
-                let result = file.error ?? (file.repaired?.wasComplete == true ? "already finalized" : "finalized")
+                var result = file.error ?? (file.repaired?.wasComplete == true ? "already finalized" : "finalized")
+                if let skipped = file.repaired?.framesOutOfRange, skipped > 0 {
+                    result += " (\(skipped) frames left out: their time is beyond what WebM holds)"
+                }
                 table.add([index == 0 ? outcome.sessionID : nil, index == 0 ? outcome.action.rawValue : nil, (file.path as NSString).lastPathComponent,
                            file.repaired.map { "\($0.videoFrames)/\($0.audioFrames)" }, result])
             }
