@@ -109,6 +109,19 @@ final class RecordingSet {
         return ended
     }
 
+    /// The session ends: every recorder leaves the set here, on the loop, before it is
+    /// finished on another queue (the metrics read the set's recorders; a recorder being
+    /// finished must not be read at the same time). Returns them to finish.
+    func endAll() -> [SenderRecorder] {
+        let ended = Array(recorders.values)
+        recorders.removeAll()
+        for recorder in ended {
+            endedTotals.add(recorder)
+            endedParts[recorder.connectionID] = recorder.part
+        }
+        return ended
+    }
+
     /// Everything produced so far, by current and ended recorders.
     var totals: RecordingTotals {
         var result = recorders.values.reduce(into: endedTotals) { $0.add($1) }
@@ -181,6 +194,11 @@ final class RecordingSet {
             recordersStarted += 1
             recorder.onFileStarted = onFileStarted
             let logger = self.logger
+            recorder.onVideoSizeRefused = { recorder, width, height in
+                logger.warning("a keyframe's video size is beyond what WebM holds; ignored, the recording goes on",
+                               metadata: ["sender": "\(recorder.connectionID)", "width": "\(width)", "height": "\(height)",
+                                          "refused": "\(recorder.statistics.videoSizesRefused)"])
+            }
             recorder.onWriteFailed = { recorder, error in
                 // Loud at once: this sender's recording stops here; the others go on.
                 logger.error("recording storage failed; the sender's file keeps what was written",

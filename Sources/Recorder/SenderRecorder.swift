@@ -39,6 +39,8 @@ public struct RecordingStatistics: Sendable, Equatable {
     public var framesDroppedAwaitingKeyframe = 0
     /// Picture sizes seen on keyframes, in order of first appearance ("640x360").
     public var videoSizes: [String] = []
+    /// Keyframes whose size WebM cannot hold (beyond 16,384 pixels): ignored, the file goes on.
+    public var videoSizesRefused = 0
 
     public var framesDropped: Int {
         framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe + framesDroppedAfterWriteError
@@ -134,6 +136,8 @@ public final class SenderRecorder: @unchecked Sendable {
     /// Called on the writer queue, once, when the file cannot be created or written (with the
     /// error and its errno): the recorder stops taking frames; `finish` keeps what was written.
     public var onWriteFailed: (@Sendable (SenderRecorder, String) -> Void)?
+    /// A keyframe said a size WebM cannot hold (it is ignored; called on the recorder's thread).
+    public var onVideoSizeRefused: ((SenderRecorder, Int, Int) -> Void)?
     /// The file's time 0 in Unix milliseconds (a whole second after the recording start; valid once started).
     public var fileStartMilliseconds: Int64 { recordingStartMilliseconds + startOffsetSeconds * 1000 }
     /// How long audio waits for the first video keyframe before the file starts with a
@@ -269,6 +273,13 @@ public final class SenderRecorder: @unchecked Sendable {
 
 
     private func noteVideoSize(_ width: Int, _ height: Int) {
+        // A size from the bitstream that WebM cannot hold (beyond 16,384) would make the file
+        // impossible to start and lose the sender, audio included: it counts as no size yet.
+        guard WebMMuxer.videoDimensions.contains(width), WebMMuxer.videoDimensions.contains(height) else {
+            statistics.videoSizesRefused += 1
+            onVideoSizeRefused?(self, width, height)
+            return
+        }
         let text = "\(width)x\(height)"
         if !statistics.videoSizes.contains(text), statistics.videoSizes.count < 32 { statistics.videoSizes.append(text) }
         guard videoSize == nil else { return }

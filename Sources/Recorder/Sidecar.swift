@@ -88,6 +88,7 @@ public enum Sidecar {
                 "fir_sent": r.reception.fullIntraRequests,
                 "jitter_ms": (r.reception.jitterMilliseconds * 10).rounded() / 10,
                 "video_sizes": r.statistics.videoSizes,
+                "video_sizes_refused": r.statistics.videoSizesRefused,
             ] as [String: Any],
         ]
         if r.part > 0 { object["split_index"] = ArchiveLayout.splitIndex(r.part) }

@@ -144,11 +144,15 @@ public struct WebMMuxer: Sendable {
         var clusterPosition: UInt64
     }
 
+    /// The widths and heights a video track may have (the element is written in two bytes,
+    /// and no reader we fit expects more).
+    public static let videoDimensions = 1...16_384
+
     public init(configuration: WebMMuxerConfiguration) throws(WebMMuxerError) {
         if configuration.video == nil && configuration.audio == nil { throw .noTracks }
         if configuration.segmentUID.count != 16 { throw .invalidSegmentUID(length: configuration.segmentUID.count) }
         if let video = configuration.video {
-            guard (1...16_384).contains(video.width), (1...16_384).contains(video.height) else {
+            guard Self.videoDimensions.contains(video.width), Self.videoDimensions.contains(video.height) else {
                 throw .invalidVideoSize(width: video.width, height: video.height)
             }
             if video.codec == .av1 && (video.codecPrivate ?? []).isEmpty { throw .missingCodecPrivate(.av1) }
@@ -207,7 +211,7 @@ public struct WebMMuxer: Sendable {
     /// whose video starts late begin with a provisional size and carry the first keyframe's.
     public mutating func updateVideoSize(width: Int, height: Int) throws(WebMMuxerError) -> [WebMWrite] {
         guard var video = configuration.video else { throw .trackNotConfigured(.video) }
-        guard (1...16_384).contains(width), (1...16_384).contains(height) else { throw .invalidVideoSize(width: width, height: height) }
+        guard Self.videoDimensions.contains(width), Self.videoDimensions.contains(height) else { throw .invalidVideoSize(width: width, height: height) }
         video.width = width
         video.height = height
         configuration.video = video

@@ -65,6 +65,43 @@ import WireCoding
         #expect((sidecar["size"] as? NSNumber)?.intValue == Int(finished.size))
     }
 
+    /// A keyframe claims 20000x240 (a VP9 or AV1 header can; WebM holds at most 16,384): the
+    /// size is ignored and counted, the sender's audio and its later keyframes are recorded. It
+    /// once made the file impossible to start and lost the sender, audio included, unlogged.
+    @Test func aKeyframeSizeBeyondWebMIsIgnoredAndTheSenderRecorded() throws {
+        let layout = try layout()
+        let start = MonotonicTime.milliseconds(1_000_000)
+        let recorder = try SenderRecorder(connectionID: "BIGSIZE01", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 2), layout: layout,
+                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16))
+        var refused: [(Int, Int)] = []
+        recorder.onVideoSizeRefused = { _, width, height in refused.append((width, height)) }
+        let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
+        let audio = try OpusEncoder(channels: 2)
+        for index in 0..<75 {  // 3 s; a keyframe every second
+            let time = start.adding(milliseconds: Int64(index) * 40)
+            for encoded in try video.encode(.testPattern(width: 128, height: 96, frame: index), pts: Int64(index), forceKeyframe: index % 25 == 0) {
+                var frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3600), isKeyframe: encoded.isKeyframe)
+                // The first keyframe's header claims a size WebM cannot hold.
+                if frame.isKeyframe { (frame.width, frame.height) = index == 0 ? (20_000, 240) : (128, 96) }
+                recorder.add(frame, video: true, mediaTime: time, arrival: time)
+            }
+            for half in 0..<2 {
+                let audioTime = time.adding(milliseconds: Int64(half) * 20)
+                let packet = try audio.encode(OpusEncoder.tone(frequency: 440, frame: index * 2 + half, channels: 2))
+                recorder.add(EncodedFrame(data: packet, rtpTimestamp: UInt32((index * 2 + half) * 960), isKeyframe: true), video: false,
+                             mediaTime: audioTime, arrival: audioTime)
+            }
+        }
+        let context = SidecarContext(recordingID: layout.recordingID, channelID: "lobby", soraSessionID: "S", botConnectionID: "BOT", recbotVersion: "test")
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 1_795_168_803_100, now: start.adding(milliseconds: 3_100), context: context))
+        #expect(finished.error == nil, "\(finished.error ?? "")")
+        #expect(finished.statistics.videoSizesRefused == 1 && refused.count == 1 && refused.first?.0 == 20_000)
+        #expect(finished.statistics.audioFrames == 150, "every audio frame kept")
+        #expect(finished.statistics.videoFrames >= 50, "video from the first keyframe with a size: \(finished.statistics.videoFrames)")
+        let parsed = WebMReader.parse(path: layout.directory + "/archive-BIGSIZE01.webm")
+        #expect(parsed.isComplete && parsed.tracks.first?.pixelWidth == 128)
+    }
+
     @Test func unsafeConnectionIDsAreRefused() throws {
         let layout = try layout()
         for bad in ["../evil", "a/b", "", String(repeating: "A", count: 65), "nul\u{0}id", "é"] {
