@@ -109,19 +109,6 @@ final class RecordingSet {
         return ended
     }
 
-    /// The session ends: every recorder leaves the set here, on the loop, before it is
-    /// finished on another queue (the metrics read the set's recorders; a recorder being
-    /// finished must not be read at the same time). Returns them to finish.
-    func endAll() -> [SenderRecorder] {
-        let ended = Array(recorders.values)
-        recorders.removeAll()
-        for recorder in ended {
-            endedTotals.add(recorder)
-            endedParts[recorder.connectionID] = recorder.part
-        }
-        return ended
-    }
-
     /// Everything produced so far, by current and ended recorders.
     var totals: RecordingTotals {
         var result = recorders.values.reduce(into: endedTotals) { $0.add($1) }
