@@ -41,8 +41,6 @@ final class InterruptionLog: @unchecked Sendable {
         schedule = RejoinSchedule(settings: settings, random: random)
     }
 
-    var isRejoining: Bool { lock.withLock { schedule.outage != nil } }
-
     /// The recording connection failed (a cause rejoining may cure): an outage begins.
     func begin(cause: String, connectedAt: MonotonicTime, lastMediaAt: MonotonicTime?, now: MonotonicTime, wallClock: Int64) -> RejoinSchedule.Decision {
         let (decision, row) = lock.withLock { () -> (RejoinSchedule.Decision, InterruptionRecord) in
@@ -102,7 +100,7 @@ final class InterruptionLog: @unchecked Sendable {
         if let row { writer.submit(.interruption(row)) }
     }
 
-    /// The first frame of a connection that was not a rejoin (or came too late) ends nothing.
+    /// A connection ended: a first frame that never came refines nothing later.
     func connectionEnded() { lock.withLock { awaitingFirstFrame = nil } }
 
     /// The outage that was never ended when the session ends: it counts as lost to the end.

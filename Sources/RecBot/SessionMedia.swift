@@ -27,7 +27,6 @@ final class SessionMedia: @unchecked Sendable {
         var transport = TransportCounters()
         var received = ReceiveCounters()
         var receiver = MediaReceiverCounters()
-        var connections = 0
     }
 
     init(session: JoinSession.SessionStart, options: JoinOptions, loop: EventLoop) {
@@ -67,7 +66,6 @@ final class SessionMedia: @unchecked Sendable {
             ended.transport = ended.transport + transport
             ended.received = ended.received + received
             ended.receiver = ended.receiver + receiver
-            ended.connections += 1
         }
     }
 }
