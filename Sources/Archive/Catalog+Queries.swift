@@ -77,34 +77,34 @@ extension Catalog {
             if let until = filter.until { request = request.filter(Column("started_at") < until) }
             request = request.order(Column("started_at").desc, Column("id").desc)
             if let limit = filter.limit { request = request.limit(limit) }
-            return try request.fetchAll(db)
+            return try request.fetchAll(db).map(\.catalogLoaded)
         }
     }
 
     public func session(id: String) throws(CatalogError) -> SessionRecord? {
-        try read { db in try SessionRecord.fetchOne(db, key: id) }
+        try read { db in try SessionRecord.fetchOne(db, key: id)?.catalogLoaded }
     }
 
     public func connections(sessionID: String) throws(CatalogError) -> [ConnectionRecord] {
         try read { db in
             try ConnectionRecord.filter(Column("session_id") == sessionID)
-                .order(Column("first_seen_at"), Column("id")).fetchAll(db)
+                .order(Column("first_seen_at"), Column("id")).fetchAll(db).map(\.catalogLoaded)
         }
     }
 
     public func interruptions(sessionID: String) throws(CatalogError) -> [InterruptionRecord] {
         try read { db in
-            try InterruptionRecord.filter(Column("session_id") == sessionID).order(Column("ordinal")).fetchAll(db)
+            try InterruptionRecord.filter(Column("session_id") == sessionID).order(Column("ordinal")).fetchAll(db).map(\.catalogLoaded)
         }
     }
 
     public func recording(id: Int64) throws(CatalogError) -> RecordingRecord? {
-        try read { db in try RecordingRecord.fetchOne(db, key: id) }
+        try read { db in try RecordingRecord.fetchOne(db, key: id)?.catalogLoaded }
     }
 
     /// The recording stored at this catalog path (relative to the data directory).
     public func recording(path: String) throws(CatalogError) -> RecordingRecord? {
-        try read { db in try RecordingRecord.filter(Column("path") == path).fetchOne(db) }
+        try read { db in try RecordingRecord.filter(Column("path") == path).fetchOne(db)?.catalogLoaded }
     }
 
     /// Oldest first, within a session by sender and part.
@@ -120,7 +120,7 @@ extension Catalog {
             }
             request = request.order(Column("started_at"), Column("connection_id"), Column("part"), Column("id"))
             if let limit = filter.limit { request = request.limit(limit) }
-            return try request.fetchAll(db)
+            return try request.fetchAll(db).map(\.catalogLoaded)
         }
     }
 
@@ -129,11 +129,11 @@ extension Catalog {
         try read { db in
             var request = EventRecord.filter(Column("session_id") == filter.sessionID)
             if let kind = filter.kind { request = request.filter(Column("kind") == kind.rawValue) }
-            if let type = filter.eventType { request = request.filter(Column("event_type") == type) }
-            if let label = filter.label { request = request.filter(Column("label") == label) }
+            if let type = filter.eventType { request = request.filter(Column("event_type") == CatalogText.stored(type)) }
+            if let label = filter.label { request = request.filter(Column("label") == CatalogText.stored(label)) }
             request = request.order(Column("received_at"), Column("id"))
             if let limit = filter.limit { request = request.limit(limit) }
-            return try request.fetchAll(db)
+            return try request.fetchAll(db).map(\.catalogLoaded)
         }
     }
 
@@ -157,7 +157,7 @@ extension Catalog {
                 request = request.filter(sql: "substr(object_url, 1, ?) = ?", arguments: [prefix.unicodeScalars.count, prefix])
             }
             if let status = filter.status { request = request.filter(Column("status") == status.rawValue) }
-            return try request.order(Column("session_id"), Column("id")).fetchAll(db)
+            return try request.order(Column("session_id"), Column("id")).fetchAll(db).map(\.catalogLoaded)
         }
     }
 }

@@ -3,7 +3,7 @@ import GRDB
 /// Writes made by a recording session.
 extension Catalog {
     public func insertSession(_ session: SessionRecord) throws(CatalogError) {
-        try write { db in try session.insert(db) }
+        try write { db in try session.catalogStored.insert(db) }
     }
 
     /// `exitStatus` is nil when no process reported one (a session `recbot repair` ended).
@@ -11,7 +11,7 @@ extension Catalog {
         let changed = try write { db in
             try db.execute(
                 sql: "UPDATE sessions SET ended_at = ?, end_reason = ?, exit_status = ? WHERE id = ?",
-                arguments: [endedAt, endReason, exitStatus, id])
+                arguments: [endedAt, CatalogText.stored(endReason), exitStatus, id])
             return db.changesCount
         }
         if changed == 0 { throw CatalogError(path: path, reason: .notFound("session \(id)")) }
@@ -27,7 +27,8 @@ extension Catalog {
                     client_id = coalesce(?, client_id), bundle_id = coalesce(?, bundle_id), signaling_url = coalesce(?, signaling_url)
                     WHERE id = ?
                     """,
-                arguments: [soraSessionID, connectionID, clientID, bundleID, signalingURL, id])
+                arguments: [CatalogText.stored(soraSessionID), CatalogText.stored(connectionID), CatalogText.stored(clientID),
+                            CatalogText.stored(bundleID), signalingURL, id])
         }
     }
 
@@ -35,10 +36,9 @@ extension Catalog {
     @discardableResult
     public func upsertConnection(_ connection: ConnectionRecord) throws(CatalogError) -> ConnectionRecord {
         try write { db in
-            var record = connection
             if var existing = try ConnectionRecord
                 .filter(Column("session_id") == connection.sessionID && Column("connection_id") == connection.connectionID)
-                .fetchOne(db)
+                .fetchOne(db)?.catalogLoaded
             {
                 existing.lastSeenAt = max(existing.lastSeenAt, connection.lastSeenAt)
                 existing.clientID = connection.clientID ?? existing.clientID
@@ -48,25 +48,20 @@ extension Catalog {
                 existing.authnMetadata = connection.authnMetadata ?? existing.authnMetadata
                 existing.authzMetadata = connection.authzMetadata ?? existing.authzMetadata
                 existing.leftAt = connection.leftAt ?? existing.leftAt
-                try existing.update(db)
+                try existing.catalogStored.update(db)
                 return existing
             }
-            try record.insert(db)
-            return record
+            return try Self.insert(connection, db)
         }
     }
 
     @discardableResult
     public func insertRecording(_ recording: RecordingRecord) throws(CatalogError) -> RecordingRecord {
-        try write { db in
-            var record = recording
-            try record.insert(db)
-            return record
-        }
+        try write { db in try Self.insert(recording, db) }
     }
 
     public func updateRecording(_ recording: RecordingRecord) throws(CatalogError) {
-        try write { db in try recording.update(db) }
+        try write { db in try recording.catalogStored.update(db) }
     }
 
     /// Stores a finished recording over the row its file got when it was created (found by
@@ -77,7 +72,8 @@ extension Catalog {
             var record = recording
             record.id = try Int64.fetchOne(db, sql: "SELECT id FROM recordings WHERE session_id = ? AND connection_id = ? AND path = ? AND status = 'recording'",
                                            arguments: [recording.sessionID, recording.connectionID, createdPath])
-            if record.id == nil { try record.insert(db) } else { try record.update(db) }
+            if record.id == nil { return try Self.insert(record, db) }
+            try record.catalogStored.update(db)
             return record
         }
     }
@@ -109,27 +105,20 @@ extension Catalog {
     public func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError) {
         try write { db in
             try db.execute(sql: "UPDATE recordings SET verification = ?, verified_at = ?, verification_report = ? WHERE id = ?",
-                           arguments: [status.rawValue, time, report, recordingID])
+                           arguments: [status.rawValue, time, CatalogText.stored(report), recordingID])
         }
     }
 
     /// Many events in one transaction (a burst of data-channel messages).
     public func insertEvents(_ events: [EventRecord]) throws(CatalogError) {
         try write { db in
-            for event in events {
-                var record = event
-                try record.insert(db)
-            }
+            for event in events { _ = try Self.insert(event, db) }
         }
     }
 
     @discardableResult
     public func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord {
-        try write { db in
-            var record = event
-            try record.insert(db)
-            return record
-        }
+        try write { db in try Self.insert(event, db) }
     }
 
     @discardableResult
@@ -141,12 +130,11 @@ extension Catalog {
             ).fetchOne(db)
             if let existing {
                 record.id = existing.id
-                try record.update(db)
-            } else {
-                record.id = nil
-                try record.insert(db)
+                try record.catalogStored.update(db)
+                return record
             }
-            return record
+            record.id = nil
+            return try Self.insert(record, db)
         }
     }
 
@@ -155,7 +143,27 @@ extension Catalog {
             var record = interruption
             record.id = try InterruptionRecord.filter(Column("session_id") == interruption.sessionID && Column("ordinal") == interruption.ordinal)
                 .fetchOne(db)?.id
-            if record.id != nil { try record.update(db) } else { try record.insert(db) }
+            if record.id != nil { try record.catalogStored.update(db) } else { _ = try Self.insert(record, db) }
         }
     }
+
+    /// Inserts a record with its free text escaped (`CatalogText`); returns it as given, with the id it got.
+    private static func insert<Record: MutablePersistableRecord & CatalogTextFields & IdentifiedRow>(_ record: Record, _ db: Database) throws -> Record {
+        var stored = record.catalogStored
+        try stored.insert(db)
+        var inserted = record
+        inserted.id = stored.id
+        return inserted
+    }
 }
+
+/// A record whose row id the database assigns.
+protocol IdentifiedRow {
+    var id: Int64? { get set }
+}
+
+extension ConnectionRecord: IdentifiedRow {}
+extension RecordingRecord: IdentifiedRow {}
+extension EventRecord: IdentifiedRow {}
+extension UploadRecord: IdentifiedRow {}
+extension InterruptionRecord: IdentifiedRow {}

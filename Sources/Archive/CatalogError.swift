@@ -15,12 +15,19 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
         case notFound(String)
         /// `--catalog` / RECBOT_CATALOG_URL does not say where a catalog is.
         case badLocation(String)
-        /// The PostgreSQL server cannot be reached (refused, timed out, connection lost).
+        /// The PostgreSQL server cannot be reached (refused, timed out, connection lost). A
+        /// write sent before the loss may have been committed.
         case unreachable(String)
+        /// The PostgreSQL server answered but cannot take the statement now, and rolled it back:
+        /// a read-only standby after a failover, a statement timeout, a serialization failure or
+        /// deadlock, no memory, disk or connections left. Asking again later is right.
+        case unavailable(String)
         /// The PostgreSQL server refused the user or password.
         case credentials(String)
         /// The PostgreSQL server refused a statement (SQLSTATE and message).
         case server(String)
+        /// Some rows of a batch were refused for good; the others were stored.
+        case rowsRefused(String)
     }
 
     /// The catalog's file, or its URL without the password.
@@ -30,6 +37,20 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
     public init(path: String, reason: Reason) {
         self.path = path
         self.reason = reason
+    }
+
+    /// Asking again later may succeed: the write waits (in the spool) instead of being lost.
+    public var isRetryable: Bool {
+        switch reason {
+        case .unreachable, .unavailable: true
+        default: false
+        }
+    }
+
+    /// The write was sent and the connection lost before its answer: the server may have
+    /// committed it (a replay checks before applying it again).
+    public var mayHaveBeenApplied: Bool {
+        if case .unreachable = reason { true } else { false }
     }
 
     public var description: String {
@@ -52,9 +73,11 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
             "catalog location \(path): \(why)"
         case .unreachable(let why):
             "catalog \(path) is unreachable: \(why)"
+        case .unavailable(let why):
+            "catalog \(path) cannot take writes now: \(why)"
         case .credentials(let why):
             "catalog \(path) refused the credentials: \(why)"
-        case .server(let why):
+        case .server(let why), .rowsRefused(let why):
             "catalog \(path): \(why)"
         }
     }

@@ -72,16 +72,21 @@ public final class CatalogSpool: @unchecked Sendable {
         return true
     }
 
-    /// What a replay did: writes applied, and writes the catalog refused for good (logged by
-    /// the caller; kept out of the way so one bad write cannot hold the rest back).
+    /// What a replay did: writes applied, writes the catalog refused for good that may go
+    /// (logged by the caller), and the write it stopped at.
     public struct ReplayResult: Sendable, Equatable {
         public var applied = 0
         public var refused: [String] = []
+        /// A write the catalog refused for good that must not be lost (see
+        /// `CatalogWrite.mayBeDropped`): the replay stopped there, and it and every later write
+        /// stay in the spool for the next replay (an operator can read why in the log).
+        public var heldAt: String?
     }
 
     /// Applies the spooled writes in order, removing each once applied. Stops, keeping the rest,
-    /// at the first the catalog cannot take because it is unreachable again (that error is
-    /// thrown); a write it refuses for another reason is dropped and named in the result.
+    /// at the first the catalog cannot take now (that error is thrown: unreachable, read-only,
+    /// timed out, busy), and at the first it refuses for good unless that write may be dropped
+    /// (then it is named in the result and the replay goes on).
     public func replay(into store: any CatalogStore) throws(CatalogError) -> ReplayResult {
         var result = ReplayResult()
         while let (seq, write, attempted) = try head() {
@@ -89,9 +94,15 @@ public final class CatalogSpool: @unchecked Sendable {
                 try store.apply(write, replay: attempted)
                 result.applied += 1
             } catch {
-                if case .unreachable = error.reason {
-                    try mark(seq)
+                if error.isRetryable {
+                    if error.mayHaveBeenApplied { try mark(seq) }
                     throw error
+                }
+                if case .rowsRefused = error.reason {
+                    result.applied += 1  // applied but for the rows that can never be stored
+                } else if !write.mayBeDropped {
+                    result.heldAt = "\(write.name): \(error)"
+                    return result
                 }
                 result.refused.append("\(write.name): \(error)")
             }

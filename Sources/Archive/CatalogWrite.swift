@@ -25,6 +25,16 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
         }
     }
 
+    /// A write a spool replay may drop when the catalog refuses it for good: a file's progress
+    /// (its completion follows) and a connection's refresh. Anything else holds the replay
+    /// until it goes in, so no session end, recording, counter or event is ever deleted.
+    public var mayBeDropped: Bool {
+        switch self {
+        case .recordingProgress, .upsertConnection: true
+        default: false
+        }
+    }
+
     /// A few words for logs.
     public var name: String {
         switch self {
@@ -59,7 +69,7 @@ extension CatalogStore {
             try updateRecordingProgress(sessionID: session, path: path, progress: progress)
         case .events(let events):
             if replay, try eventsStored(events) { return }
-            try insertEvents(events)
+            try insertEventsSalvaging(events)
         case .sessionCounters(let id, let counters):
             try recordSessionCounters(id: id, counters: counters)
         case .endSession(let id, let endedAt, let reason, let status):
@@ -71,6 +81,23 @@ extension CatalogStore {
 
     private func recordingExists(_ record: RecordingRecord) throws(CatalogError) -> Bool {
         try recordings(RecordingFilter(sessionID: record.sessionID, connectionID: record.connectionID)).contains { $0.part == record.part }
+    }
+
+    /// A batch in one transaction; when the catalog refuses it for good, its events one by
+    /// one, so one row it cannot take does not cost the others (those it refused are named in
+    /// a `.rowsRefused` error once the rest are in).
+    private func insertEventsSalvaging(_ events: [EventRecord]) throws(CatalogError) {
+        do {
+            try insertEvents(events)
+        } catch where !error.isRetryable && events.count > 1 {
+            var refused: [CatalogError] = []
+            for event in events {
+                do { try insertEvents([event]) } catch where !error.isRetryable { refused.append(error) }
+            }
+            guard let first = refused.first else { return }
+            throw CatalogError(path: first.path, reason: .rowsRefused(
+                "\(refused.count) of \(events.count) events refused, the rest stored; the first: \(first)"))
+        }
     }
 
     /// A batch is stored whole or not at all (one transaction), so its last event tells.

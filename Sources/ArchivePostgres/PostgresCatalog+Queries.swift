@@ -60,8 +60,8 @@ extension PostgresCatalog {
         var query = FilteredQuery("SELECT \(EventRecord.selectColumns) FROM events")
         query.require("session_id = ", filter.sessionID)
         if let kind = filter.kind { query.require("kind = ", kind.rawValue) }
-        if let type = filter.eventType { query.require("event_type = ", type) }
-        if let label = filter.label { query.require("label = ", label) }
+        if let type = filter.eventType { query.require("event_type = ", CatalogText.stored(type)) }
+        if let label = filter.label { query.require("label = ", CatalogText.stored(label)) }
         query.finish(orderBy: "received_at, id", limit: filter.limit)
         return try fetch(query, EventRecord.init(postgres:))
     }

@@ -13,7 +13,7 @@ extension PostgresCatalog {
 
     public func endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?) throws(CatalogError) {
         let changed = try link.withConnection { db in
-            try db.changes("UPDATE sessions SET ended_at = \(endedAt), end_reason = \(endReason), exit_status = \(exitStatus) WHERE id = \(id)")
+            try db.changes("UPDATE sessions SET ended_at = \(endedAt), end_reason = \(CatalogText.stored(endReason)), exit_status = \(exitStatus) WHERE id = \(id)")
         }
         if changed == 0 { throw CatalogError(path: location, reason: .notFound("session \(id)")) }
     }
@@ -22,9 +22,10 @@ extension PostgresCatalog {
                               signalingURL: String?) throws(CatalogError) {
         try link.withConnection { db in
             try db.query("""
-                UPDATE sessions SET sora_session_id = coalesce(\(soraSessionID), sora_session_id),
-                connection_id = coalesce(\(connectionID), connection_id), client_id = coalesce(\(clientID), client_id),
-                bundle_id = coalesce(\(bundleID), bundle_id), signaling_url = coalesce(\(signalingURL), signaling_url)
+                UPDATE sessions SET sora_session_id = coalesce(\(CatalogText.stored(soraSessionID)), sora_session_id),
+                connection_id = coalesce(\(CatalogText.stored(connectionID)), connection_id),
+                client_id = coalesce(\(CatalogText.stored(clientID)), client_id),
+                bundle_id = coalesce(\(CatalogText.stored(bundleID)), bundle_id), signaling_url = coalesce(\(signalingURL), signaling_url)
                 WHERE id = \(id)
                 """)
         }
@@ -114,7 +115,7 @@ extension PostgresCatalog {
     public func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError) {
         try link.withConnection { db in
             try db.query("""
-                UPDATE recordings SET verification = \(status.rawValue), verified_at = \(time), verification_report = \(report)
+                UPDATE recordings SET verification = \(status.rawValue), verified_at = \(time), verification_report = \(CatalogText.stored(report))
                 WHERE id = \(recordingID)
                 """)
         }

@@ -52,7 +52,7 @@ final class PostgresLink: @unchecked Sendable {
             return try body(session)
         } catch {
             let mapped = mapError(error)
-            if case .unreachable = mapped.reason, let connection {
+            if reconnects(after: error, mapped), let connection {
                 self.connection = nil
                 Self.close(connection)
             }
@@ -183,12 +183,12 @@ final class PostgresLink: @unchecked Sendable {
             let state = psql.serverInfo?[.sqlState] ?? "?"
             let message = psql.serverInfo?[.message] ?? "server error"
             let detail = psql.serverInfo?[.detail].map { " (\($0))" } ?? ""
-            if state == "28P01" || state == "28000" { return CatalogError(path: location, reason: .credentials(message)) }
-            // 08: connection exceptions; 57P0x: shutting down or starting up; 53300: too many connections.
-            if state.hasPrefix("08") || state.hasPrefix("57P") || state == "53300" {
-                return CatalogError(path: location, reason: .unreachable("\(message) (SQLSTATE \(state))"))
+            switch SQLStateClass(state) {
+            case .credentials: return CatalogError(path: location, reason: .credentials(message))
+            case .connectionLost: return CatalogError(path: location, reason: .unreachable("\(message) (SQLSTATE \(state))"))
+            case .notNow: return CatalogError(path: location, reason: .unavailable("\(message) (SQLSTATE \(state))"))
+            case .refused: return CatalogError(path: location, reason: .server("\(message)\(detail) (SQLSTATE \(state))"))
             }
-            return CatalogError(path: location, reason: .server("\(message)\(detail) (SQLSTATE \(state))"))
         case .authMechanismRequiresPassword:
             return CatalogError(path: location, reason: .credentials("the server wants a password and the URL has none"))
         case .unsupportedAuthMechanism, .saslError:
@@ -198,6 +198,14 @@ final class PostgresLink: @unchecked Sendable {
         default:
             return CatalogError(path: location, reason: .unreachable(psql.underlying.map(describe) ?? "\(psql.code)"))
         }
+    }
+
+    /// A lost connection is reopened by the next call; so is one to a server that turned
+    /// read-only (a standby after a failover: a new connection may reach the new primary).
+    private func reconnects(after error: any Error, _ mapped: CatalogError) -> Bool {
+        if case .unreachable = mapped.reason { return true }
+        let state = (error as? PSQLError)?.serverInfo?[.sqlState]
+        return state == SQLStateClass.readOnlyTransaction
     }
 
     private func describe(_ error: any Error) -> String {

@@ -73,9 +73,13 @@ extension SessionRecord {
         eventsRefusedBytes = try value("events_refused_bytes")
         messagesDropped = try value("messages_dropped")
         catalogWritesDropped = try value("catalog_writes_dropped")
+        self = catalogLoaded
     }
 
-    var postgresColumns: ColumnValues {
+    /// With its free text escaped (`CatalogText`), as the SQLite catalog stores it.
+    var postgresColumns: ColumnValues { catalogStored.columnsAsGiven }
+
+    private var columnsAsGiven: ColumnValues {
         var columns = ColumnValues()
         columns.add("id", id)
         columns.add("channel_id", channelID)
@@ -113,10 +117,14 @@ extension ConnectionRecord {
                   role: try value("role"), metadata: try value("metadata"), authnMetadata: try value("authn_metadata"),
                   authzMetadata: try value("authz_metadata"), leftAt: try value("left_at"))
         id = try value("id")
+        self = catalogLoaded
     }
 
     /// Without `id`: the server assigns it.
-    var postgresColumns: ColumnValues {
+    /// With its free text escaped (`CatalogText`), as the SQLite catalog stores it.
+    var postgresColumns: ColumnValues { catalogStored.columnsAsGiven }
+
+    private var columnsAsGiven: ColumnValues {
         var columns = ColumnValues()
         columns.add("session_id", sessionID)
         columns.add("connection_id", connectionID)
@@ -164,10 +172,14 @@ extension RecordingRecord {
         let verificationText: String? = try value("verification")
         verification = verificationText.flatMap(VerificationStatus.init(rawValue:))
         (verifiedAt, verificationReport, error) = (try value("verified_at"), try value("verification_report"), try value("error"))
+        self = catalogLoaded
     }
 
     /// Without `id`: the server assigns it.
-    var postgresColumns: ColumnValues {
+    /// With its free text escaped (`CatalogText`), as the SQLite catalog stores it.
+    var postgresColumns: ColumnValues { catalogStored.columnsAsGiven }
+
+    private var columnsAsGiven: ColumnValues {
         var columns = ColumnValues()
         columns.add("session_id", sessionID)
         columns.add("connection_id", connectionID)
@@ -218,9 +230,13 @@ extension EventRecord {
                   label: try value("label"), senderConnectionID: try value("sender_connection_id"), receivedAt: try value("received_at"),
                   payload: payload)
         id = try value("id")
+        self = catalogLoaded
     }
 
-    var postgresColumns: ColumnValues {
+    /// With its free text escaped (`CatalogText`), as the SQLite catalog stores it.
+    var postgresColumns: ColumnValues { catalogStored.columnsAsGiven }
+
+    private var columnsAsGiven: ColumnValues {
         var columns = ColumnValues()
         columns.add("session_id", sessionID)
         columns.add("kind", kind.rawValue)
@@ -273,10 +289,14 @@ extension UploadRecord {
         error = try value("error")
         uploadedAt = try value("uploaded_at")
         localDeletedAt = try value("local_deleted_at")
+        self = catalogLoaded
     }
 
     /// Without `id`: the server assigns it.
-    var postgresColumns: ColumnValues {
+    /// With its free text escaped (`CatalogText`), as the SQLite catalog stores it.
+    var postgresColumns: ColumnValues { catalogStored.columnsAsGiven }
+
+    private var columnsAsGiven: ColumnValues {
         var columns = ColumnValues()
         columns.add("session_id", sessionID)
         columns.add("file_name", fileName)
@@ -305,10 +325,14 @@ extension InterruptionRecord {
                   cause: try value("cause"), attempts: Int(try value("attempts", as: Int64.self)), endedAt: try value("ended_at"),
                   mediaLostMs: try value("media_lost_ms"), connectionID: try value("connection_id"))
         id = try value("id")
+        self = catalogLoaded
     }
 
     /// Without `id`: the server assigns it.
-    var postgresColumns: ColumnValues {
+    /// With its free text escaped (`CatalogText`), as the SQLite catalog stores it.
+    var postgresColumns: ColumnValues { catalogStored.columnsAsGiven }
+
+    private var columnsAsGiven: ColumnValues {
         var columns = ColumnValues()
         columns.add("session_id", sessionID)
         columns.add("ordinal", Int64(ordinal))

@@ -30,6 +30,7 @@ final class CatalogWriter: @unchecked Sendable {
     private var spool: CatalogSpool?
     private var lastReplayAttempt = DispatchTime(uptimeNanoseconds: 0)
     private var replayScheduled = false
+    private var lastHeld: String?
     /// The spool's size as last seen on `queue`, and every write that ever went there: for the
     /// metrics (read from other threads, so under `lock`).
     private var spoolSize = (writes: 0, bytes: 0)
@@ -93,8 +94,9 @@ final class CatalogWriter: @unchecked Sendable {
             if let spool, !spool.isEmpty { keep(write, in: spool, attempted: false); return }
         }
         do throws(CatalogError) { try catalog.apply(write) } catch {
-            if case .unreachable = error.reason, let spool = openSpool(after: error) {
-                keep(write, in: spool, attempted: true)
+            if error.isRetryable, let spool = openSpool(after: error) {
+                // Only a lost connection may have committed it; a server that answered rolled it back.
+                keep(write, in: spool, attempted: error.mayHaveBeenApplied)
             } else {
                 fail(write.name, error)
             }
@@ -110,7 +112,7 @@ final class CatalogWriter: @unchecked Sendable {
                 return nil
             }
             spool = opened
-            logger.error("catalog unreachable: writes go to the local spool until it answers", metadata: [
+            logger.error("catalog cannot take writes: they go to the local spool until it does", metadata: [
                 "error": "\(error)", "spool": "\(spoolPath)",
             ])
             lastReplayAttempt = .now()
@@ -148,11 +150,24 @@ final class CatalogWriter: @unchecked Sendable {
         do throws(CatalogError) {
             let result = try spool.replay(into: catalog)
             for refusal in result.refused { fail("spooled write", CatalogError(path: catalog.location, reason: .server(refusal))) }
-            logger.notice("catalog reachable again: spooled writes applied", metadata: ["writes": "\(result.applied)"])
+            if result.applied > 0 {
+                logger.notice("catalog takes writes again: spooled writes applied", metadata: ["writes": "\(result.applied)"])
+            }
+            noteHeld(result.heldAt, in: spool)
         } catch {
-            if case .unreachable = error.reason { return }
+            if error.isRetryable { return }
             fail("spool replay", error)
         }
+    }
+
+    /// A spooled write the catalog refuses for good holds the spool (it is never deleted):
+    /// said once per write, not at every replay.
+    private func noteHeld(_ heldAt: String?, in spool: CatalogSpool) {
+        guard heldAt != lastHeld else { return }
+        lastHeld = heldAt
+        guard let heldAt else { return }
+        fail("spooled write", CatalogError(path: catalog.location, reason: .server(
+            "refused for good, kept with every later write in \(spool.path) for `recbot repair`: \(heldAt)")))
     }
 
     private func scheduleReplay() {

@@ -66,7 +66,7 @@ extension ExitStatus {
     /// that does not parse is configuration, anything else is storage.
     public init(catalogError: CatalogError) {
         switch catalogError.reason {
-        case .unreachable: self = .catalogUnavailable
+        case .unreachable, .unavailable: self = .catalogUnavailable
         case .credentials: self = .catalogCredentials
         case .badLocation: self = .configuration
         default: self = .storage

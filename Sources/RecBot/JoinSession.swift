@@ -183,7 +183,7 @@ public final class JoinSession: @unchecked Sendable {
         let spooled = writer.spooled
         if let spool = spooled.path {
             // The recording is whole; the catalog will learn of it from the spool.
-            logger.error("catalog unreachable at the end: writes kept in the spool; `recbot repair` applies them when it answers",
+            logger.error("the catalog could not take every write by the end: the rest wait in the spool; `recbot repair` applies them",
                          metadata: ["writes": "\(spooled.writes)", "spool": "\(spool)"])
             if ending.result == .success { ending.result = .catalogUnavailable }
         }

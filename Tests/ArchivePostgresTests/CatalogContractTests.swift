@@ -129,6 +129,48 @@ struct CatalogContractTests {
         #expect(try catalog.events(EventFilter(sessionID: a, limit: 2)).count == 2)
         #expect(try catalog.eventCounts(sessionID: a) == [EventCount(kind: .datachannel, count: 2), EventCount(kind: .notify, count: 1), EventCount(kind: .push, count: 1)])
     }
+
+    /// U+0000 in free text from the wire: PostgreSQL refuses it in text and SQLite cut the value
+    /// there; both keep it now, and a filter still finds it.
+    @Test(arguments: CatalogBackend.allCases) func freeTextKeepsU0000AndU_FFFF(backend: CatalogBackend) throws {
+        let catalog = try seeded(backend)
+        let odd = "a\u{0}b\u{FFFF}c\u{FFFF}0\u{0}"
+        let events = [
+            EventRecord(sessionID: a, kind: .datachannel, label: "#chat", receivedAt: 1, payload: .text("before")),
+            EventRecord(sessionID: a, kind: .datachannel, eventType: odd, label: "#c\u{0}h", senderConnectionID: "S\u{0}", receivedAt: 2, payload: .text(odd)),
+            EventRecord(sessionID: a, kind: .datachannel, label: "#chat", receivedAt: 3, payload: .text("after")),
+        ]
+        try catalog.apply(.events(events))
+        #expect(try catalog.events(EventFilter(sessionID: a)).map { $0.payload } == events.map(\.payload))
+        let found = try catalog.events(EventFilter(sessionID: a, label: "#c\u{0}h"))
+        #expect(found.count == 1 && found.first?.eventType == odd && found.first?.senderConnectionID == "S\u{0}")
+        try catalog.updateSession(id: a, soraSessionID: "SORA\u{0}", connectionID: "BOT", clientID: "client\u{0}x", bundleID: "\u{0}",
+                                  signalingURL: nil)
+        try catalog.endSession(id: a, endedAt: 9, endReason: "signaling-closed: \u{0}bye", exitStatus: 69)
+        let session = try #require(try catalog.session(id: a))
+        #expect(session.clientID == "client\u{0}x" && session.bundleID == "\u{0}" && session.soraSessionID == "SORA\u{0}")
+        #expect(session.endReason == "signaling-closed: \u{0}bye")
+        try catalog.upsertConnection(ConnectionRecord(sessionID: a, connectionID: "S1", firstSeenAt: 1, clientID: odd, metadata: "{\"k\":\"\u{0}\"}"))
+        #expect(try catalog.connections(sessionID: a).first.map { $0.clientID == odd && $0.metadata == "{\"k\":\"\u{0}\"}" } == true)
+        try catalog.saveInterruption(InterruptionRecord(sessionID: a, ordinal: 1, startedAt: 5, cause: "closed: \u{0}"))
+        #expect(try catalog.interruptions(sessionID: a).first?.cause == "closed: \u{0}")
+    }
+
+    /// A batch with a row the catalog refuses for good (here, an unknown session): the others
+    /// are stored, and the refusal is named.
+    @Test(arguments: CatalogBackend.allCases) func oneRefusedRowDoesNotCostItsBatch(backend: CatalogBackend) throws {
+        let catalog = try seeded(backend)
+        let events = [
+            EventRecord(sessionID: a, kind: .notify, receivedAt: 1, payload: .json("{}")),
+            EventRecord(sessionID: "01JD0000000000000000000099", kind: .notify, receivedAt: 2, payload: .json("{}")),
+            EventRecord(sessionID: a, kind: .notify, receivedAt: 3, payload: .json("{}")),
+        ]
+        #expect { try catalog.apply(.events(events)) } throws: { error in
+            guard case .rowsRefused(let why) = (error as? CatalogError)?.reason else { return false }
+            return why.hasPrefix("1 of 3 events refused")
+        }
+        #expect(try catalog.events(EventFilter(sessionID: a)).map(\.receivedAt) == [1, 3])
+    }
 }
 
 /// Replaying what the spool kept (a write whose first attempt may have been committed) has the

@@ -85,6 +85,86 @@ struct CatalogSpoolTests {
         #expect(try catalog.session(id: session)?.endReason == "duration")
         #expect(try catalog.recordings(RecordingFilter(sessionID: session)).count == 4)
     }
+
+    /// The database's name in a URL `makeDatabase` gave.
+    func databaseName(_ url: String) -> String {
+        String(url.split(separator: "/").last?.split(separator: "?").first ?? "")
+    }
+
+    /// A failover leaves the writer on a read-only standby (SQLSTATE 25006): the writes wait in
+    /// the spool, none is refused, and they arrive once the server takes writes again.
+    @Test func aReadOnlyServerKeepsEveryWriteInTheSpool() throws {
+        let server = try PostgresServer.shared.get()
+        let text = try server.makeDatabase()
+        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
+        let catalog = try PostgresCatalog(url: url)
+        try catalog.insertSession(SessionRecord(id: session, channelID: "failover", startedAt: 0))
+        let spoolPath = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
+        let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, logger: Logger(label: "test"))
+        let database = databaseName(text)
+        try server.psql("ALTER DATABASE \"\(database)\" SET default_transaction_read_only = on")
+        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
+        _ = try? catalog.sessions()  // the drop is seen here: the writes meet the read-only server itself
+        for write in writes(0..<3) { writer.submit(write) }
+        writer.submit(.endSession(id: session, endedAt: 99, endReason: "duration", exitStatus: 0))
+        #expect(writer.drain(timeoutSeconds: 30))
+        #expect(writer.spooled.writes == 13, "read-only: every write waits")
+        #expect(writer.error == nil, "nothing was refused")
+        try server.psql("ALTER DATABASE \"\(database)\" SET default_transaction_read_only = off")
+        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
+        #expect(writer.finish(timeoutSeconds: 30))
+        #expect(writer.spooled.writes == 0 && writer.error == nil)
+        #expect(try catalog.recordings(RecordingFilter(sessionID: session)).map(\.status) == [.complete, .complete, .complete])
+        #expect(try catalog.session(id: session)?.endReason == "duration")
+    }
+
+    /// A statement that outlives `statement_timeout` (SQLSTATE 57014) stops the replay and
+    /// deletes nothing; the next replay applies every write.
+    @Test func aStatementTimeoutStopsTheReplayAndKeepsTheRest() throws {
+        let server = try PostgresServer.shared.get()
+        let text = try server.makeDatabase()
+        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
+        let catalog = try PostgresCatalog(url: url)
+        try catalog.insertSession(SessionRecord(id: session, channelID: "slow", startedAt: 0))
+        let database = databaseName(text)
+        try server.psql("""
+            CREATE FUNCTION slow_insert() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$ LANGUAGE plpgsql;
+            CREATE TRIGGER slow BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION slow_insert();
+            ALTER DATABASE "\(database)" SET statement_timeout = '100ms';
+            """, database: database)
+        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
+        _ = try? catalog.sessions()  // the first call after the drop may see it
+        let spoolPath = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
+        let spool = try #require(try CatalogSpool(path: spoolPath))
+        for write in writes(0..<2) { try spool.append(write) }
+        #expect(throws: CatalogError.self) { try spool.replay(into: catalog) }
+        #expect(spool.count == 6, "the connection and the recording went in; the events and what follows wait")
+        try server.psql("DROP TRIGGER slow ON events", database: database)
+        let result = try spool.replay(into: catalog)
+        #expect(result.applied == 6 && result.refused.isEmpty && result.heldAt == nil && spool.isEmpty)
+        #expect(try catalog.eventCounts(sessionID: session) == [EventCount(kind: .notify, count: 2)])
+    }
+
+    /// A write the catalog refuses for good is dropped only when it may be (a connection's
+    /// refresh); a session's end holds the replay, and it and the rest stay.
+    @Test func anEssentialWriteRefusedForGoodHoldsTheSpool() throws {
+        let server = try PostgresServer.shared.get()
+        let text = try server.makeDatabase()
+        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
+        let catalog = try PostgresCatalog(url: url)
+        try catalog.insertSession(SessionRecord(id: session, channelID: "held", startedAt: 0))
+        let unknown = "01JD00000000000000000SPOOL9"
+        let spoolPath = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
+        let spool = try #require(try CatalogSpool(path: spoolPath))
+        try spool.append(.upsertConnection(ConnectionRecord(sessionID: unknown, connectionID: "S1", firstSeenAt: 1)))
+        try spool.append(.endSession(id: unknown, endedAt: 9, endReason: "duration", exitStatus: 0))
+        try spool.append(.endSession(id: session, endedAt: 9, endReason: "duration", exitStatus: 0))
+        let result = try spool.replay(into: catalog)
+        #expect(result.refused.count == 1 && result.refused.first?.hasPrefix("connection") == true)
+        #expect(result.heldAt?.hasPrefix("session end") == true)
+        #expect(spool.count == 2, "the refused end and the write after it stay")
+        #expect(try catalog.session(id: session)?.endedAt == nil)
+    }
 }
 
 struct CatalogBackendMismatch: Error {}

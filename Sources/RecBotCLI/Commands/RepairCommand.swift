@@ -38,10 +38,7 @@ struct RepairCommand: ParsableCommand {
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
         let repair = SessionRepair(catalog: catalog, dataDirectory: directory)
-        for replayed in try catalog.query({ _ throws(CatalogError) in try repair.replaySpools() }) {
-            Console.note("applied \(replayed.applied) catalog writes spooled in \(replayed.path)")
-            for refusal in replayed.refused { Console.note("the catalog refused a spooled write: \(refusal)") }
-        }
+        let held = try replaySpools(repair, catalog: catalog)
         var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory).unfinishedSessions() }
         if let channel { targets = targets.filter { $0.channelID == channel } }
         if !sessions.isEmpty {
@@ -52,6 +49,8 @@ struct RepairCommand: ParsableCommand {
                 return session
             }
         }
+        // Repair judges what a session is missing from the catalog: not while its spool waits.
+        targets.removeAll { held.contains($0.id) }
         var outcomes: [SessionRepairOutcome] = []
         for session in targets { outcomes.append(try catalog.query { _ throws(CatalogError) in try repair.repair(session, force: force) }) }
         if output.json {
@@ -61,7 +60,21 @@ struct RepairCommand: ParsableCommand {
         } else {
             Console.print(RepairCommand.table(outcomes).rendered())
         }
-        if outcomes.contains(where: { $0.files.contains { $0.error != nil } }) { throw ExitStatus.storage.exitCode }
+        if !held.isEmpty || outcomes.contains(where: { $0.files.contains { $0.error != nil } }) { throw ExitStatus.storage.exitCode }
+    }
+
+    /// Applies the spools joins left; the sessions whose spool still holds writes.
+    private func replaySpools(_ repair: SessionRepair, catalog: any CatalogStore) throws -> Set<String> {
+        var held: Set<String> = []
+        for replayed in try catalog.query({ _ throws(CatalogError) in try repair.replaySpools() }) {
+            if replayed.applied > 0 { Console.note("applied \(replayed.applied) catalog writes spooled in \(replayed.path)") }
+            for refusal in replayed.refused { Console.note("the catalog refused a spooled write: \(refusal)") }
+            if let why = replayed.held {
+                Console.note("kept \(replayed.path) and left session \(replayed.sessionID) unrepaired: \(why)")
+                held.insert(replayed.sessionID)
+            }
+        }
+        return held
     }
 
     static func json(_ outcome: SessionRepairOutcome) -> JSONValue {
