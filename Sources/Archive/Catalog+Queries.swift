@@ -23,13 +23,17 @@ public struct RecordingFilter: Sendable {
     public var limit: Int?
     /// Only finished recordings `recbot verify` has not looked at yet.
     public var unverifiedOnly = false
+    /// Only recordings whose file is on this host's disk.
+    public var host: String?
 
-    public init(sessionID: String? = nil, connectionID: String? = nil, channelID: String? = nil, limit: Int? = nil, unverifiedOnly: Bool = false) {
+    public init(sessionID: String? = nil, connectionID: String? = nil, channelID: String? = nil, limit: Int? = nil, unverifiedOnly: Bool = false,
+                host: String? = nil) {
         self.sessionID = sessionID
         self.connectionID = connectionID
         self.channelID = channelID
         self.limit = limit
         self.unverifiedOnly = unverifiedOnly
+        self.host = host
     }
 }
 
@@ -113,6 +117,7 @@ extension Catalog {
             var request = RecordingRecord.all()
             if let session = filter.sessionID { request = request.filter(Column("session_id") == session) }
             if let connection = filter.connectionID { request = request.filter(Column("connection_id") == connection) }
+            if let host = filter.host { request = request.filter(Column("host") == host) }
             if filter.unverifiedOnly { request = request.filter(Column("verification") == nil && Column("status") != RecordingStatus.recording.rawValue) }
             if let channel = filter.channelID {
                 request = request.filter(

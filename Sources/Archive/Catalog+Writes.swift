@@ -104,9 +104,13 @@ extension Catalog {
     /// Stores `recbot verify`'s verdict on a recording (the latest run wins).
     public func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError) {
         try write { db in
-            try db.execute(sql: "UPDATE recordings SET verification = ?, verified_at = ?, verification_report = ? WHERE id = ?",
+            try db.execute(sql: "UPDATE recordings SET verification = ?, verified_at = ?, verification_report = ?, missing_at = NULL WHERE id = ?",
                            arguments: [status.rawValue, time, CatalogText.stored(report), recordingID])
         }
+    }
+
+    public func recordMissing(recordingID: Int64, at time: Int64) throws(CatalogError) {
+        try write { db in try db.execute(sql: "UPDATE recordings SET missing_at = ? WHERE id = ?", arguments: [time, recordingID]) }
     }
 
     /// Many events in one transaction (a burst of data-channel messages).

@@ -29,8 +29,10 @@ public protocol CatalogStore: AnyObject, Sendable {
     func updateRecordingProgress(sessionID: String, path: String, progress: RecordingProgress) throws(CatalogError)
     /// What the session refused or dropped.
     func recordSessionCounters(id: String, counters: SessionCounters) throws(CatalogError)
-    /// `recbot verify`'s verdict on a recording (the latest run wins).
+    /// `recbot verify`'s verdict on a recording (the latest run wins); the file was found.
     func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError)
+    /// `recbot verify` looked for the file on its host and did not find it. The verdict stays.
+    func recordMissing(recordingID: Int64, at time: Int64) throws(CatalogError)
     /// Many events in one transaction.
     func insertEvents(_ events: [EventRecord]) throws(CatalogError)
     @discardableResult func insertEvent(_ event: EventRecord) throws(CatalogError) -> EventRecord

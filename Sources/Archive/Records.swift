@@ -157,6 +157,11 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var verificationReport: String?
     /// Why the recording is `interrupted` (nil otherwise).
     public var error: String?
+    /// The name of the host whose data directory holds the file (nil: not known, a row from
+    /// before hosts were recorded with no session host either).
+    public var host: String?
+    /// When `recbot verify` last looked for the file on its host and did not find it.
+    public var missingAt: Int64?
 
     public init(
         sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
@@ -195,6 +200,7 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
         case framesDroppedKeyframeWait = "frames_dropped_keyframe_wait", framesDroppedMalformed = "frames_dropped_malformed"
         case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes", videoRefused = "video_refused"
         case verification, verifiedAt = "verified_at", verificationReport = "verification_report", error
+        case host, missingAt = "missing_at"
     }
 }
 

@@ -50,6 +50,7 @@ extension PostgresCatalog {
         var query = FilteredQuery("SELECT \(RecordingRecord.selectColumns) FROM recordings")
         if let session = filter.sessionID { query.require("session_id = ", session) }
         if let connection = filter.connectionID { query.require("connection_id = ", connection) }
+        if let host = filter.host { query.require("host = ", host) }
         if filter.unverifiedOnly { query.require("verification IS NULL AND status <> 'recording'") }
         if let channel = filter.channelID { query.require("session_id IN (SELECT id FROM sessions WHERE channel_id = ", channel, ")") }
         query.finish(orderBy: "started_at, connection_id COLLATE \"C\", part, id", limit: filter.limit)

@@ -115,10 +115,14 @@ extension PostgresCatalog {
     public func recordVerification(recordingID: Int64, status: VerificationStatus, at time: Int64, report: String) throws(CatalogError) {
         try link.withConnection { db in
             try db.query("""
-                UPDATE recordings SET verification = \(status.rawValue), verified_at = \(time), verification_report = \(CatalogText.stored(report))
-                WHERE id = \(recordingID)
+                UPDATE recordings SET verification = \(status.rawValue), verified_at = \(time), verification_report = \(CatalogText.stored(report)),
+                missing_at = NULL WHERE id = \(recordingID)
                 """)
         }
+    }
+
+    public func recordMissing(recordingID: Int64, at time: Int64) throws(CatalogError) {
+        try link.withConnection { db in try db.query("UPDATE recordings SET missing_at = \(time) WHERE id = \(recordingID)") }
     }
 
     @discardableResult

@@ -147,7 +147,7 @@ extension RecordingRecord {
         video_frames, audio_frames, packets_received, packets_lost, nacks_sent, packets_recovered, frames_dropped,
         keyframe_requests, status, pli_sent, fir_sent, packets_late, packets_duplicate, jitter_ms, frames_dropped_incomplete,
         frames_dropped_keyframe_wait, frames_dropped_malformed, frames_dropped_recorder, video_sizes, video_refused,
-        verification, verified_at, verification_report, error
+        verification, verified_at, verification_report, error, host, missing_at
         """
 
     init(postgres row: PostgresRow) throws {
@@ -172,6 +172,7 @@ extension RecordingRecord {
         let verificationText: String? = try value("verification")
         verification = verificationText.flatMap(VerificationStatus.init(rawValue:))
         (verifiedAt, verificationReport, error) = (try value("verified_at"), try value("verification_report"), try value("error"))
+        (host, missingAt) = (try value("host"), try value("missing_at"))
         self = catalogLoaded
     }
 
@@ -208,6 +209,8 @@ extension RecordingRecord {
         columns.add("verified_at", verifiedAt)
         columns.add("verification_report", verificationReport)
         columns.add("error", error)
+        columns.add("host", host)
+        columns.add("missing_at", missingAt)
         return columns
     }
 }

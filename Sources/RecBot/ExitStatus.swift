@@ -10,6 +10,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case usage = 64
     /// `recbot verify` found a recording that does not read or decode cleanly.
     case dataError = 65
+    /// `recbot verify` did not find a recording's file where its host keeps it (sysexits' EX_NOINPUT).
+    case missingFile = 66
     /// Network, ICE or DTLS failure; server unreachable.
     case network = 69
     /// Catalog or recording storage failure (unreadable, corrupt, newer schema, disk full).
@@ -40,6 +42,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .failure: "internal failure"
         case .usage: "bad command line"
         case .dataError: "a recording failed verification"
+        case .missingFile: "a recording's file is missing from its host"
         case .network: "network/ICE/DTLS failure"
         case .storage: "storage failure (catalog, disk full, a file that could not be written)"
         case .protocolError: "protocol error"

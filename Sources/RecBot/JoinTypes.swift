@@ -99,6 +99,10 @@ public struct JoinOptions: Sendable {
     /// What one session may store in the events table; beyond it events are counted, not stored.
     public var eventLimits = EventLimits()
     public var recbotVersion: String
+    /// The name the data directory's recordings are cataloged under: the machine's host name,
+    /// or a name that outlives it (a Kubernetes pod's volume), so `verify --pending` and
+    /// `upload` on the same disk find them.
+    public var host = ProcessInfo.processInfo.hostName
 
     /// Joining again after a connection failure a rejoin may cure: attempts per outage
     /// (nil: until the window ends; 0: never) and the backoff.

@@ -16,8 +16,12 @@ final class RecordingFinisher: @unchecked Sendable {
     private var lastParts: [String: (part: Int, marked: Bool)] = [:]
     private let group = DispatchGroup()
 
-    init(sessionID: String, writer: CatalogWriter) {
+    /// The host the files are cataloged under (`JoinOptions.host`).
+    private let host: String
+
+    init(sessionID: String, host: String, writer: CatalogWriter) {
         self.sessionID = sessionID
+        self.host = host
         self.writer = writer
     }
 
@@ -97,6 +101,7 @@ final class RecordingFinisher: @unchecked Sendable {
                                   startedAt: done.startedAtMilliseconds,
                                   status: done.error == nil && done.interruption == nil ? .complete : .interrupted)
         row.error = done.error ?? done.interruption
+        row.host = host
         row.endedAt = done.stoppedAtMilliseconds
         row.durationMs = done.durationMilliseconds
         row.bytes = Int64(done.size)

@@ -33,8 +33,9 @@ final class SessionMedia: @unchecked Sendable {
         self.loop = loop
         let (writer, sessionID) = (session.writer, session.id)
         let layout = options.dataDirectory.layout(session: session.id)
+        let host = options.host
         self.layout = layout
-        finisher = RecordingFinisher(sessionID: session.id, writer: writer)
+        finisher = RecordingFinisher(sessionID: session.id, host: options.host, writer: writer)
         eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, limits: options.eventLimits)
         interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
         recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
@@ -45,10 +46,11 @@ final class SessionMedia: @unchecked Sendable {
         }
         // The catalog learns of each file when it is created, so a kill leaves a row to repair.
         recordings.onFileStarted = { recorder in
-            let row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
+            var row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
                                       path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
                                       audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
                                       status: .recording)
+            row.host = host
             writer.submit(.startRecording(row))
         }
     }

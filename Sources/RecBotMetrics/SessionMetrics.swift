@@ -151,6 +151,7 @@ extension ExitStatus {
         case .failure: "failure"
         case .usage: "usage"
         case .dataError: "data_error"
+        case .missingFile: "missing_file"
         case .network: "network"
         case .storage: "storage"
         case .protocolError: "protocol_error"

@@ -29,13 +29,16 @@ public struct SessionRepair {
     public let catalog: any CatalogStore
     public let dataDirectory: DataDirectory
     public let hostname: String
+    /// The name recordings found here are cataloged under (`JoinOptions.host`).
+    public let storageHost: String
     public let isProcessAlive: (Int) -> Bool
 
     public init(catalog: any CatalogStore, dataDirectory: DataDirectory, hostname: String = ProcessInfo.processInfo.hostName,
-                isProcessAlive: @escaping (Int) -> Bool = SessionRepair.processExists) {
+                storageHost: String? = nil, isProcessAlive: @escaping (Int) -> Bool = SessionRepair.processExists) {
         self.catalog = catalog
         self.dataDirectory = dataDirectory
         self.hostname = hostname
+        self.storageHost = storageHost ?? hostname
         self.isProcessAlive = isProcessAlive
     }
 
@@ -85,6 +88,7 @@ public struct SessionRepair {
             var row = RecordingRecord(sessionID: session.id, connectionID: sender.connectionID, part: sender.part,
                                       path: layout.catalogPath(name), videoCodec: nil, audioCodec: nil, startedAt: session.startedAt)
             row.startedAt = estimatedFileStart(layout.directory + "/" + name, session: session)
+            row.host = storageHost
             outcome.files.append(repairRow(&row, session: session, layout: layout, context: context))
             rows.append(try catalog.insertRecording(row))
         }

@@ -67,6 +67,49 @@ import WebM
         #expect(result.status == 0 && result.stdout.contains("verified"))
         #expect(try fixture.run(["verify"]).status == 64, "no target")
         #expect(try fixture.run(["verify", "999"]).status == 64, "no such recording")
-        #expect(try fixture.run(["verify", "/nonexistent.webm"]).status == 65)
+        #expect(try fixture.run(["verify", "/nonexistent.webm"]).status == 66, "EX_NOINPUT: missing, not failed")
+    }
+
+    /// A shared catalog: `--pending` takes this host's recordings only; a file not on its disk is
+    /// `missing` (exit 66, beside any verdict), never `failed`; one deleted after its upload is
+    /// `uploaded`; another host's is that host's business.
+    @Test func pendingTakesThisHostsRecordingsAndAMissingFileIsNotFailed() throws {
+        func finished(_ sender: String, host: String) throws -> RecordingRecord {
+            var row = RecordingRecord(sessionID: Fixture.s1, connectionID: sender, path: "recordings/\(Fixture.s1)/archive-\(sender).webm",
+                                      videoCodec: "VP8", audioCodec: "OPUS", startedAt: Fixture.t0 + 600, status: .complete)
+            row.host = host
+            return try fixture.catalog.insertRecording(row)
+        }
+        let here = try finished("HERE1", host: "host-a")
+        let gone = try finished("GONE1", host: "host-a")
+        let other = try finished("OTHER1", host: "host-b")
+        try writeFile(at: fixture.directory + "/" + here.path)
+
+        let pending = try fixture.run(["verify", "--pending", "--host", "host-a", "--json"])
+        #expect(pending.status == 66, "a file missing from its host: \(pending.stderr)")
+        let verdicts = Dictionary(uniqueKeysWithValues: try #require(try pending.json() as? [[String: Any]]).map {
+            ($0["recording_id"] as? Int ?? 0, $0["verification"] as? String ?? "")
+        })
+        #expect(verdicts == [Int(here.id!): "verified", Int(gone.id!): "missing"])
+        let stored = { (id: Int64?) throws in try #require(try self.fixture.catalog.recording(id: id!)) }
+        #expect(try stored(gone.id).verification == nil && stored(gone.id).missingAt != nil, "missing is not a verdict")
+        #expect(try stored(other.id).verification == nil && stored(other.id).missingAt == nil, "another host's row is not touched")
+
+        let everyHost = try fixture.run(["verify", "--pending", "--all-hosts", "--host", "host-a", "--json"])
+        let names = Dictionary(uniqueKeysWithValues: try #require(try everyHost.json() as? [[String: Any]]).map {
+            ($0["recording_id"] as? Int ?? 0, $0["verification"] as? String ?? "")
+        })
+        #expect(names[Int(other.id!)] == "elsewhere" && names[Int(gone.id!)] == "missing" && names[Int(here.id!)] == nil)
+        #expect(try stored(other.id).missingAt == nil)
+
+        // Verified, uploaded and deleted: still verified, and nothing to alarm anyone.
+        try fixture.catalog.recordVerification(recordingID: gone.id!, status: .verified, at: Fixture.t0, report: "{}")
+        var upload = UploadRecord(sessionID: Fixture.s1, fileName: "archive-GONE1.webm", objectURL: "s3://b/GONE1.webm", endpoint: "http://s3",
+                                  bytes: 1, startedAt: Fixture.t0, status: .uploaded)
+        upload.localDeletedAt = Fixture.t0 + 1
+        try fixture.catalog.saveUpload(upload)
+        let uploaded = try fixture.run(["verify", String(gone.id!), "--host", "host-a"])
+        #expect(uploaded.status == 0 && uploaded.stdout.contains("deleted here"), "\(uploaded.stdout)")
+        #expect(try stored(gone.id).verification == .verified)
     }
 }

@@ -62,6 +62,7 @@ struct JoinCommand: AsyncParsableCommand {
                                  .uploadFailed, .uploadCredentials]))
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var hostOptions: HostOptions
     @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
     @OptionGroup(title: "TURN relays") var relayArguments: RelayArguments
     @OptionGroup(title: "Upload when the session ends") var uploadArguments: UploadArguments
@@ -245,6 +246,7 @@ struct JoinCommand: AsyncParsableCommand {
         }
         var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
         options.catalog = try common.catalogLocation(settings: settings)
+        options.host = try hostOptions.name(settings: settings)
         if let duration = duration ?? settings["RECBOT_DURATION"].map({ DurationArgument(argument: $0) }) ?? nil {
             guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
             options.durationMilliseconds = duration.milliseconds

@@ -69,12 +69,18 @@ struct RecordingsCommand: ParsableCommand {
                     + "\(r.framesDroppedMalformed) malformed, \(r.framesDroppedRecorder) by the recorder)"),
                 ("Jitter", r.jitterMs.map { "\($0) ms" }),
                 ("Verification", verification(r) + (r.verifiedAt.flatMap { " at " + (HumanFormat.localTime(milliseconds: $0) ?? "") } ?? "")),
+                ("Host", r.host),
+                ("Missing", r.missingAt.flatMap { "not found on its host at " + (HumanFormat.localTime(milliseconds: $0) ?? "") }),
             ]))
         }
     }
 
-    /// `recbot verify`'s verdict: verified, failed, or not verified.
-    static func verification(_ r: RecordingRecord) -> String { r.verification?.rawValue ?? "not verified" }
+    /// `recbot verify`'s verdict: verified, failed, or not verified; and `missing` when its
+    /// last look did not find the file (beside the verdict, which stays).
+    static func verification(_ r: RecordingRecord) -> String {
+        let verdict = r.verification?.rawValue ?? "not verified"
+        return r.missingAt == nil ? verdict : verdict + ", missing"
+    }
 
     /// "VP8+OPUS"; refused video shows as "OPUS (H265 refused)".
     static func codecs(_ r: RecordingRecord) -> String {

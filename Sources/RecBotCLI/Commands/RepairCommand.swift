@@ -23,6 +23,7 @@ struct RepairCommand: ParsableCommand {
     )
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var hostOptions: HostOptions
     @OptionGroup var output: OutputOptions
     @Argument(help: ArgumentHelp("Session ids to repair.", valueName: "session")) var sessions: [ULIDArgument] = []
     @Flag(help: "Repair every unfinished session.") var all = false
@@ -37,7 +38,7 @@ struct RepairCommand: ParsableCommand {
     func run() throws {
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
-        let repair = SessionRepair(catalog: catalog, dataDirectory: directory)
+        let repair = SessionRepair(catalog: catalog, dataDirectory: directory, storageHost: try hostOptions.name(settings: try common.settings()))
         let held = try replaySpools(repair, catalog: catalog)
         var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory).unfinishedSessions() }
         if let channel { targets = targets.filter { $0.channelID == channel } }

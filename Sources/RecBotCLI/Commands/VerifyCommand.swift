@@ -14,16 +14,21 @@ struct VerifyCommand: ParsableCommand {
         discussion: """
             TARGET is a session id (all its recordings), a recording id (the ID column of
             `recordings list`), or the path of a WebM file. --pending verifies every finished
-            recording not verified yet (for cron). Results of cataloged recordings are stored:
-            `recordings list` then shows verified / failed.
+            recording of this host not verified yet (for cron; --all-hosts: every host's).
+            Results of cataloged recordings are stored: `recordings list` then shows verified /
+            failed. A file that is not where its host keeps it is `missing` (stored, and it never
+            replaces an earlier verdict); one deleted after its upload is `uploaded`; one on
+            another host's disk is left to that host.
 
-            """ + ExitStatus.helpLine([.success, .dataError, .storage, .catalogUnavailable, .catalogCredentials])
+            """ + ExitStatus.helpLine([.success, .dataError, .missingFile, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
     @OptionGroup var common: CommonOptions
     @OptionGroup var output: OutputOptions
     @Argument(help: ArgumentHelp("Session ids, recording ids or file paths.", valueName: "target")) var targets: [String] = []
-    @Flag(help: "Verify every finished recording that has not been verified yet.") var pending = false
+    @Flag(help: "Verify every finished recording of this host that has not been verified yet.") var pending = false
+    @Flag(help: "With --pending: every host's recordings (a file not on this disk is reported, not judged).") var allHosts = false
+    @OptionGroup var hostOptions: HostOptions
 
     func validate() throws {
         if targets.isEmpty && !pending { throw ValidationError("name a session, a recording or a file, or pass --pending") }
@@ -31,26 +36,46 @@ struct VerifyCommand: ParsableCommand {
 
     func run() throws {
         let directory = common.dataDirectory
+        let host = try hostOptions.name(settings: try common.settings())
         let catalog = try openCatalog(directory)
         var items: [VerifyItem] = []
         for target in targets { items += try resolve(target, catalog: catalog, directory: directory) }
         if pending, let catalog {
-            items += try catalog.query { c throws(CatalogError) in try c.recordings(RecordingFilter(unverifiedOnly: true)) }
+            let filter = RecordingFilter(unverifiedOnly: true, host: allHosts ? nil : host)
+            items += try catalog.query { c throws(CatalogError) in try c.recordings(filter) }
                 .map { VerifyItem(recording: $0, path: directory.absolute(catalogPath: $0.path)) }
         }
-        var results: [(VerifyItem, VerificationReport)] = []
-        for item in items {
-            let report = RecordingVerifier.verify(path: item.path)
-            if let catalog, let id = item.recording?.id { try store(report, recordingID: id, in: catalog) }
-            results.append((item, report))
-        }
+        var results: [(VerifyItem, VerifyOutcome)] = []
+        for item in items { results.append((item, try check(item, host: host, catalog: catalog))) }
         if output.json {
             Console.print(JSONValue.array(results.map { VerifyCommand.json($0.0, $0.1) }).rendered())
         } else {
             Console.print(VerifyCommand.table(results).rendered())
-            for (item, report) in results { VerifyCommand.printProblems(item, report) }
+            for (item, outcome) in results { VerifyCommand.printProblems(item, outcome) }
         }
-        if results.contains(where: { !$0.1.ok }) { throw ExitStatus.dataError.exitCode }
+        if results.contains(where: { $0.1.isFailure }) { throw ExitStatus.dataError.exitCode }
+        if results.contains(where: { $0.1.isMissing }) { throw ExitStatus.missingFile.exitCode }
+    }
+
+    /// Reads the file when it is here; otherwise says why it is not, and judges nothing.
+    private func check(_ item: VerifyItem, host: String, catalog: (any CatalogStore)?) throws -> VerifyOutcome {
+        if FileManager.default.fileExists(atPath: item.path) {
+            let report = RecordingVerifier.verify(path: item.path)
+            if let catalog, let id = item.recording?.id { try store(report, recordingID: id, in: catalog) }
+            return .read(report)
+        }
+        guard let recording = item.recording, let catalog else { return .missing }
+        if let owner = recording.host, owner != host { return .elsewhere(host: owner) }
+        let name = (recording.path as NSString).lastPathComponent
+        let uploads = try catalog.query { c throws(CatalogError) in try c.uploads(UploadFilter(sessionID: recording.sessionID)) }
+        if let upload = uploads.first(where: { $0.fileName == name && $0.status == .uploaded && $0.localDeletedAt != nil }) {
+            return .uploaded(objectURL: upload.objectURL)
+        }
+        if let id = recording.id {
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            try catalog.query { c throws(CatalogError) in try c.recordMissing(recordingID: id, at: now) }
+        }
+        return .missing
     }
 
     struct VerifyItem {
@@ -96,24 +121,34 @@ struct VerifyCommand: ParsableCommand {
         }
     }
 
-    static func json(_ item: VerifyItem, _ report: VerificationReport) -> JSONValue {
+    static func json(_ item: VerifyItem, _ outcome: VerifyOutcome) -> JSONValue {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        let text = (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
-        return .object([
+        let text = outcome.report.flatMap { try? encoder.encode($0) }.map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        var fields: [(String, JSONValue)] = [
             ("recording_id", .int(item.recording?.id)), ("session_id", .string(item.recording?.sessionID)),
-            ("path", .string(item.path)), ("verification", .string(report.ok ? "verified" : "failed")), ("report", .raw(text)),
-        ])
+            ("path", .string(item.path)), ("verification", .string(outcome.name)), ("report", .raw(text)),
+        ]
+        switch outcome {
+        case .elsewhere(let host): fields.append(("host", .string(host)))
+        case .uploaded(let url): fields.append(("object_url", .string(url)))
+        case .read, .missing: break
+        }
+        return .object(fields)
     }
 
-    static func table(_ results: [(VerifyItem, VerificationReport)]) -> TextTable {
+    static func table(_ results: [(VerifyItem, VerifyOutcome)]) -> TextTable {
         var table = TextTable([
             ("ID", .right), ("FILE", .left), ("TRACK", .left), ("FRAMES", .right), ("DECODED", .right), ("ERRORS", .right),
             ("FIRST", .right), ("LAST", .right), ("GAPS>1S", .right), ("GRID", .right), ("OFF-GRID", .right), ("A/V", .right), ("RESULT", .left),
         ])
-        for (item, report) in results {
+        for (item, outcome) in results {
             let file = (item.path as NSString).lastPathComponent
-            let result = report.ok ? "verified" : "FAILED"
+            guard case .read(let report) = outcome else {
+                table.add([item.recording?.id.map(String.init), file, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, outcome.summary])
+                continue
+            }
+            let result = outcome.summary
             let offset = report.audioVideoStartOffsetMilliseconds.map { "\($0) ms" }
             if report.tracks.isEmpty { table.add([item.recording?.id.map(String.init), file, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, result]) }
             for (index, track) in report.tracks.enumerated() {
@@ -132,8 +167,12 @@ struct VerifyCommand: ParsableCommand {
     static func seconds(_ milliseconds: Int64) -> String { String(format: "%.3f s", Double(milliseconds) / 1000) }
 
     /// Why a file failed, and warnings, under the table (stderr keeps stdout a clean table).
-    static func printProblems(_ item: VerifyItem, _ report: VerificationReport) {
+    static func printProblems(_ item: VerifyItem, _ outcome: VerifyOutcome) {
         let file = (item.path as NSString).lastPathComponent
+        guard case .read(let report) = outcome else {
+            if outcome.isMissing { Console.note("\(file): not found at \(item.path)") }
+            return
+        }
         if let error = report.error { Console.note("\(file): \(error)") }
         for rule in report.readerRuleViolations { Console.note("\(file): reader rule: \(rule)") }
         for track in report.tracks { for sample in track.errorSamples { Console.note("\(file): track \(track.number): \(sample)") } }
@@ -143,5 +182,41 @@ struct VerifyCommand: ParsableCommand {
                          + "(\(track.timeline.offGridSamples.joined(separator: ", "))); not an error for a sender whose frame rate varies")
         }
         for warning in report.warnings { Console.note("\(file): warning: \(warning)") }
+    }
+}
+
+/// What `verify` found for one recording.
+enum VerifyOutcome {
+    /// The file was read and judged (verified or failed).
+    case read(VerificationReport)
+    /// The file is not where this host keeps it.
+    case missing
+    /// The file is on another host's disk: that host verifies it.
+    case elsewhere(host: String)
+    /// The file was deleted after its upload was verified.
+    case uploaded(objectURL: String)
+
+    var report: VerificationReport? { if case .read(let report) = self { report } else { nil } }
+    var isFailure: Bool { report.map { !$0.ok } ?? false }
+    var isMissing: Bool { if case .missing = self { true } else { false } }
+
+    /// The `verification` field of `--json`.
+    var name: String {
+        switch self {
+        case .read(let report): report.ok ? "verified" : "failed"
+        case .missing: "missing"
+        case .elsewhere: "elsewhere"
+        case .uploaded: "uploaded"
+        }
+    }
+
+    /// The table's RESULT column.
+    var summary: String {
+        switch self {
+        case .read(let report): report.ok ? "verified" : "FAILED"
+        case .missing: "MISSING"
+        case .elsewhere(let host): "on \(host)"
+        case .uploaded(let url): "uploaded to \(url), deleted here"
+        }
     }
 }

@@ -97,6 +97,8 @@ enum RecordJSON {
             ("error", .string(r.error)),
             ("verification", .string(r.verification?.rawValue ?? "not verified")),
             ("verified_at", time(r.verifiedAt)),
+            ("host", .string(r.host)),
+            ("missing_at", time(r.missingAt)),
         ]
     }
 
