@@ -221,4 +221,8 @@ struct CatalogAccess: Sendable {
     func uploads(_ filter: UploadFilter) throws(UploadError) -> [UploadRecord] {
         do { return try store.uploads(filter) } catch { throw .catalog(error) }
     }
+
+    func recordings(_ filter: RecordingFilter) throws(UploadError) -> [RecordingRecord] {
+        do { return try store.recordings(filter) } catch { throw .catalog(error) }
+    }
 }

@@ -10,6 +10,8 @@ public struct SessionUploadResult: Sendable {
     public var files: [(record: UploadRecord, outcome: FileUploadOutcome)] = []
     /// The local files were removed (--delete-after-upload, every upload verified).
     public var deletedLocalFiles = false
+    /// Why --delete-after-upload kept the local files (nil when it was not asked, or removed them).
+    public var keptLocalFiles: String?
 }
 
 /// Uploads finished sessions' archive directories to one S3 destination, records every object
@@ -71,10 +73,37 @@ public struct ArchiveUploader: Sendable {
             result.files.append((stored, outcome))
         }
         if options.deleteAfterUpload, !result.files.isEmpty {
-            result.files = try removeLocalCopies(result.files, directory: directory)
-            result.deletedLocalFiles = true
+            if let why = try reasonToKeepLocalCopies(session: session, uploaded: result.files.map(\.record)) {
+                result.keptLocalFiles = why
+                logger.notice("local files kept", metadata: ["session": "\(session.id)", "why": "\(why)"])
+            } else {
+                result.files = try removeLocalCopies(result.files, directory: directory)
+                result.deletedLocalFiles = true
+            }
         }
         return result
+    }
+
+    /// The files go only when each was finished for good: every recording of the session was
+    /// finalized (complete, interrupted at an outage) or repaired, none failed verification, and
+    /// every media file uploaded is such a recording's. A file whose finishing timed out is still
+    /// `recording`: its local copy is the one `recbot repair` can mend.
+    private func reasonToKeepLocalCopies(session: SessionRecord, uploaded: [UploadRecord]) throws(UploadError) -> String? {
+        let rows = try catalog.recordings(RecordingFilter(sessionID: session.id))
+        let unfinished = rows.filter { $0.status == .recording }
+        if !unfinished.isEmpty {
+            return "\(unfinished.count) recording(s) never finalized (\(Self.names(unfinished))): run `recbot repair`, then upload again"
+        }
+        let failed = rows.filter { $0.verification == .failed }
+        if !failed.isEmpty { return "\(failed.count) recording(s) failed verification (\(Self.names(failed)))" }
+        let cataloged = Set(rows.map { ($0.path as NSString).lastPathComponent })
+        let strays = uploaded.map(\.fileName).filter { UploadOrder.isMedia($0) && !cataloged.contains($0) }
+        if !strays.isEmpty { return "media file(s) in no catalog row: \(strays.joined(separator: ", ")); `recbot repair` catalogs them" }
+        return nil
+    }
+
+    private static func names(_ rows: [RecordingRecord]) -> String {
+        rows.prefix(3).map { ($0.path as NSString).lastPathComponent }.joined(separator: ", ") + (rows.count > 3 ? ", …" : "")
     }
 
     /// Media first, report last, as they went up; the directory goes when it is empty.

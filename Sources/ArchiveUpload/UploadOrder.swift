@@ -20,6 +20,9 @@ public enum UploadOrder {
         return ranked.map(\.name)
     }
 
+    /// A recording's media (not a sidecar, marker or report).
+    public static func isMedia(_ name: String) -> Bool { name.hasSuffix(".webm") }
+
     public static func contentType(_ name: String) -> String {
         name.hasSuffix(".webm") ? "video/webm" : "application/json"
     }

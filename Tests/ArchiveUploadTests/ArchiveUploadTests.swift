@@ -117,6 +117,27 @@ struct ArchiveUploadTests {
         #expect(try fixture.objects.count == 5)
     }
 
+    /// A finalize that timed out ends the session with a file still `recording`: it and every
+    /// other file stay (the local copy is the one repair can mend), and the result says why. Once
+    /// repaired, the next upload sends the mended file and removes them all.
+    @Test func deleteAfterUploadKeepsASessionWithAnUnfinalizedRecording() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        try fixture.setStatus("BBBB", .recording)
+        let result = try await fixture.upload(try fixture.uploader(deleteAfterUpload: true))
+        #expect(!result.deletedLocalFiles && result.keptLocalFiles?.contains("1 recording(s) never finalized (archive-BBBB.webm)") == true)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory).count == 6)
+        #expect(try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id)).allSatisfy { $0.localDeletedAt == nil })
+
+        try fixture.setStatus("BBBB", .repaired)
+        try fixture.write("archive-CCCC.webm", bytes: 10, seed: 1)  // media no row names
+        let stray = try await fixture.upload(try fixture.uploader(deleteAfterUpload: true))
+        #expect(stray.keptLocalFiles?.contains("archive-CCCC.webm") == true)
+        try FileManager.default.removeItem(atPath: fixture.directory + "/archive-CCCC.webm")
+        let repaired = try await fixture.upload(try fixture.uploader(deleteAfterUpload: true))
+        #expect(repaired.deletedLocalFiles && repaired.keptLocalFiles == nil)
+    }
+
     @Test func refusedCredentialsFailAtOnceAndKeepEverything() async throws {
         let fixture = try UploadFixture()
         _ = try fixture.writeSession()

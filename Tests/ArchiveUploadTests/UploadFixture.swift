@@ -77,7 +77,18 @@ final class UploadFixture: @unchecked Sendable {
         files["archive-BBBB.json"] = try write("archive-BBBB.json", bytes: 301, seed: 6)
         files["report-\(session.id).json"] = try write("report-\(session.id).json", bytes: 900, seed: 7)
         try Data("partial".utf8).write(to: URL(fileURLWithPath: directory + "/archive-CCCC.webm.tmp"))
+        for sender in ["AAAA", "BBBB"] where try catalog.recordings(RecordingFilter(sessionID: session.id, connectionID: sender)).isEmpty {
+            try catalog.insertRecording(RecordingRecord(sessionID: session.id, connectionID: sender, path: "recordings/\(session.id)/archive-\(sender).webm",
+                                                        videoCodec: "VP9", audioCodec: "OPUS", startedAt: session.startedAt, status: .complete))
+        }
         return files
+    }
+
+    /// Sets a recording's status (a finalize that timed out leaves `recording`).
+    func setStatus(_ sender: String, _ status: RecordingStatus) throws {
+        var row = try #require(try catalog.recordings(RecordingFilter(sessionID: session.id, connectionID: sender)).first)
+        row.status = status
+        try catalog.updateRecording(row)
     }
 
     func uploader(credentials: S3Credentials? = nil, retry: RetryPolicy = RetryPolicy(retries: 1, baseDelaySeconds: 0.05),

@@ -190,7 +190,8 @@ struct JoinCommand: AsyncParsableCommand {
         for result in report.results {
             let bytes = result.files.reduce(Int64(0)) { $0 + $1.record.bytes }
             Console.print("session \(id): uploaded \(result.files.count) files (\(bytes) bytes) to \(configuration.options.destination)"
-                + (result.deletedLocalFiles ? "; local copies removed" : ""))
+                + (result.deletedLocalFiles ? "; local copies removed" : "")
+                + (result.keptLocalFiles.map { "; local copies kept: \($0)" } ?? ""))
         }
         return report.status
     }

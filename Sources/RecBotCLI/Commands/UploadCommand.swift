@@ -86,6 +86,7 @@ struct UploadCommand: AsyncParsableCommand {
         } else if !report.results.isEmpty {
             Console.print(UploadCommand.table(report.results).rendered())
         }
+        for result in report.results { if let why = result.keptLocalFiles { Console.note("session \(result.sessionID): local files kept: \(why)") } }
         if !report.failures.isEmpty { throw report.status.exitCode }
     }
 
