@@ -55,7 +55,9 @@ public struct PostgresCatalogURL: Sendable, Equatable, CustomStringConvertible, 
     public var connectTimeoutSeconds: Int
 
     public init(parsing text: String) throws(CatalogError) {
-        let fail = { (why: String) -> CatalogError in CatalogError(path: PostgresCatalogURL.redact(text), reason: .badLocation(why)) }
+        // Only the scheme: a URL that does not parse may have its password anywhere (a "/" or
+        // "?" in it moves the split), so no part of it, and no reason quoting it, is printed.
+        let fail = { (why: String) -> CatalogError in CatalogError(path: PostgresCatalogURL.scheme(of: text), reason: .badLocation(why)) }
         guard let schemeEnd = text.range(of: "://") else { throw fail("not a postgres:// URL") }
         var rest = Substring(text[schemeEnd.upperBound...])
         var query = Substring("")
@@ -100,7 +102,7 @@ public struct PostgresCatalogURL: Sendable, Equatable, CustomStringConvertible, 
         }
         var port = 5432
         if let portText {
-            guard let value = Int(portText), (1...65_535).contains(value) else { throw fail("bad port \(portText)") }
+            guard let value = Int(portText), (1...65_535).contains(value) else { throw fail("the port is not a number from 1 to 65535") }
             port = value
         }
         guard let host = hostPart.removingPercentEncoding else { throw fail("bad percent-encoding in the host") }
@@ -110,7 +112,7 @@ public struct PostgresCatalogURL: Sendable, Equatable, CustomStringConvertible, 
     private mutating func applyQuery(_ query: Substring, fail: (String) -> CatalogError) throws(CatalogError) {
         for pair in query.split(separator: "&") {
             let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2, let value = parts[1].removingPercentEncoding else { throw fail("bad URL parameter \(pair)") }
+            guard parts.count == 2, let value = parts[1].removingPercentEncoding else { throw fail("a URL parameter is not name=value (percent-encoded)") }
             switch parts[0] {
             case "sslmode":
                 if value == "verify-ca" { tls = .verifyFull; continue }
@@ -123,13 +125,13 @@ public struct PostgresCatalogURL: Sendable, Equatable, CustomStringConvertible, 
             case "host":
                 if value.hasPrefix("/") { socketDirectory = value; host = nil } else { host = value }
             case "port":
-                guard let number = Int(value), (1...65_535).contains(number) else { throw fail("bad port \(value)") }
+                guard let number = Int(value), (1...65_535).contains(number) else { throw fail("port= is not a number from 1 to 65535") }
                 port = number
             case "user": username = value
             case "password": password = value
             case "dbname": database = value
             case "application_name": continue
-            default: throw fail("unsupported URL parameter \(parts[0]) (supported: sslmode, sslrootcert, connect_timeout, host, port, user, password, dbname)")
+            default: throw fail("a URL parameter is not one recbot supports (sslmode, sslrootcert, connect_timeout, host, port, user, password, dbname, application_name)")
             }
         }
     }
@@ -148,13 +150,9 @@ public struct PostgresCatalogURL: Sendable, Equatable, CustomStringConvertible, 
     public var description: String { redacted }
     public var debugDescription: String { redacted }
 
-    /// Best effort for a URL that did not parse: drops everything between "://" and "@".
-    static func redact(_ text: String) -> String {
-        guard let schemeEnd = text.range(of: "://"), let at = text[schemeEnd.upperBound...].lastIndex(of: "@") else {
-            return text.contains("password=") ? "postgres://…" : text
-        }
-        let user = text[schemeEnd.upperBound..<at].split(separator: ":", maxSplits: 1).first ?? ""
-        let tail = text[at...]
-        return text[..<schemeEnd.upperBound] + user + (tail.contains("password=") ? "@…" : String(tail))
+    /// What a message may show of a URL that did not parse: `postgres://…`.
+    static func scheme(of text: String) -> String {
+        guard let schemeEnd = text.range(of: "://") else { return "postgres://…" }
+        return text[..<schemeEnd.upperBound].lowercased() + "…"
     }
 }

@@ -52,6 +52,22 @@ import Testing
         #expect(result.status == 78 && result.stderr.contains("--max-recovery-delay"), "\(result.status): \(result.stderr)")
     }
 
+    /// A Sora token in --metadata on the command line is seen by every user through `ps`: the
+    /// join warns (naming the field, never the value); from a file or RECBOT_METADATA it is quiet.
+    @Test func aTokenInlineInMetadataIsWarnedAbout() throws {
+        let join = ["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--no-rejoin"]
+        let inline = try fixture.run(join + ["--metadata", #"{"access_token":"Zs3cr3tQ"}"#])
+        #expect(inline.stderr.contains("warning: --metadata on the command line holds a \"access_token\" field"), "\(inline.stderr)")
+        #expect(!inline.stderr.contains("Zs3cr3tQ"))
+        let jwt = try fixture.run(join + ["--metadata", #"{"x":"eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl"}"#])
+        #expect(jwt.stderr.contains("a JSON Web Token"))
+        let file = fixture.directory + "/metadata.json"
+        try Data(#"{"access_token":"Zs3cr3tQ"}"#.utf8).write(to: URL(fileURLWithPath: file))
+        #expect(try !fixture.run(join + ["--metadata", "@" + file]).stderr.contains("warning: --metadata"))
+        #expect(try !fixture.run(join, environment: ["RECBOT_METADATA": #"{"access_token":"Zs3cr3tQ"}"#]).stderr.contains("warning: --metadata"))
+        #expect(try !fixture.run(join + ["--metadata", #"{"room":"a"}"#]).stderr.contains("warning"))
+    }
+
     /// Issue 12: a connect timeout of centuries trapped converting its deadline to nanoseconds.
     @Test func aHugeConnectTimeoutIsAWaitNotACrash() throws {
         let result = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--connect-timeout", "20000000000"])

@@ -212,6 +212,11 @@ struct JoinCommand: AsyncParsableCommand {
         connect.bundleID = bundleID ?? settings["RECBOT_BUNDLE_ID"]
         connect.metadataJSON = try Self.jsonArgument(metadata ?? settings["RECBOT_METADATA"], name: "metadata")
         connect.signalingNotifyMetadataJSON = try Self.jsonArgument(signalingNotifyMetadata, name: "signaling-notify-metadata")
+        for (name, value) in [("metadata", metadata), ("signaling-notify-metadata", signalingNotifyMetadata)] {
+            guard let value, !value.hasPrefix("@"), let why = InlineSecret.reason(inJSON: value) else { continue }
+            Console.note("warning: --\(name) on the command line holds \(why), which `ps` and shell history show to anyone on this machine: "
+                         + "use --\(name) @file" + (name == "metadata" ? " or RECBOT_METADATA" : ""))
+        }
         connect.forwardingFiltersJSON = try Self.jsonArgument(forwardingFilters, name: "forwarding-filters")
         connect.audio = !noAudio
         connect.video = !noVideo
