@@ -161,6 +161,7 @@ let package = Package(
         .target(name: "RecBotMetrics", dependencies: [
             "RecBot", "Media",
             .product(name: "CoreMetrics", package: "swift-metrics"),
+            .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -251,6 +252,8 @@ let package = Package(
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "RecBotMetricsTests", dependencies: [
             "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),

@@ -1,88 +1,79 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import Prometheus
 
+/// How much of the machine a scraper (or anyone else who can reach the port) may hold.
+public struct MetricsServerLimits: Sendable {
+    /// Connections open at once; more are closed as they arrive.
+    public var maximumConnections = 32
+    /// From a connection's start, or its last response, to the end of its next request: a
+    /// client that sends a byte every few seconds (slowloris) or never reads is closed.
+    public var requestDeadline = TimeAmount.seconds(10)
+    /// A request's headers, and its body (a scrape has none).
+    public var maximumHeaderBytes = 16 << 10
+    public var maximumBodyBytes = 16 << 10
+    /// Responses the client has not read yet, per connection, before no more requests are read.
+    public var writeBufferHighWaterMark = 256 << 10
+
+    public init() {}
+}
+
 /// `GET /metrics` in the Prometheus text format, on plain SwiftNIO HTTP/1.1 (one small
 /// endpoint needs no web framework). Anything else is 404; methods other than GET and HEAD 405.
 public final class MetricsHTTPServer: Sendable {
     private let channel: Channel
+    private let connections: NIOLockedValueBox<Int>
     /// Where it listens (the real port when asked for port 0).
     public let port: Int
 
-    private init(channel: Channel) {
+    private init(channel: Channel, connections: NIOLockedValueBox<Int>) {
         self.channel = channel
+        self.connections = connections
         port = channel.localAddress?.port ?? 0
     }
 
+    /// Connections open now.
+    public var openConnections: Int { connections.withLockedValue { $0 } }
+
     /// Listens on `host:port`; throws when the address cannot be bound (in use, not local).
-    public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup) async throws -> MetricsHTTPServer {
+    public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup,
+                             limits: MetricsServerLimits = MetricsServerLimits()) async throws -> MetricsHTTPServer {
+        let connections = NIOLockedValueBox(0)
+        var decoderLimits = NIOHTTPDecoderLimitConfiguration()
+        (decoderLimits.maxHeaderFieldSize, decoderLimits.maxHeaderListSize, decoderLimits.maxHeaderFieldCount) =
+            (limits.maximumHeaderBytes, limits.maximumHeaderBytes, 100)
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(ChannelOptions.writeBufferWaterMark,
+                                value: .init(low: limits.writeBufferHighWaterMark / 2, high: limits.writeBufferHighWaterMark))
             .childChannelInitializer { channel in
-                channel.pipeline.configureHTTPServerPipeline().flatMap {
+                guard admit(channel, connections: connections, limit: limits.maximumConnections) else {
+                    return channel.close()
+                }
+                return channel.pipeline.configureHTTPServerPipeline(withDecoderLimitConfiguration: decoderLimits).flatMap {
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(registry: registry))
+                        try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(registry: registry, limits: limits))
                     }
                 }
             }
             .bind(host: host, port: port).get()
-        return MetricsHTTPServer(channel: channel)
+        return MetricsHTTPServer(channel: channel, connections: connections)
+    }
+
+    /// Counts the connection while it is open; false when the cap is reached.
+    private static func admit(_ channel: Channel, connections: NIOLockedValueBox<Int>, limit: Int) -> Bool {
+        let admitted = connections.withLockedValue { count in
+            guard count < limit else { return false }
+            count += 1
+            return true
+        }
+        if admitted { channel.closeFuture.whenComplete { _ in connections.withLockedValue { $0 -= 1 } } }
+        return admitted
     }
 
     public func close() async {
         try? await channel.close()
-    }
-}
-
-final class MetricsHTTPHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let registry: PrometheusCollectorRegistry
-    private var request: HTTPRequestHead?
-
-    init(registry: PrometheusCollectorRegistry) { self.registry = registry }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head): request = head
-        case .body: break  // a scrape has no body; anything sent is ignored
-        case .end:
-            guard let head = request else { return }
-            request = nil
-            respond(to: head, context: context)
-        }
-    }
-
-    private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
-        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-        let status: HTTPResponseStatus
-        var body: [UInt8]
-        var contentType = "text/plain; charset=utf-8"
-        switch (head.method, path) {
-        case (.GET, "/metrics"), (.HEAD, "/metrics"):
-            status = .ok
-            body = registry.emitToBuffer()
-            contentType = "text/plain; version=0.0.4; charset=utf-8"
-        case (.GET, _), (.HEAD, _):
-            status = .notFound
-            body = Array("recbot serves its metrics at /metrics\n".utf8)
-        default:
-            status = .methodNotAllowed
-            body = Array("only GET and HEAD\n".utf8)
-        }
-        var headers = HTTPHeaders([("Content-Type", contentType), ("Content-Length", "\(body.count)")])
-        if status == .methodNotAllowed { headers.add(name: "Allow", value: "GET, HEAD") }
-        if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
-        if head.method == .HEAD { body = [] }
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-        if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil) }
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
-        if !head.isKeepAlive {
-            let channel = context.channel
-            written.futureResult.whenComplete { _ in channel.close(promise: nil) }
-        }
     }
 }

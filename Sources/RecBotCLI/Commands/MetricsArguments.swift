@@ -7,7 +7,7 @@ import RecBotMetrics
 /// `join`'s metrics flags: a Prometheus endpoint, a node_exporter textfile, or both.
 struct MetricsArguments: ParsableArguments {
     @Option(name: .customLong("metrics-listen"), help: ArgumentHelp(
-        "Serve Prometheus metrics at http://ADDR:PORT/metrics while recording (127.0.0.1:9464, [::1]:9464; :9464 for every address).",
+        "Serve Prometheus metrics at http://ADDR:PORT/metrics while recording (127.0.0.1:9464, [::1]:9464, a pod's own IP; :9464 for every address). At most 32 connections, each closed 10 s after its last answer or when its request takes longer.",
         valueName: "addr:port"))
     var listen: String?
     @Option(name: .customLong("metrics-textfile"), help: ArgumentHelp(

@@ -1,0 +1,114 @@
+import Foundation
+import Glibc
+import NIOCore
+import NIOEmbedded
+import NIOHTTP1
+import NIOPosix
+import Prometheus
+import Testing
+@testable import RecBotMetrics
+
+/// The metrics endpoint in front of whoever can reach it: a client that never finishes its
+/// request, too many clients, and a client that pipelines requests without reading answers.
+@Suite struct MetricsHTTPServerTests {
+    static func server(_ limits: MetricsServerLimits) async throws -> MetricsHTTPServer {
+        let registry = PrometheusCollectorRegistry()
+        registry.makeCounter(name: "recbot_test_total").increment()
+        return try await MetricsHTTPServer.start(host: "127.0.0.1", port: 0, registry: registry, group: MultiThreadedEventLoopGroup.singleton,
+                                                 limits: limits)
+    }
+
+    /// A TCP connection to the server, blocking, with a receive timeout.
+    final class Client {
+        let fd: Int32
+
+        init(port: Int) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+        }
+
+        deinit { close(fd) }
+
+        func send(_ text: String) { _ = text.withCString { Glibc.send(fd, $0, strlen($0), Int32(MSG_NOSIGNAL)) } }
+
+        /// Everything until the server closes, or nil when it is still open after `seconds`.
+        func readUntilClosed(within seconds: Double) -> String? {
+            var received: [UInt8] = []
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                guard poll(&poller, 1, 50) > 0 else { continue }
+                var buffer = [UInt8](repeating: 0, count: 65_536)
+                let count = recv(fd, &buffer, buffer.count, 0)
+                if count <= 0 { return String(decoding: received, as: UTF8.self) }
+                received += buffer[0..<count]
+            }
+            return nil
+        }
+    }
+
+    /// Slowloris: a request that never ends holds its connection only until the deadline.
+    @Test func aRequestThatNeverEndsIsClosedAtItsDeadline() async throws {
+        var limits = MetricsServerLimits()
+        limits.requestDeadline = .milliseconds(500)
+        let server = try await Self.server(limits)
+        let client = try Client(port: server.port)
+        client.send("GET /metr")
+        #expect(client.readUntilClosed(within: 5) != nil, "closed by the server")
+        // A keep-alive client is answered, and closed once idle past the deadline.
+        let scraper = try Client(port: server.port)
+        scraper.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        let answer = scraper.readUntilClosed(within: 5)
+        #expect(answer?.contains("recbot_test_total 1") == true)
+        await server.close()
+    }
+
+    /// Past the cap, a new connection is closed at once; a place that frees up is taken again.
+    @Test func connectionsBeyondTheCapAreClosed() async throws {
+        var limits = MetricsServerLimits()
+        limits.maximumConnections = 4
+        let server = try await Self.server(limits)
+        let held = try (0..<4).map { _ in try Client(port: server.port) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        let refused = try Client(port: server.port)
+        refused.send("GET /metrics HTTP/1.0\r\n\r\n")
+        #expect(refused.readUntilClosed(within: 5) == "", "closed without an answer")
+        #expect(server.openConnections == 4)
+        _ = held.first.map { shutdown($0.fd, Int32(SHUT_RDWR)) }
+        try await Task.sleep(nanoseconds: 300_000_000)
+        let next = try Client(port: server.port)
+        next.send("GET /metrics HTTP/1.0\r\n\r\n")
+        #expect(next.readUntilClosed(within: 5)?.contains("200 OK") == true)
+        await server.close()
+    }
+
+    /// A client that pipelines requests and reads nothing: no answer is written while the last
+    /// ones wait in the buffer, so the pipelining handler reads no more and memory stays bounded.
+    @Test func pipelinedRequestsAreNotAnsweredWhileTheClientDoesNotRead() throws {
+        let registry = PrometheusCollectorRegistry()
+        registry.makeCounter(name: "recbot_test_total").increment()
+        let channel = EmbeddedChannel()
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline()
+        try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(registry: registry, limits: MetricsServerLimits()))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        channel.isWritable = false
+        let requests = String(repeating: "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", count: 100)
+        try channel.writeInbound(ByteBuffer(string: requests))
+        #expect(try channel.readOutbound(as: ByteBuffer.self) == nil, "nothing answered while the client does not read")
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        var answers = 0
+        while let buffer = try channel.readOutbound(as: ByteBuffer.self) {
+            answers += String(buffer: buffer).components(separatedBy: "HTTP/1.1 200 OK").count - 1
+        }
+        #expect(answers == 100)
+        _ = try? channel.finish()
+    }
+}
