@@ -86,6 +86,11 @@ public final class MediaReceiver {
     private var timelines: SenderTimelines
     /// Counters of streams that ended (expired, BYE, section gone), by sender.
     private var retired: [String: ReceiveCounters] = [:]
+    /// Senders the last negotiation dropped: their counters stay until the next one (their
+    /// recordings are finished in between), then they are forgotten, their totals kept here, so
+    /// a long session of senders coming and going holds state only for those present.
+    private var departing: Set<String> = []
+    private var departedCounters = ReceiveCounters()
     /// Packets taken in on streams that ended, by SSRC (bounded, for diagnostics and tests).
     private var retiredPackets: [UInt32: Int] = [:]
     private var smoothedRoundTrip: Int64?
@@ -114,8 +119,20 @@ public final class MediaReceiver {
         router.update(tracks)
         let mids = Set(tracks.map(\.mid))
         for (ssrc, stream) in streams where !mids.contains(stream.mid) { end(ssrc, now: stream.lastArrival, &output) }
+        let present = Set(tracks.map(\.senderKey))
+        for sender in departing where !present.contains(sender) { forget(sender) }
+        departing = Set(retired.keys).union(timelines.senders).subtracting(present)
         return output
     }
+
+    private func forget(_ sender: String) {
+        guard !streams.values.contains(where: { $0.sender == sender }) else { return }
+        if let counters = retired.removeValue(forKey: sender) { departedCounters = departedCounters + counters }
+        timelines.forget(sender)
+    }
+
+    /// Senders the receiver keeps state for (present ones, and those that just left).
+    var senderStateCount: Int { Set(retired.keys).union(timelines.senders).count }
 
     /// The senders the negotiation names, with what their recordings hold.
     public var senders: [String: SenderLayout] {
@@ -245,7 +262,7 @@ public final class MediaReceiver {
 
     /// Everything received in the session, by every sender, ended streams included: it only grows.
     public var totalCounters: ReceiveCounters {
-        let ended = retired.values.reduce(ReceiveCounters(), +)
+        let ended = retired.values.reduce(departedCounters, +)
         return streams.values.reduce(ended) { $0 + $1.currentCounters }
     }
 

@@ -8,12 +8,26 @@ struct SenderTimelines {
     /// Bytes all senders hold for SRs.
     private(set) var heldBytes = 0
     let maximumHold: Int64
+    /// What the timelines of senders that left did, so the totals only grow.
+    private var forgottenCounters = SyncCounters()
 
     init(maximumHold: Int64) { self.maximumHold = maximumHold }
 
     /// What keeping every sender's timeline did, added to `base`.
     func counters(adding base: SyncCounters) -> SyncCounters {
-        timelines.values.reduce(base) { $0 + $1.counters }
+        timelines.values.reduce(base + forgottenCounters) { $0 + $1.counters }
+    }
+
+    /// Senders with a timeline.
+    var senders: Dictionary<String, SenderTimeline>.Keys { timelines.keys }
+
+    /// Drops the timeline of a sender that left (its counters stay in the totals); one still
+    /// holding frames is kept until they are released.
+    mutating func forget(_ sender: String) {
+        guard let timeline = timelines[sender], timeline.heldBytes == 0, timeline.nextDeadline == nil else { return }
+        forgottenCounters = forgottenCounters + timeline.counters
+        timelines[sender] = nil
+        holding.remove(sender)
     }
 
     /// The earliest hold deadline.

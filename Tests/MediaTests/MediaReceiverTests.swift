@@ -473,3 +473,33 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(silent.receiver.counters.unannouncedStream == 0 && silent.receiver.counters(sender: Fixtures.sender).packets == 1)
     }
 }
+
+/// A long session where senders keep coming and going: the receiver keeps state only for the
+/// senders present (and those that just left), and its totals keep growing (issue 28, finding 11).
+@Suite struct SenderChurnTests {
+    static func audio(sender: String, ssrc: UInt32, mid: String) -> ReceiveTrack {
+        ReceiveTrack(mid: mid, kind: .audio, sender: sender,
+                     codecs: [ReceiveCodec(payloadType: 111, name: "OPUS", clockRate: 48_000, channels: 2, feedback: FeedbackSupport(nack: true))],
+                     ssrcs: [ssrc])
+    }
+
+    @Test func stateForSendersThatLeftIsForgotten() {
+        let receiver = Fixtures.receiver([], senderReportHold: 0)
+        var packets = 0
+        for index in 0..<300 {
+            let ssrc = UInt32(1_000 + index)
+            let track = Self.audio(sender: "S\(index)", ssrc: ssrc, mid: "\(index)")
+            _ = receiver.update(tracks: [track])
+            for sequence in 0..<5 {
+                let packet = RTPPacketBuilder(payloadType: 111, sequenceNumber: UInt16(sequence), timestamp: UInt32(sequence * 960), ssrc: ssrc)
+                    .build(payload: [0xFC, 0x01, 0x02])
+                _ = receiver.handle(rtp: try! RTPPacket(parsing: packet), arrival: .milliseconds(Int64(index * 1_000 + sequence * 20)))
+                packets += 1
+            }
+            // The sender that just left still has its counters, for its recording's row.
+            if index > 0 { #expect(receiver.counters(sender: "S\(index - 1)").packets == 5) }
+            #expect(receiver.senderStateCount <= 2)
+        }
+        #expect(receiver.totalCounters.packets == packets, "the totals keep every sender that left")
+    }
+}
