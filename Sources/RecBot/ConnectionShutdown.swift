@@ -110,7 +110,7 @@ struct ConnectionShutdown {
         let (recordings, core) = (media.recordings, media.core)
         let boundary = media.times.withLockedValue { $0.lastFrame } ?? JoinSession.monotonicNow()
         let ended = (try? await media.transport.eventLoop.submit { () -> [(SenderRecorder, ReceiveCounters)] in
-            let recorders = interrupted ? recordings.endForInterruption(boundary: boundary) : Array(recordings.recorders.values)
+            let recorders = interrupted ? recordings.endForInterruption(boundary: boundary) : recordings.endAll()
             return recorders.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
         }.get()) ?? []
         for (recorder, counts) in ended.sorted(by: { $0.0.connectionID < $1.0.connectionID }) {

@@ -27,6 +27,10 @@ final class RecordingFinisher: @unchecked Sendable {
 
     var all: [FinishedRecording] { lock.withLock { items } }
 
+    /// A recorder's finishing ended with these totals (called on the finishing thread). Set
+    /// before the first recorder is finished.
+    var onFinished: (@Sendable (ObjectIdentifier, RecordingTotals) -> Void)?
+
     /// `isLastPart`: the sender's recording ends here (it left, or the session ended); a split
     /// sender then gets its end marker. A part retired by a codec change is not the last.
     func finish(_ recorder: SenderRecorder, counts: ReceiveCounters, context: SidecarContext, isLastPart: Bool = true) {
@@ -41,8 +45,11 @@ final class RecordingFinisher: @unchecked Sendable {
                 }
                 group.leave()
             }
-            guard let done = recorder.finish(stoppedAtMilliseconds: JoinSession.nowMilliseconds(), now: JoinSession.monotonicNow(),
-                                             context: context, reception: counts) else { return }
+            let finished = recorder.finish(stoppedAtMilliseconds: JoinSession.nowMilliseconds(), now: JoinSession.monotonicNow(),
+                                           context: context, reception: counts)
+            // Before the group is left: whoever waits for the finishing then sees these totals.
+            onFinished?(ObjectIdentifier(recorder), RecordingTotals(recorder))
+            guard let done = finished else { return }
             lock.withLock {
                 items.append(done)
                 if done.part > 0, done.part >= lastParts[name]?.part ?? 0 { lastParts[name] = (done.part, false) }

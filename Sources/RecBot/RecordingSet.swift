@@ -37,6 +37,23 @@ public struct RecordingTotals: Sendable, Equatable {
         audioFrames += recorder.statistics.audioFrames
         framesDropped += recorder.statistics.framesDropped
     }
+
+    /// One recorder's totals (read where nothing else touches it: on the loop while it is in
+    /// the set, on the finishing thread once it is finished).
+    init(_ recorder: SenderRecorder) {
+        add(recorder)
+    }
+
+    static func + (lhs: RecordingTotals, rhs: RecordingTotals) -> RecordingTotals {
+        var sum = lhs
+        sum.bytes += rhs.bytes
+        sum.mediaBytes += rhs.mediaBytes
+        sum.videoFrames += rhs.videoFrames
+        sum.audioFrames += rhs.audioFrames
+        sum.framesDropped += rhs.framesDropped
+        sum.recordersStarted += rhs.recordersStarted
+        return sum
+    }
 }
 
 /// One recorder per sender: whole frames from the media core go to their sender's file, whose
@@ -46,8 +63,12 @@ public struct RecordingTotals: Sendable, Equatable {
 final class RecordingSet {
     private(set) var recorders: [String: SenderRecorder] = [:]
     private(set) var counters = RecordingSetCounters()
-    /// Totals of the recorders that left the set.
+    /// Final totals of the recorders that left the set and were finished.
     private var endedTotals = RecordingTotals()
+    /// Recorders that left the set and are being finished on another thread (which writes their
+    /// last frames): their totals as they left, until `finished` brings the final ones. So the
+    /// metrics never read a recorder being finished, and never miss its last frames.
+    private var leaving: [ObjectIdentifier: RecordingTotals] = [:]
     private var recordersStarted = 0
     private var layouts: [String: SenderLayout] = [:]
     private var refusedVideo: [String: String] = [:]
@@ -86,7 +107,7 @@ final class RecordingSet {
         for (sender, recorder) in gone {
             recorders[sender] = nil
             endedParts[sender] = recorder.part
-            endedTotals.add(recorder)
+            leave(recorder)
         }
         return Array(gone.values)
     }
@@ -100,7 +121,7 @@ final class RecordingSet {
         let ended = Array(recorders.values)
         recorders.removeAll()
         for recorder in ended {
-            endedTotals.add(recorder)
+            leave(recorder)
             // A recorder that never had media leaves no file: its part number is not used up.
             guard recorder.hasMedia else { continue }
             recorder.endAsPart(boundary: boundary)
@@ -109,9 +130,28 @@ final class RecordingSet {
         return ended
     }
 
+    /// The session ends: every recorder leaves the set (on the loop) before it is finished.
+    /// Returns them for the caller to finish off the event loop.
+    func endAll() -> [SenderRecorder] {
+        let ended = Array(recorders.values)
+        recorders.removeAll()
+        for recorder in ended { leave(recorder) }
+        return ended
+    }
+
+    private func leave(_ recorder: SenderRecorder) {
+        leaving[ObjectIdentifier(recorder)] = RecordingTotals(recorder)
+    }
+
+    /// A recorder that left was finished with these totals.
+    func finished(_ recorder: ObjectIdentifier, totals: RecordingTotals) {
+        guard leaving.removeValue(forKey: recorder) != nil else { return }
+        endedTotals = endedTotals + totals
+    }
+
     /// Everything produced so far, by current and ended recorders.
     var totals: RecordingTotals {
-        var result = recorders.values.reduce(into: endedTotals) { $0.add($1) }
+        var result = recorders.values.reduce(into: leaving.values.reduce(endedTotals, +)) { $0.add($1) }
         result.recordersStarted = recordersStarted
         return result
     }
@@ -141,7 +181,7 @@ final class RecordingSet {
         current.endAsPart(boundary: boundary)
         retired.append(current)
         recorders[current.connectionID] = nil
-        endedTotals.add(current)
+        leave(current)
         counters.codecChanges += 1
         let tracks = SenderTracks(videoCodec: videoCodec, audioChannels: current.tracks.audioChannels)
         logger.notice("video codec changed; the sender's recording continues in a new part",

@@ -53,6 +53,9 @@ final class SessionMedia: @unchecked Sendable {
             row.host = host
             writer.submit(.startRecording(row))
         }
+        // The set's books are kept on the loop: a finished recorder's final totals go there.
+        let recordings = LoopConfined(self.recordings, loop: loop)
+        finisher.onFinished = { recorder, totals in recordings.execute { $0.finished(recorder, totals: totals) } }
     }
 
     var endedConnections: ConnectionCounters { lock.withLock { ended } }

@@ -129,3 +129,36 @@ import WireCoding
         #expect(files.allSatisfy { $0.isComplete } && files.map { $0.frames.count } == [50, 50])
     }
 }
+
+/// At the session's end the recorders leave the set on the loop before they are finished on
+/// another thread, so the metrics never read one being finished; the frames the finishing
+/// writes last still reach the totals once it reports (issue 28, finding 8).
+@Suite struct RecordingSetEndTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-end-\(UUID())").path
+
+    @Test func recordersLeaveBeforeTheyAreFinishedAndTheirLastFramesCount() throws {
+        let layout = ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
+        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0),
+                               interleaveNanoseconds: 400_000_000, logger: Logger(label: "test")) { _ in }
+        // A video track not started yet: the interleaver holds the audio for it.
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: 1)])
+        let audio = try OpusEncoder(channels: 1)
+        for index in 0..<100 {
+            let t = MonotonicTime.milliseconds(Int64(index) * 20)
+            let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
+            _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+        }
+        let ended = set.endAll()
+        #expect(ended.count == 1 && set.recorders.isEmpty, "out of the set before anything finishes them")
+        let asTheyLeft = set.totals.audioFrames
+        #expect(asTheyLeft < 100, "the interleaver still holds the last frames")
+        let context = SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
+        let recorder = try #require(ended.first)
+        _ = recorder.finish(stoppedAtMilliseconds: 2_000, now: .milliseconds(2_000), context: context)
+        #expect(set.totals.audioFrames == asTheyLeft, "a recorder being finished is not read")
+        set.finished(ObjectIdentifier(recorder), totals: RecordingTotals(recorder))
+        #expect(set.totals.audioFrames == 100, "the last frames count once the finishing reports")
+        set.finished(ObjectIdentifier(recorder), totals: RecordingTotals(recorder))
+        #expect(set.totals.audioFrames == 100, "reported once")
+    }
+}
