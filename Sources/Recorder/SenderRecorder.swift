@@ -387,12 +387,15 @@ public final class SenderRecorder: @unchecked Sendable {
             }
             videoNeedsKeyframe = false
         }
-        if notBeforeSeconds != nil && frame.timestampNanoseconds < fileOriginNanoseconds {
-            statistics.framesDroppedBeforeStart += 1  // belongs before this part's start
+        // Before the file's time 0: before this part's start, or a frame that arrived after the
+        // file started with an earlier time (a stalled track). Placing it at 0 would repeat a
+        // timestamp; the archive keeps the sender's clock or drops the frame.
+        if frame.timestampNanoseconds < fileOriginNanoseconds {
+            statistics.framesDroppedBeforeStart += 1
             return dropped(isVideo)
         }
         var adjusted = frame
-        adjusted.timestampNanoseconds = max(0, frame.timestampNanoseconds - fileOriginNanoseconds)
+        adjusted.timestampNanoseconds = frame.timestampNanoseconds - fileOriginNanoseconds
         if adjusted.timestampNanoseconds < lastWrittenNanoseconds {
             // Arrived too late to keep the file in order (e.g. a long stall): never write backwards.
             statistics.framesDroppedForOrder += 1

@@ -102,6 +102,45 @@ import WireCoding
         #expect(parsed.isComplete && parsed.tracks.first?.pixelWidth == 128)
     }
 
+    /// A track stalled under load: its first frames arrive after the file started, with times
+    /// before the file's time 0. They are dropped and counted; placing them all at 0 repeated a
+    /// timestamp (seen under ThreadSanitizer, where everything runs ten times slower).
+    @Test func framesBeforeTheFilesTimeZeroAreDroppedNotRepeated() throws {
+        let layout = try layout()
+        let start = MonotonicTime.milliseconds(1_000_000)
+        let recorder = try SenderRecorder(connectionID: "LATEAUDIO01", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
+                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16))
+        let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
+        let audio = try OpusEncoder(channels: 1)
+        var audioIndex = 0
+        func addAudio(at milliseconds: Int64) throws {
+            let time = start.adding(milliseconds: milliseconds)
+            let packet = try audio.encode(OpusEncoder.tone(frequency: 440, frame: audioIndex, channels: 1))
+            recorder.add(EncodedFrame(data: packet, rtpTimestamp: UInt32(audioIndex * 960), isKeyframe: true), video: false, mediaTime: time, arrival: time)
+            audioIndex += 1
+        }
+        for index in 0..<25 {  // video from 1.5 s: the file's time 0 is on 1.0 s
+            let time = start.adding(milliseconds: 1_500 + Int64(index) * 40)
+            for encoded in try video.encode(.testPattern(width: 128, height: 96, frame: index), pts: Int64(index)) {
+                var frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3600), isKeyframe: encoded.isKeyframe)
+                if frame.isKeyframe { (frame.width, frame.height) = (128, 96) }
+                recorder.add(frame, video: true, mediaTime: time, arrival: time)
+            }
+            // The audio stalled: its first two frames (0.90 s, 0.92 s) come with the first video frame.
+            if index == 0 { try addAudio(at: 900); try addAudio(at: 920) }
+            try addAudio(at: 1_500 + Int64(index) * 40)
+            try addAudio(at: 1_520 + Int64(index) * 40)
+        }
+        let context = SidecarContext(recordingID: layout.recordingID, channelID: "lobby", soraSessionID: "S", botConnectionID: "BOT", recbotVersion: "test")
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 1_795_168_802_600, now: start.adding(milliseconds: 2_600), context: context))
+        #expect(finished.statistics.audioFrames == 50 && finished.statistics.framesDroppedBeforeStart == 2, "\(finished.statistics)")
+        let parsed = WebMReader.parse(path: layout.directory + "/archive-LATEAUDIO01.webm")
+        for track in [1, 2] as [UInt64] {
+            let timecodes = parsed.frames.filter { $0.track == track }.map(\.timecode)
+            #expect(Set(timecodes).count == timecodes.count, "track \(track): no timestamp repeats: \(timecodes.prefix(4))")
+        }
+    }
+
     @Test func unsafeConnectionIDsAreRefused() throws {
         let layout = try layout()
         for bad in ["../evil", "a/b", "", String(repeating: "A", count: 65), "nul\u{0}id", "é"] {
