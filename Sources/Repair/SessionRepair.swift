@@ -6,12 +6,18 @@ import WebM
 
 /// What `recbot repair` did with one session.
 public struct SessionRepairOutcome: Sendable {
-    public enum Action: String, Sendable { case repaired, stillRecording = "still recording", otherHost = "other host", nothingToDo = "nothing to do", refused }
+    public enum Action: String, Sendable {
+        case repaired, stillRecording = "still recording", otherHost = "other host", nothingToDo = "nothing to do", refused, failed
+    }
 
     public var sessionID: String
     public var action: Action
     public var files: [FileOutcome] = []
     public var detail: String?
+
+    public init(sessionID: String, action: Action, detail: String? = nil) {
+        (self.sessionID, self.action, self.detail) = (sessionID, action, detail)
+    }
 
     public struct FileOutcome: Sendable {
         public var path: String
@@ -97,7 +103,9 @@ public struct SessionRepair {
             rows.append(try catalog.insertRecording(row))
         }
         if outcome.files.isEmpty && session.endedAt != nil { outcome.action = .nothingToDo }
-        try writeReport(rows, session: session, layout: layout, context: context)
+        if let problem = writeReport(rows, session: session, layout: layout, context: context) {
+            (outcome.action, outcome.detail) = (.failed, problem)
+        }
         if session.endedAt == nil {
             let end = rows.compactMap(\.endedAt).max() ?? session.startedAt
             try catalog.endSession(id: session.id, endedAt: end, endReason: "crashed", exitStatus: nil)
@@ -154,9 +162,10 @@ public struct SessionRepair {
         try ArchiveLayout.writeJSON(object, to: layout.directory + "/" + recording.sidecarFilename)
     }
 
-    private func writeReport(_ rows: [RecordingRecord], session: SessionRecord, layout: ArchiveLayout, context: SidecarContext) throws(CatalogError) {
+    /// Why the report could not be written (nil when it was, or there is nothing to report).
+    private func writeReport(_ rows: [RecordingRecord], session: SessionRecord, layout: ArchiveLayout, context: SidecarContext) -> String? {
         let written = rows.filter { $0.status != .interrupted }
-        guard !written.isEmpty, FileManager.default.fileExists(atPath: layout.directory) else { return }
+        guard !written.isEmpty, FileManager.default.fileExists(atPath: layout.directory) else { return nil }
         let recordings = written.map { finished($0, file: nil, session: session, layout: layout) }
         let stopped = rows.compactMap(\.endedAt).max() ?? session.startedAt
         let failed = rows.filter { $0.status == .interrupted }.map(\.connectionID)
@@ -164,8 +173,9 @@ public struct SessionRepair {
             try ArchiveLayout.writeJSON(Sidecar.report(recordings, failed: failed, context: context, layout: layout,
                                                        startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stopped), to: layout.reportPath)
         } catch {
-            throw CatalogError(path: layout.reportPath, reason: .notFound("report not written: \(error)"))
+            return "report \(layout.reportPath) not written: \(error.localizedDescription)"
         }
+        return nil
     }
 
     /// Media files in the session's directory the catalog has no row for (a kill between

@@ -88,20 +88,27 @@ public struct WebMParsedFile: Sendable {
     /// Top-level elements directly inside the Segment, in order.
     public var segmentChildren: [Element] {
         guard let segment = elements.first(where: { $0.id == 0x1853_8067 }) else { return [] }
-        let dataStart = segment.position + UInt64(segment.headerSize)
-        let dataEnd = segment.size.map { dataStart + $0 } ?? .max
+        // Positions and sizes come from the file: an EBML size fits 56 bits, but checked anyway.
+        guard case let (dataStart, false) = segment.position.addingReportingOverflow(UInt64(segment.headerSize)) else { return [] }
+        let dataEnd = segment.size.flatMap { size in Self.sum(dataStart, size) } ?? .max
         var children: [Element] = []
         var next = dataStart
         for element in elements where element.position == next && element.position < dataEnd {
             children.append(element)
-            guard let size = element.size else { break }
-            next = element.position + UInt64(element.headerSize) + size
+            guard let size = element.size, let start = Self.sum(element.position, UInt64(element.headerSize)), let end = Self.sum(start, size)
+            else { break }
+            next = end
         }
         return children
     }
 
+    private static func sum(_ a: UInt64, _ b: UInt64) -> UInt64? {
+        let (value, overflow) = a.addingReportingOverflow(b)
+        return overflow ? nil : value
+    }
+
     public var segmentDataOffset: UInt64? {
-        elements.first(where: { $0.id == 0x1853_8067 }).map { $0.position + UInt64($0.headerSize) }
+        elements.first(where: { $0.id == 0x1853_8067 }).flatMap { Self.sum($0.position, UInt64($0.headerSize)) }
     }
 }
 

@@ -51,3 +51,30 @@ struct ConfinedPathTests {
         #expect(try repair.repair(try #require(try catalog.session(id: "../../x")), force: true).action == .refused)
     }
 }
+
+/// One session that cannot be finished (its report cannot be written) is reported as failed;
+/// it does not stop the repair of the others (issue 28, finding 5).
+struct RepairResilienceTests {
+    @Test func aSessionWhoseReportCannotBeWrittenIsReportedNotFatal() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-resilient-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let (bad, good) = ("01JD0000000000000000000051", "01JD0000000000000000000052")
+        let catalog = try Catalog(path: root + "/catalog.sqlite")
+        let corpus = FileRepairTests.corpus.appendingPathComponent("recbot-cut.webm")
+        for session in [bad, good] {
+            try FileManager.default.createDirectory(atPath: root + "/recordings/\(session)", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: corpus.path, toPath: root + "/recordings/\(session)/archive-S1.webm")
+            try catalog.insertSession(SessionRecord(id: session, channelID: "c", startedAt: 1_000, hostname: "here"))
+            try catalog.insertRecording(RecordingRecord(sessionID: session, connectionID: "S1", path: "recordings/\(session)/archive-S1.webm",
+                                                        videoCodec: "VP8", audioCodec: "OPUS", startedAt: 1_000))
+        }
+        // A directory where the report goes: its rename fails.
+        try FileManager.default.createDirectory(atPath: root + "/recordings/\(bad)/report-\(bad).json/x", withIntermediateDirectories: true)
+        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), hostname: "here")
+        let failed = try repair.repair(try #require(try catalog.session(id: bad)), force: true)
+        #expect(failed.action == .failed && failed.detail?.contains("not written") == true, "\(failed)")
+        let repaired = try repair.repair(try #require(try catalog.session(id: good)), force: true)
+        #expect(repaired.action == .repaired && repaired.files.allSatisfy { $0.error == nil })
+        #expect(FileManager.default.fileExists(atPath: root + "/recordings/\(good)/report-\(good).json"))
+    }
+}

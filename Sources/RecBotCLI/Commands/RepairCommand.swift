@@ -53,7 +53,16 @@ struct RepairCommand: ParsableCommand {
         // Repair judges what a session is missing from the catalog: not while its spool waits.
         targets.removeAll { held.contains($0.id) }
         var outcomes: [SessionRepairOutcome] = []
-        for session in targets { outcomes.append(try catalog.query { _ throws(CatalogError) in try repair.repair(session, force: force) }) }
+        for session in targets {
+            // One session the catalog refuses a write for is reported; the others are still repaired.
+            do throws(CatalogError) {
+                outcomes.append(try repair.repair(session, force: force))
+            } catch where !error.isRetryable && !Self.isCredentials(error) {
+                outcomes.append(SessionRepairOutcome(sessionID: session.id, action: .failed, detail: "\(error)"))
+            } catch {
+                throw Console.fail(error, status: ExitStatus(catalogError: error))
+            }
+        }
         if output.json {
             Console.print(JSONValue.array(outcomes.map(RepairCommand.json)).rendered())
         } else if outcomes.isEmpty {
@@ -61,7 +70,13 @@ struct RepairCommand: ParsableCommand {
         } else {
             Console.print(RepairCommand.table(outcomes).rendered())
         }
-        if !held.isEmpty || outcomes.contains(where: { $0.files.contains { $0.error != nil } }) { throw ExitStatus.storage.exitCode }
+        if !held.isEmpty || outcomes.contains(where: { $0.action == .failed || $0.files.contains { $0.error != nil } }) {
+            throw ExitStatus.storage.exitCode
+        }
+    }
+
+    private static func isCredentials(_ error: CatalogError) -> Bool {
+        if case .credentials = error.reason { true } else { false }
     }
 
     /// Applies the spools joins left; the sessions whose spool still holds writes.
@@ -104,6 +119,7 @@ struct RepairCommand: ParsableCommand {
                 table.add([index == 0 ? outcome.sessionID : nil, index == 0 ? outcome.action.rawValue : nil, (file.path as NSString).lastPathComponent,
                            file.repaired.map { "\($0.videoFrames)/\($0.audioFrames)" }, result])
             }
+            if !outcome.files.isEmpty, let detail = outcome.detail { table.add([nil, nil, nil, nil, detail]) }
         }
         return table
     }
