@@ -4,6 +4,7 @@
 #   deploy/bench.sh [--publishers 32,64,128,256,512] [--duration 30] [--no-gstreamer] [--no-extend]
 #                   [--recbot PATH --loadgen PATH --floor PATH] [--loss PERCENT] [--burst-loss PERCENT:BURST] [--jitter-ms N] [--faults N]
 #   deploy/bench.sh --relay 16,32 [--duration 20]     the TURN relay's cost instead (coturn, UDP and TCP)
+#   deploy/bench.sh --soak 60m [--publishers 64]      one recbot for an hour: RSS, fds, files, catalog, metrics (soak.py)
 # Builds both release binaries unless given, then runs deploy/bench/bench.py (see its docstring
 # for what each column means) and prints one table.
 set -euo pipefail
@@ -18,4 +19,21 @@ if [ "$need_build" = 1 ]; then
   bin="$(swift build -c release --show-bin-path)"
   args=(--recbot "$bin/recbot" --loadgen "$bin/recbot-loadgen" --floor "$bin/recbot-floor" "${args[@]}")
 fi
-exec /usr/bin/python3 deploy/bench/bench.py "${args[@]}"
+# --soak DURATION (1h, 30m, 90s) runs deploy/bench/soak.py instead, with the same binaries.
+soak=""
+rest=()
+floor_args=()
+while [ ${#args[@]} -gt 0 ]; do
+  case "${args[0]}" in
+    --soak) soak="${args[1]}"; args=("${args[@]:2}") ;;
+    --floor) floor_args=(--floor "${args[1]}"); args=("${args[@]:2}") ;;  # bench.py's, not soak.py's
+    *) rest+=("${args[0]}"); args=("${args[@]:1}") ;;
+  esac
+done
+if [ -n "$soak" ]; then
+  case "$soak" in
+    *h) seconds=$(( ${soak%h} * 3600 )) ;; *m) seconds=$(( ${soak%m} * 60 )) ;; *s) seconds=${soak%s} ;; *) seconds=$soak ;;
+  esac
+  exec /usr/bin/python3 deploy/bench/soak.py --duration "$seconds" "${rest[@]}"
+fi
+exec /usr/bin/python3 deploy/bench/bench.py "${rest[@]}" ${floor_args[@]+"${floor_args[@]}"}

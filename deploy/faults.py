@@ -3,7 +3,7 @@
 server under faults and prints what survived, one row per part.
 
   faults.py --recbot PATH [--kills 50] [--short] [--seed N] [--work DIR]
-            [--only kill,diskfull,concurrent,hostile,rejoin,hygiene]
+            [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet]
 
 Parts:
   kill        N times: a test server (VP8 and H.264 publishers, each with Opus), `recbot join` on ONE
@@ -33,6 +33,10 @@ Parts:
               blackout), and the median time from the network's return to the first frame on disk;
   hygiene     50 forced rejoins in one session: fds and RSS stay where the first rejoin left them
               (both described in deploy/faults_rejoin.py).
+  fleet       a shared PostgreSQL catalog turned read-only, restarted and slowed mid-session; S3
+              answering SlowDown for a minute; upload, repair and verify SIGKILLed; (root) the disk
+              full during repair and upload: nothing lost, mislabelled or deleted early, no crash,
+              and the next run finishes the work (deploy/faults_fleet.py).
 
 Every run's logs stay under the work directory, whose path is printed. Exit status 1 when a part fails.
 """
@@ -56,7 +60,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "Tests", "Peers", "sora_test_server.py")
 HOSTILE_KINDS = ("sps", "timestamp-jumps", "endless-frame", "ssrc-flood", "datachannel-flood")
-PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene")
+PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene", "fleet")
 LOOPBACK = ["--allow-address", "127.0.0.1/32"]
 
 started_processes = []  # everything this script started, stopped by pid on the way out
@@ -609,10 +613,11 @@ def main():
     signal.signal(signal.SIGTERM, interrupted)
     results = []
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import faults_fleet  # noqa: E402 - the catalog, storage and job faults of a fleet
     import faults_rejoin  # noqa: E402 - the network parts, in a file of their own
-    faults_rejoin.common = sys.modules[__name__]
+    faults_rejoin.common = faults_fleet.common = sys.modules[__name__]
     runners = {"kill": part_kill, "diskfull": part_diskfull, "concurrent": part_concurrent, "hostile": part_hostile,
-               "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene}
+               "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene, "fleet": faults_fleet.part_fleet}
     began = time.monotonic()
     try:
         for part in PARTS:
@@ -650,6 +655,10 @@ def main():
         if getattr(result, "table_rejoin", None):
             print()
             print_table(("fault", "outage", "media lost", "least media", "back → first frame", "verdict"), result.table_rejoin)
+        if getattr(result, "table_fleet", None):
+            print()
+            print_table(("fleet fault", "catalog writes lost", "wrongly failed", "wrongly deleted", "crashes", "what the next run found",
+                         "verdict"), result.table_fleet)
     details = [line for r in results for line in r.details]
     if details:
         print()

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The fault campaign: runs recbot against the bundled Sora-compatible test server under faults
 # (SIGKILL at random instants, a full disk, 20 joins at once on a fresh catalog, hostile publishers,
-# connections broken on purpose and a network blackout, 50 rejoins in one session) and prints a
-# table of what survived. Exits non-zero when a part fails.
+# connections broken on purpose and a network blackout, 50 rejoins in one session, and a fleet's
+# catalog, storage and jobs failing) and prints a table of what survived. Exits non-zero when a
+# part fails.
 #   deploy/faults.sh [--recbot PATH] [--kills 50] [--short] [--seed N] [--work DIR]
-#                    [--only kill,diskfull,concurrent,hostile,rejoin,hygiene] [--max-loss SECONDS]
+#                    [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet] [--max-loss SECONDS]
 # Without --recbot it builds one (swift build --product recbot). --short is the CI version (5 kills,
 # 5 concurrent joins, 5 s hostile runs, two rejoin faults, 10 forced rejoins). The disk-full part needs root (it mounts a tmpfs). Every
 # run's logs stay in the work directory (default: a new temporary one), whose path is printed.

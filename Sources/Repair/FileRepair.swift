@@ -22,7 +22,10 @@ public struct RepairedFile: Sendable, Equatable {
 }
 
 public enum RepairError: Error, Sendable, CustomStringConvertible {
+    /// Nothing in the file can be kept: repairing it again gives the same answer.
     case unreadable(String, reason: String)
+    /// The disk refused the new file (full, read-only, I/O error): the old one is untouched, and
+    /// a later repair, with room, can finish it.
     case write(String, reason: String)
 
     public var description: String {
@@ -30,6 +33,11 @@ public enum RepairError: Error, Sendable, CustomStringConvertible {
         case .unreadable(let path, let reason): "cannot repair \(path): \(reason)"
         case .write(let path, let reason): "cannot write the repaired \(path): \(reason)"
         }
+    }
+
+    /// A later repair may succeed (the file stays `recording`, for it).
+    public var isTransient: Bool {
+        if case .write = self { true } else { false }
     }
 }
 
@@ -42,6 +50,16 @@ public enum FileRepair {
     public static func repair(path: String) throws(RepairError) -> RepairedFile {
         let temporary = path + ".repair"
         try? FileManager.default.removeItem(atPath: temporary)
+        do {
+            return try rewrite(path, through: temporary)
+        } catch {
+            // A disk that filled leaves a partial new file: it goes, the old one stays.
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        }
+    }
+
+    private static func rewrite(_ path: String, through temporary: String) throws(RepairError) -> RepairedFile {
         let rewriter = Rewriter(temporary: temporary)
         let parsed = WebMReader.read(path: path, onTrack: { rewriter.add($0) }, onFrame: { rewriter.write($0) })
         if parsed.isParseError && rewriter.result.videoFrames + rewriter.result.audioFrames == 0 {
@@ -72,7 +90,7 @@ private final class Rewriter {
     private var muxer: WebMMuxer?
     private var writer: WebMFileWriter?
     private var pending: [WebMWrite] = []
-    private var failure: String?
+    private var failure: RepairError?
 
     init(temporary: String) { self.temporary = temporary }
 
@@ -109,7 +127,7 @@ private final class Rewriter {
             result.firstMilliseconds = result.firstMilliseconds ?? frame.timecode
             result.lastMilliseconds = max(result.lastMilliseconds ?? frame.timecode, frame.timecode)
         } catch let error as WebMFileError {
-            failure = "\(error)"
+            failure = .write(temporary, reason: "\(error)")
         } catch {
             // A frame the muxer refuses (out of order, empty) is left out; the rest goes on.
         }
@@ -120,16 +138,17 @@ private final class Rewriter {
         for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
         do {
             muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: uid))
-            writer = try WebMFileWriter(creatingAt: temporary)
         } catch {
-            failure = "\(error)"
+            failure = .unreadable(temporary, reason: "its tracks cannot be written again: \(error)")
+            return
         }
+        do { writer = try WebMFileWriter(creatingAt: temporary) } catch { failure = .write(temporary, reason: "\(error)") }
     }
 
     func finish(muxingApp: String?, writingApp: String?) throws(RepairError) -> RepairedFile {
-        if let failure { throw .write(temporary, reason: failure) }
+        if let failure { throw failure }
         if muxer == nil { open() }  // no whole frame at all: an empty, valid file with its tracks
-        guard var muxer, let writer else { throw .write(temporary, reason: failure ?? "no tracks to write") }
+        guard var muxer, let writer else { throw failure ?? .unreadable(temporary, reason: "no tracks to write") }
         do {
             let duration = max(0, (result.lastMilliseconds ?? 0) + (result.videoFrames + result.audioFrames > 0 ? 20 : 0))
             try writer.apply(try muxer.finalize(durationMilliseconds: duration))

@@ -135,7 +135,9 @@ public struct SessionRepair {
             try writeSidecar(finished(row, file: file, session: session, layout: layout), context: context, layout: layout)
             return .init(path: path, repaired: file)
         } catch {
-            row.status = .interrupted
+            // A disk that was full (the media's rewrite, or its sidecar) leaves the row
+            // `recording`: the next repair finishes it. A file nothing can be kept of is interrupted.
+            row.status = (error as? RepairError)?.isTransient ?? true ? .recording : .interrupted
             return .init(path: path, error: "\(error)")
         }
     }

@@ -12,6 +12,10 @@ included, so SigV4 signatures stay valid); only CompleteMultipartUpload answers 
                             failing a long completion after it started answering), never sent on
   --keepalive-complete N    the first N completion answers are sent with whitespace before the
                             XML (what AWS sends while a long completion runs)
+  --slow-down-for SECONDS   every request in the first SECONDS after the first one is answered
+                            503 SlowDown (S3 throttling a bucket), never sent on
+  --delay-ms N              every request waits N ms before it goes upstream (a slow link, so an
+                            upload can be killed in its middle)
 
   s3_fault_proxy.py --upstream http://127.0.0.1:PORT [faults] --events FILE
   -> prints {"endpoint": "http://127.0.0.1:PORT"} and serves until killed; each injected fault
@@ -24,11 +28,14 @@ import http.server
 import json
 import sys
 import threading
+import time
 import urllib.parse
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "proxy-connection"}
 NO_SUCH_UPLOAD = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>NoSuchUpload</Code>'
                   b"<Message>The specified upload does not exist.</Message></Error>")
+SLOW_DOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+             b"<Message>Please reduce your request rate.</Message></Error>")
 ERROR_200 = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InternalError</Code>'
              b"<Message>We encountered an internal error. Please try again.</Message></Error>")
 
@@ -40,6 +47,19 @@ class Faults:
                      "keepalive-complete": args.keepalive_complete, "forget-completed-upload": args.forget_completed_upload}
         self.forgotten = set()
         self.events = args.events
+        self.slow_down_for = args.slow_down_for
+        self.delay = args.delay_ms / 1000
+        self.first_request = None
+
+    def throttled(self):
+        """True while the SlowDown window (from the first request on) lasts."""
+        with self.lock:
+            now = time.monotonic()
+            self.first_request = self.first_request or now
+            throttled = now - self.first_request < self.slow_down_for
+        if throttled:
+            self.note({"fault": "slow-down"})
+        return throttled
 
     def note(self, event):
         if self.events:
@@ -79,6 +99,10 @@ def make_handler(upstream, faults):
 
         def forward(self):
             payload = self.body()
+            if faults.throttled():
+                return self.answer(503, [("Content-Type", "application/xml"), ("Retry-After", "1")], SLOW_DOWN)
+            if faults.delay:
+                time.sleep(faults.delay)
             headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
             if payload or self.command in ("PUT", "POST"):
                 headers["Content-Length"] = str(len(payload))
@@ -135,6 +159,8 @@ def main():
     parser.add_argument("--forget-completed-upload", type=int, default=0)
     parser.add_argument("--error-200-complete", type=int, default=0)
     parser.add_argument("--keepalive-complete", type=int, default=0)
+    parser.add_argument("--slow-down-for", type=float, default=0)
+    parser.add_argument("--delay-ms", type=int, default=0)
     parser.add_argument("--events")
     args = parser.parse_args()
     upstream = urllib.parse.urlsplit(args.upstream)
