@@ -44,9 +44,14 @@ def free_port():
 
 
 class Postgres:
-    """A throwaway PostgreSQL cluster (as root, its files belong to `postgres`)."""
+    """A throwaway PostgreSQL cluster (as root, its files belong to `postgres`). It lives in a
+    directory of its own under /tmp: the work directory is private to root, and `postgres`
+    must reach its files."""
 
-    def __init__(self, directory):
+    def __init__(self):
+        import tempfile
+        directory = tempfile.mkdtemp(prefix="recbot-faults-pg-")
+        os.chmod(directory, 0o755)
         self.directory = directory
         self.port = free_port()
         self.password = "pw-" + os.urandom(6).hex()
@@ -81,6 +86,10 @@ class Postgres:
             self.tool("pg_ctl", "-D", f"{self.directory}/data", "-m", "immediate", "-w", "stop")
         except RuntimeError:
             pass
+
+    def remove(self):
+        self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def psql(self, sql, database="postgres"):
         return self.tool("psql", "-h", self.directory, "-p", str(self.port), "-U", "recbot", "-d", database,
@@ -178,8 +187,12 @@ class Fleet:
         self.options = options
         self.recbot = options.recbot
         self.work = work
-        self.postgres = Postgres(os.path.join(work, "postgres"))
-        self.s3 = S3(os.path.join(work, "s3"))
+        self.postgres = Postgres()
+        try:
+            self.s3 = S3(os.path.join(work, "s3"))
+        except Exception:
+            self.postgres.remove()
+            raise
 
     def environment(self, catalog_url, extra=None):
         environment = dict(S3.environment(), RECBOT_CATALOG_URL=catalog_url, RECBOT_LOG_LEVEL="info")
@@ -546,7 +559,7 @@ def part_fleet(options, work, result):
         if skipped:
             result.details.append(f"fleet: disk-full rows skipped ({skipped})")
     finally:
-        fleet.postgres.stop()
+        fleet.postgres.remove()
     result.runs = len(rows)
     result.passed = sum(1 for row in rows if row.verdict == "ok")
     result.numbers.append(f"lost catalog writes {sum(r.lost for r in rows)}, wrongly failed {sum(r.wrongly_failed for r in rows)}, "

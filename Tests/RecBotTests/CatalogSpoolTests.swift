@@ -86,22 +86,23 @@ struct CatalogSpoolTests {
         #expect(try catalog.recordings(RecordingFilter(sessionID: session)).count == 4)
     }
 
-    /// The database's name in a URL `makeDatabase` gave.
-    func databaseName(_ url: String) -> String {
-        String(url.split(separator: "/").last?.split(separator: "?").first ?? "")
+    /// A fresh database of the shared server with this test's session, its name, and a spool path.
+    func sharedServerCatalog(channel: String) throws -> (PostgresServer, PostgresCatalog, database: String, spool: String) {
+        let server = try PostgresServer.shared.get()
+        let text = try server.makeDatabase()
+        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
+        let catalog = try PostgresCatalog(url: url)
+        try catalog.insertSession(SessionRecord(id: session, channelID: channel, startedAt: 0))
+        let database = String(text.split(separator: "/").last?.split(separator: "?").first ?? "")
+        let spool = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
+        return (server, catalog, database, spool)
     }
 
     /// A failover leaves the writer on a read-only standby (SQLSTATE 25006): the writes wait in
     /// the spool, none is refused, and they arrive once the server takes writes again.
     @Test func aReadOnlyServerKeepsEveryWriteInTheSpool() throws {
-        let server = try PostgresServer.shared.get()
-        let text = try server.makeDatabase()
-        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
-        let catalog = try PostgresCatalog(url: url)
-        try catalog.insertSession(SessionRecord(id: session, channelID: "failover", startedAt: 0))
-        let spoolPath = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
+        let (server, catalog, database, spoolPath) = try sharedServerCatalog(channel: "failover")
         let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, logger: Logger(label: "test"))
-        let database = databaseName(text)
         try server.psql("ALTER DATABASE \"\(database)\" SET default_transaction_read_only = on")
         try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
         _ = try? catalog.sessions()  // the drop is seen here: the writes meet the read-only server itself
@@ -121,12 +122,7 @@ struct CatalogSpoolTests {
     /// A statement that outlives `statement_timeout` (SQLSTATE 57014) stops the replay and
     /// deletes nothing; the next replay applies every write.
     @Test func aStatementTimeoutStopsTheReplayAndKeepsTheRest() throws {
-        let server = try PostgresServer.shared.get()
-        let text = try server.makeDatabase()
-        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
-        let catalog = try PostgresCatalog(url: url)
-        try catalog.insertSession(SessionRecord(id: session, channelID: "slow", startedAt: 0))
-        let database = databaseName(text)
+        let (server, catalog, database, spoolPath) = try sharedServerCatalog(channel: "slow")
         try server.psql("""
             CREATE FUNCTION slow_insert() RETURNS trigger AS $$ BEGIN PERFORM pg_sleep(0.3); RETURN NEW; END $$ LANGUAGE plpgsql;
             CREATE TRIGGER slow BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION slow_insert();
@@ -134,7 +130,6 @@ struct CatalogSpoolTests {
             """, database: database)
         try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
         _ = try? catalog.sessions()  // the first call after the drop may see it
-        let spoolPath = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
         let spool = try #require(try CatalogSpool(path: spoolPath))
         for write in writes(0..<2) { try spool.append(write) }
         #expect(throws: CatalogError.self) { try spool.replay(into: catalog) }
@@ -148,13 +143,8 @@ struct CatalogSpoolTests {
     /// A write the catalog refuses for good is dropped only when it may be (a connection's
     /// refresh); a session's end holds the replay, and it and the rest stay.
     @Test func anEssentialWriteRefusedForGoodHoldsTheSpool() throws {
-        let server = try PostgresServer.shared.get()
-        let text = try server.makeDatabase()
-        guard case .postgres(let url) = try CatalogLocation.parse(text) else { throw CatalogBackendMismatch() }
-        let catalog = try PostgresCatalog(url: url)
-        try catalog.insertSession(SessionRecord(id: session, channelID: "held", startedAt: 0))
+        let (_, catalog, _, spoolPath) = try sharedServerCatalog(channel: "held")
         let unknown = "01JD00000000000000000SPOOL9"
-        let spoolPath = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-spool-\(UUID())/\(session).sqlite").path
         let spool = try #require(try CatalogSpool(path: spoolPath))
         try spool.append(.upsertConnection(ConnectionRecord(sessionID: unknown, connectionID: "S1", firstSeenAt: 1)))
         try spool.append(.endSession(id: unknown, endedAt: 9, endReason: "duration", exitStatus: 0))
