@@ -79,7 +79,7 @@ struct PostgresCatalogScenarioTests {
         #expect(done.wait(timeout: .now() + 60) == .success)
         let joined = try #require(result)
         #expect(joined.status == 0, "recbot: \(joined.stderr.suffix(3_000))")
-        #expect(joined.stderr.contains("writes go to the local spool"), "the outage was seen: \(joined.stderr.suffix(2_000))")
+        #expect(joined.stderr.contains("they go to the local spool"), "the outage was seen: \(joined.stderr.suffix(2_000))")
         #expect(joined.stderr.contains("spooled writes applied"))
 
         let catalog = try Self.catalog(url)
