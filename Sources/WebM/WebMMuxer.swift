@@ -110,18 +110,9 @@ public struct WebMMuxer: Sendable {
     private var clusterTimestamp: Int64?
     private var clusterIsCuePoint = false
     private var cueTrack = WebMTrackKind.video
-    private var cuePoints: [CuePoint] = []
-    /// Where each emitted cluster ends in the file and its last block's time, so a file cut
-    /// short by a write error can be finalized at its last whole cluster (16 bytes a cluster).
-    private var clusterEnds: [ClusterEnd] = []
-
-    private struct ClusterEnd: Sendable {
-        var end: UInt64
-        var lastMilliseconds: Int64
-        /// Frames in the file up to and including this cluster.
-        var videoFrames: Int
-        var audioFrames: Int
-    }
+    /// Every emitted cluster: the Cues come from it, and a file cut short by a write error is
+    /// finalized at its last whole cluster.
+    private var clusters = ClusterLog()
 
     /// SeekHead with three fixed-width entries is 68 bytes; the rest of the area is Void.
     static let seekAreaLength = 96
@@ -136,12 +127,6 @@ public struct WebMMuxer: Sendable {
         var pixelWidthValueOffset: UInt64?
         /// Absolute offset of the video track's CodecPrivate value.
         var videoCodecPrivateValueOffset: UInt64?
-    }
-
-    private struct CuePoint: Sendable {
-        var time: Int64
-        var track: UInt8
-        var clusterPosition: UInt64
     }
 
     /// The widths and heights a video track may have (the element is written in two bytes,
@@ -261,13 +246,17 @@ public struct WebMMuxer: Sendable {
     /// Ends the file: closes the cluster, appends Cues, and patches Duration, the Segment size
     /// and the SeekHead. `durationMilliseconds` defaults to the last block's timestamp.
     public mutating func finalize(durationMilliseconds: Int64? = nil) throws(WebMMuxerError) -> [WebMWrite] {
+        try finish(durationMilliseconds: durationMilliseconds, includeCues: true)
+    }
+
+    private mutating func finish(durationMilliseconds: Int64?, includeCues: Bool) throws(WebMMuxerError) -> [WebMWrite] {
         if isFinalized { throw .alreadyFinalized }
         var writes: [WebMWrite] = []
         if !headerWritten { writes.append(.append(makeHeader())) }
         if clusterTimestamp != nil { writes.append(.append(closeCluster())) }
 
         var cuesPosition: UInt64?
-        if !cuePoints.isEmpty {
+        if includeCues && clusters.cueCount > 0 {
             cuesPosition = statistics.bytes - layout.segmentDataOffset
             let cues = makeCues()
             statistics.bytes += UInt64(cues.count)
@@ -296,18 +285,15 @@ public struct WebMMuxer: Sendable {
     public mutating func finalizeTruncated(toLength length: UInt64, includeCues: Bool = true) throws(WebMMuxerError) -> [WebMWrite] {
         if isFinalized { throw .alreadyFinalized }
         guard headerWritten, length >= headerEnd else { throw .truncatedBeforeHeader(length: length) }
-        let kept = clusterEnds.lastIndex { $0.end <= length }
-        let end = kept.map { clusterEnds[$0].end } ?? headerEnd
-        cuePoints.removeAll { $0.clusterPosition + layout.segmentDataOffset >= end }
-        if let kept { clusterEnds.removeSubrange((kept + 1)...) } else { clusterEnds.removeAll() }
-        statistics.bytes = end
-        statistics.lastTimestampMilliseconds = kept.map { clusterEnds[$0].lastMilliseconds }
-        statistics.videoFrames = kept.map { clusterEnds[$0].videoFrames } ?? 0
-        statistics.audioFrames = kept.map { clusterEnds[$0].audioFrames } ?? 0
+        let kept = clusters.truncate(toEndAtOrBefore: length)
+        statistics.bytes = kept?.end ?? headerEnd
+        statistics.lastTimestampMilliseconds = kept?.lastBlockMilliseconds
+        statistics.videoFrames = kept?.videoFrames ?? 0
+        statistics.audioFrames = kept?.audioFrames ?? 0
+        statistics.clusters = clusters.count
         clusterTimestamp = nil
         cluster.removeAll()
-        if !includeCues { cuePoints.removeAll() }
-        return try finalize(durationMilliseconds: statistics.lastTimestampMilliseconds ?? 0)
+        return try finish(durationMilliseconds: statistics.lastTimestampMilliseconds ?? 0, includeCues: includeCues)
     }
 
     /// Where the first cluster starts (the header's end), once the header is written.
@@ -465,7 +451,6 @@ public struct WebMMuxer: Sendable {
 
     private mutating func closeCluster() -> [UInt8] {
         let timestamp = clusterTimestamp ?? 0
-        let position = statistics.bytes - layout.segmentDataOffset
         var timestampElement = EBMLWriter(capacity: 12)
         timestampElement.writeUInt(WebMElementID.timestamp, UInt64(timestamp))
         var out = EBMLWriter(capacity: cluster.count + 24)
@@ -473,27 +458,30 @@ public struct WebMMuxer: Sendable {
         out.writeSize(UInt64(timestampElement.count + cluster.count))
         out.append(timestampElement.bytes)
         out.append(cluster.bytes)
-        if clusterIsCuePoint {
-            cuePoints.append(CuePoint(time: timestamp, track: cueTrack.trackNumber, clusterPosition: position))
-        }
+        let start = statistics.bytes
         statistics.bytes += UInt64(out.count)
         statistics.clusters += 1
-        clusterEnds.append(ClusterEnd(end: statistics.bytes, lastMilliseconds: statistics.lastTimestampMilliseconds ?? timestamp,
-                                      videoFrames: statistics.videoFrames, audioFrames: statistics.audioFrames))
+        clusters.append(ClusterLog.Entry(
+            start: start, end: statistics.bytes, timestampMilliseconds: timestamp,
+            lastBlockMilliseconds: statistics.lastTimestampMilliseconds ?? timestamp,
+            videoFrames: statistics.videoFrames, audioFrames: statistics.audioFrames,
+            cueTrack: clusterIsCuePoint ? cueTrack.trackNumber : nil))
         clusterTimestamp = nil
         cluster.removeAll()
         return out.bytes
     }
 
     private func makeCues() -> [UInt8] {
-        var out = EBMLWriter(capacity: cuePoints.count * 24 + 16)
+        var out = EBMLWriter(capacity: clusters.cueCount * 24 + 16)
+        let segmentDataOffset = layout.segmentDataOffset
         out.writeMaster(WebMElementID.cues) { cues in
-            for point in cuePoints {
+            for entry in clusters.entries {
+                guard let track = entry.cueTrack else { continue }
                 cues.writeMaster(WebMElementID.cuePoint) { cue in
-                    cue.writeUInt(WebMElementID.cueTime, UInt64(point.time))
+                    cue.writeUInt(WebMElementID.cueTime, UInt64(entry.timestampMilliseconds))
                     cue.writeMaster(WebMElementID.cueTrackPositions) { positions in
-                        positions.writeUInt(WebMElementID.cueTrack, UInt64(point.track))
-                        positions.writeUInt(WebMElementID.cueClusterPosition, point.clusterPosition)
+                        positions.writeUInt(WebMElementID.cueTrack, UInt64(track))
+                        positions.writeUInt(WebMElementID.cueClusterPosition, entry.start - segmentDataOffset)
                     }
                 }
             }
