@@ -60,6 +60,18 @@ import WebM
         #expect(try fixture.jsonArray(["recordings", "list", "--session", Fixture.s1]).first?["verification"] as? String == "failed")
     }
 
+    /// `--jobs` reads files at once; the results keep the order the targets were given in.
+    @Test func filesReadInParallelKeepTheirOrder() throws {
+        let paths = (0..<5).map { fixture.directory + "/loose/file-\($0).webm" }
+        for (index, path) in paths.enumerated() { try writeFile(at: path, breakFrame: index == 2 ? 7 : nil) }
+        let result = try fixture.run(["verify"] + paths + ["--jobs", "3", "--json"])
+        #expect(result.status == 65, "one file does not decode")
+        let reports = try #require(try result.json() as? [[String: Any]])
+        #expect(reports.map { $0["path"] as? String } == paths)
+        #expect(reports.map { $0["verification"] as? String } == ["verified", "verified", "failed", "verified", "verified"])
+        #expect(try fixture.run(["verify", paths[0], "--jobs", "0"]).status == 64)
+    }
+
     @Test func aFileOutsideTheCatalogIsVerifiedButNotStored() throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("loose-\(UUID()).webm").path
         try writeFile(at: path)

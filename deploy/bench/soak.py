@@ -118,7 +118,8 @@ def main():
     complete = [r for r in recordings if r.get("status") == "complete"]
     if session.get("exit_status") != 0 or len(complete) < args.publishers:
         problems.append(f"catalog: exit {session.get('exit_status')}, {len(complete)} complete recordings of {args.publishers}")
-    verify_status, checks = run_json([args.recbot, "verify", session.get("id", "-"), "--data-dir", data, "--json"])
+    verify_status, checks = run_json([args.recbot, "verify", session.get("id", "-"), "--data-dir", data, "--json",
+                                        "--jobs", str(os.cpu_count() or 1)])
     verified = sum(1 for c in checks or [] if c.get("verification") == "verified")
     if verify_status != 0 or verified != len(recordings):
         problems.append(f"verify: exit {verify_status}, {verified}/{len(recordings)}")

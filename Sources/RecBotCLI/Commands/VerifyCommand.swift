@@ -29,9 +29,12 @@ struct VerifyCommand: ParsableCommand {
     @Flag(help: "Verify every finished recording of this host that has not been verified yet.") var pending = false
     @Flag(help: "With --pending: every host's recordings (a file not on this disk is reported, not judged).") var allHosts = false
     @OptionGroup var hostOptions: HostOptions
+    @Option(help: "Files read at once (each decodes on one core); catalog writes stay one at a time.")
+    var jobs = 1
 
     func validate() throws {
         if targets.isEmpty && !pending { throw ValidationError("name a session, a recording or a file, or pass --pending") }
+        if !(1...64).contains(jobs) { throw ValidationError("--jobs is 1 to 64") }
     }
 
     func run() throws {
@@ -45,8 +48,13 @@ struct VerifyCommand: ParsableCommand {
             items += try catalog.query { c throws(CatalogError) in try c.recordings(filter) }
                 .map { VerifyItem($0, in: directory) }
         }
+        let reports = ParallelReads.map(items.map { $0.confined ? $0.path : nil }, jobs: jobs) { path in
+            FileManager.default.fileExists(atPath: path) ? RecordingVerifier.verify(path: path) : nil
+        }
         var results: [(VerifyItem, VerifyOutcome)] = []
-        for item in items { results.append((item, try check(item, host: host, catalog: catalog))) }
+        for (item, report) in zip(items, reports) {
+            results.append((item, try check(item, report: report, host: host, catalog: catalog)))
+        }
         if output.json {
             Console.print(JSONValue.array(results.map { VerifyCommand.json($0.0, $0.1) }).rendered())
         } else {
@@ -57,11 +65,10 @@ struct VerifyCommand: ParsableCommand {
         if results.contains(where: { $0.1.isMissing }) { throw ExitStatus.missingFile.exitCode }
     }
 
-    /// Reads the file when it is here; otherwise says why it is not, and judges nothing.
-    private func check(_ item: VerifyItem, host: String, catalog: (any CatalogStore)?) throws -> VerifyOutcome {
+    /// Stores the report of a file that was read; otherwise says why it was not, and judges nothing.
+    private func check(_ item: VerifyItem, report: VerificationReport?, host: String, catalog: (any CatalogStore)?) throws -> VerifyOutcome {
         guard item.confined else { return .refused }
-        if FileManager.default.fileExists(atPath: item.path) {
-            let report = RecordingVerifier.verify(path: item.path)
+        if let report {
             if let catalog, let id = item.recording?.id { try store(report, recordingID: id, in: catalog) }
             return .read(report)
         }
