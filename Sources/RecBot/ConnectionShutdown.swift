@@ -116,8 +116,9 @@ struct ConnectionShutdown {
         for (recorder, counts) in ended.sorted(by: { $0.0.connectionID < $1.0.connectionID }) {
             media.finisher.finish(recorder, counts: counts, context: endContext, isLastPart: !interrupted)
         }
+        let backlog = media.transport.backlog
         let counters = try? await media.transport.eventLoop.submit {
-            (core.counters, core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
+            (core.counters.including(backlog.counters), core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
         }.get()
         if let (transport, received, receiver) = counters {
             media.media.connectionEnded(transport: transport, received: received, receiver: receiver)

@@ -26,8 +26,18 @@ public struct TransportCounters: Equatable, Sendable {
     public var droppedMalformedRTCP = 0
     public var rtpPackets = 0
     public var rtcpPackets = 0
+    /// What the sockets' thread read while the core was behind (`ReceiveBacklog`): drops and
+    /// the deepest backlog. Filled in by the transport (`including(_:)`), not by the core.
+    public var backlog = ReceiveBacklog.Counters()
 
     public init() {}
+
+    /// These counters with a transport's backlog counters.
+    public func including(_ backlog: ReceiveBacklog.Counters) -> TransportCounters {
+        var counters = self
+        counters.backlog = self.backlog + backlog
+        return counters
+    }
 
     /// Counters of two connections (or periods), summed.
     public static func + (lhs: TransportCounters, rhs: TransportCounters) -> TransportCounters {
@@ -42,6 +52,7 @@ public struct TransportCounters: Equatable, Sendable {
         sum.droppedMalformedRTCP += rhs.droppedMalformedRTCP
         sum.rtpPackets += rhs.rtpPackets
         sum.rtcpPackets += rhs.rtcpPackets
+        sum.backlog = lhs.backlog + rhs.backlog
         return sum
     }
 }

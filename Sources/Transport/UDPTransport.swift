@@ -5,14 +5,18 @@ import NIOSSL
 import STUN
 import WireCoding
 
-/// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses,
-/// all on one event loop, so the core runs without locks. Datagrams and timer firings go
-/// into the core; its datagrams go out; its events go to `onEvent`, on the event loop.
+/// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses.
+/// The core runs on one event loop, without locks: timer firings and the datagrams go into it;
+/// its datagrams go out; its events go to `onEvent`, on that loop. The sockets are read on a
+/// thread of their own into a `ReceiveBacklog`, which the core's loop drains (control first).
 public final class UDPTransport: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `eventLoop` (checked by preconditions).
     public let eventLoop: EventLoop
     public let localAddresses: [TransportAddress]
     private let channels: [TransportAddress: Channel]
+    /// The thread that reads the sockets (and nothing else).
+    private let readers: MultiThreadedEventLoopGroup
+    public let backlog: ReceiveBacklog
     var core: PeerConnectionCore?
     private var onEvent: ((TransportEvent) -> Void)?
     /// TCP/TLS connections to TURN servers, by `RelayServer.id` (see RelayStreamConnections.swift).
@@ -21,17 +25,24 @@ public final class UDPTransport: @unchecked Sendable {
     let logger: Logger
     private var timer: Scheduled<Void>?
     private var timerDeadline: MonotonicTime?
-    /// Inside one batch of reads (one recvmmsg): the clock is read once for the batch and the
-    /// timer is rescheduled once after it, not once per datagram (both showed in profiles).
-    private var batchArrival: MonotonicTime?
+    /// Inside one drain of the backlog the timer is rescheduled once after it, not once per
+    /// datagram (it showed in profiles).
     private var timerStale = false
+    private var overload = OverloadLog()
 
-    private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], logger: Logger) {
+    private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], readers: MultiThreadedEventLoopGroup,
+                 backlog: ReceiveBacklog, logger: Logger) {
         self.eventLoop = eventLoop
         self.channels = channels
+        self.readers = readers
+        self.backlog = backlog
         self.localAddresses = channels.keys.sorted { $0.description < $1.description }
         self.logger = logger
     }
+
+    /// Media datagrams handled per turn of the loop before timers, signaling and the next
+    /// reads get theirs.
+    static let mediaPerTurn = 256
 
     static let datagramsPerRead = 32
     static let datagramSlotBytes = 9_000
@@ -49,11 +60,30 @@ public final class UDPTransport: @unchecked Sendable {
     }
 
     /// Binds one UDP socket (ephemeral port) per address.
-    public static func bind(addresses: [IPAddress], on eventLoop: EventLoop, logger: Logger = Logger(label: "recbot.transport")) async throws -> UDPTransport {
+    public static func bind(addresses: [IPAddress], on eventLoop: EventLoop, backlogLimits: ReceiveBacklog.Limits = .init(),
+                            logger: Logger = Logger(label: "recbot.transport")) async throws -> UDPTransport {
         var channels: [TransportAddress: Channel] = [:]
         let box = HandlerBox()
+        let backlog = ReceiveBacklog(limits: backlogLimits)
+        let readers = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         for ip in addresses {
-            let channel = try await DatagramBootstrap(group: eventLoop)
+            let bound: Channel
+            do { bound = try await bindReader(ip, on: readers.next(), box: box, backlog: backlog, loop: eventLoop) } catch {
+                for channel in channels.values { try? await channel.close() }
+                try? await readers.shutdownGracefully()
+                throw error
+            }
+            guard let local = bound.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { continue }
+            channels[local] = bound
+        }
+        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, readers: readers, backlog: backlog, logger: logger)
+        box.transport = transport
+        return transport
+    }
+
+    private static func bindReader(_ ip: IPAddress, on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog,
+                                   loop: EventLoop) async throws -> Channel {
+            try await DatagramBootstrap(group: readLoop)
                 .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
                 // Bursts (keyframes from many senders, a burst of data-channel messages) must
                 // not overflow the socket while the loop is busy; the kernel's default is about
@@ -69,15 +99,9 @@ public final class UDPTransport: @unchecked Sendable {
                 .channelOption(ChannelOptions.recvAllocator,
                                value: FixedSizeRecvByteBufferAllocator(capacity: UDPTransport.datagramSlotBytes * UDPTransport.datagramsPerRead))
                 .channelInitializer { channel in
-                    channel.pipeline.addHandler(DatagramHandler(box: box))
+                    channel.pipeline.addHandler(DatagramHandler(box: box, backlog: backlog, coreLoop: loop))
                 }
                 .bind(host: ip.description, port: 0).get()
-            guard let local = channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { continue }
-            channels[local] = channel
-        }
-        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, logger: logger)
-        box.transport = transport
-        return transport
     }
 
     /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
@@ -88,6 +112,8 @@ public final class UDPTransport: @unchecked Sendable {
             self.onEvent = onEvent
             self.relayTrust = relayTrust
             self.apply(core.start(now: Self.now()))
+            // Datagrams read before the core was here (their drain found no transport).
+            self.drainBacklog()
             for server in core.relayStreams { self.connectRelay(server) }
         }
     }
@@ -113,6 +139,7 @@ public final class UDPTransport: @unchecked Sendable {
             }
         }
         for channel in channels.values { try? await channel.close() }
+        try? await readers.shutdownGracefully()
         let streams = await withCheckedContinuation { continuation in
             eventLoop.execute { continuation.resume(returning: Array(self.streamChannels.values)) }
         }
@@ -121,19 +148,18 @@ public final class UDPTransport: @unchecked Sendable {
 
     static func now() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
 
-    fileprivate func receive(_ bytes: [UInt8], from remote: SocketAddress, to local: TransportAddress) {
+    /// Handles what the sockets' thread read: every control datagram, then a turn's share of
+    /// media; schedules itself again while more wait, so timers and signaling interleave.
+    fileprivate func drainBacklog() {
         eventLoop.preconditionInEventLoop()
-        guard let core, let from = TransportAddress(socketAddress: remote) else { return }
-        let arrival = batchArrival ?? Self.now()
-        batchArrival = arrival
-        apply(core.handle(datagram: bytes, from: from, to: local, now: arrival), inReadBatch: true)
-    }
-
-    /// The socket's batch of reads is over: the next read gets a fresh arrival time, and the
-    /// timer follows what the batch changed.
-    fileprivate func readBatchComplete() {
-        eventLoop.preconditionInEventLoop()
-        batchArrival = nil
+        let batch = backlog.take(maxMedia: Self.mediaPerTurn)
+        if batch.more { eventLoop.execute { self.drainBacklog() } }
+        guard let core else { return }
+        let now = Self.now()
+        for datagram in batch.datagrams {
+            apply(core.handle(datagram: datagram.bytes, from: datagram.from, to: datagram.to, now: now), inReadBatch: true)
+        }
+        if let report = overload.observe(backlog.counters, now: now) { report.log(to: logger) }
         if timerStale {
             timerStale = false
             rescheduleTimer()
@@ -179,10 +205,15 @@ private final class HandlerBox: @unchecked Sendable {
 }
 
 private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
+    // @unchecked: used only on its channel's (the sockets' thread's) loop.
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
     let box: HandlerBox
+    let backlog: ReceiveBacklog
+    let coreLoop: EventLoop
 
-    init(box: HandlerBox) { self.box = box }
+    init(box: HandlerBox, backlog: ReceiveBacklog, coreLoop: EventLoop) {
+        (self.box, self.backlog, self.coreLoop) = (box, backlog, coreLoop)
+    }
 
     /// The socket's own address, read once (Channel.localAddress takes a lock on every call).
     private var local: TransportAddress?
@@ -190,13 +221,11 @@ private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
         if local == nil { local = context.channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) }
-        guard let local else { return }
-        let bytes = Array(envelope.data.readableBytesView)
-        box.transport?.receive(bytes, from: envelope.remoteAddress, to: local)
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        box.transport?.readBatchComplete()
+        guard let local, let from = TransportAddress(socketAddress: envelope.remoteAddress) else { return }
+        let datagram = ReceiveBacklog.Datagram(bytes: Array(envelope.data.readableBytesView), from: from, to: local)
+        guard backlog.push(datagram) else { return }
+        let box = box
+        coreLoop.execute { box.transport?.drainBacklog() }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

@@ -1,8 +1,9 @@
 import Foundation
+import NIOCore
 import NIOPosix
 import STUN
 import Testing
-import Transport
+@testable import Transport
 
 @Suite struct UDPTransportTests {
     @Test func socketsAskForALargeReceiveBuffer() async throws {
@@ -16,5 +17,61 @@ import Transport
             .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? Int(UDPTransport.receiveBufferBytes)
         let expected = 2 * min(Int(UDPTransport.receiveBufferBytes), ceiling)
         #expect(granted == [expected], "granted \(granted), rmem_max \(ceiling)")
+    }
+}
+
+/// A core that is busy (its loop blocked) while a flood arrives: the sockets' thread keeps
+/// reading, the media beyond the backlog's bound is dropped and counted, and every control
+/// datagram still reaches the core once it is free.
+@Suite struct ReceiveBacklogTransportTests {
+    @Test func aBusyCoreStillGetsEveryControlDatagram() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let limits = ReceiveBacklog.Limits(mediaBytes: 200 * 1_100, controlBytes: 1 << 20)
+        let transport = try await UDPTransport.bind(addresses: [IPAddress("127.0.0.1")!], on: group.next(), backlogLimits: limits)
+        let core = try makeCore()
+        transport.run(core) { _ in }
+        let target = try transport.localAddresses[0].socketAddress()
+        let sender = try await DatagramBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+
+        // The core's loop is held while 8,000 RTP-looking datagrams (8 MB, more than the
+        // kernel's buffer holds) arrive, then 40 control ones (outside every RFC 7983 range: the
+        // core counts them as unknown). Without the sockets' own thread the kernel would drop the
+        // control datagrams behind the flood. The flood is sent from a thread of its own, paced
+        // a little, so a busy test machine changes its timing, not its outcome.
+        let release = DispatchSemaphore(value: 0)
+        let held = transport.eventLoop.submit { release.wait() }
+        let media = [0x80, 0x60] + [UInt8](repeating: 1, count: 998)
+        let control = [0x10] + [UInt8](repeating: 0, count: 30)
+        await withCheckedContinuation { (sent: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                for index in 0..<8_040 {
+                    let bytes = index < 8_000 ? media : control
+                    var buffer = sender.allocator.buffer(capacity: bytes.count)
+                    buffer.writeBytes(bytes)
+                    sender.writeAndFlush(AddressedEnvelope(remoteAddress: target, data: buffer), promise: nil)
+                    if index % 64 == 63 { usleep(1_000) }
+                }
+                sent.resume()
+            }
+        }
+        // The last write is out once an empty write queued behind it is.
+        try await sender.writeAndFlush(AddressedEnvelope(remoteAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 9), data: sender.allocator.buffer(capacity: 0)))
+        try await Task.sleep(nanoseconds: 300_000_000)
+        release.signal()
+        try await held.get()
+        var counters = TransportCounters()
+        for _ in 0..<100 {
+            counters = try await transport.eventLoop.submit { core.counters }.get()
+            if counters.droppedUnknownProtocol == 40 { break }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+        let backlog = transport.backlog.counters
+        try await sender.close()
+        await transport.close()
+        try await group.shutdownGracefully()
+        #expect(counters.droppedUnknownProtocol == 40, "every control datagram reached the core")
+        #expect(backlog.controlDropped == 0 && backlog.mediaDropped > 7_000, "\(backlog)")
+        #expect(counters.droppedUnvalidatedSource + backlog.mediaDropped <= 8_000)
+        #expect(backlog.peakBytes <= limits.mediaBytes + 40 * (31 + 96))
     }
 }

@@ -1,0 +1,79 @@
+import STUN
+import Testing
+import WireCoding
+@testable import Transport
+
+/// The receive backlog between the sockets' thread and the core: control before media, media
+/// bounded and dropped first, one wake per idle period, and a log line per overload episode.
+@Suite struct ReceiveBacklogTests {
+    static let from = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 50_000)
+    static let to = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 40_000)
+
+    static func datagram(_ bytes: [UInt8]) -> ReceiveBacklog.Datagram { .init(bytes: bytes, from: from, to: to) }
+    static let rtp = [0x80, 0x60] + [UInt8](repeating: 1, count: 998)
+    static let rtcp: [UInt8] = [0x80, 200, 0, 6] + [UInt8](repeating: 0, count: 24)
+    static let stun: [UInt8] = [0x01, 0x01, 0, 0] + [UInt8](repeating: 0, count: 16)
+
+    @Test func classesFollowRFC7983() {
+        #expect(DatagramClass(firstBytes: Self.stun) == .control)
+        #expect(DatagramClass(firstBytes: [22, 254, 253]) == .control, "DTLS (and the data channels inside it)")
+        #expect(DatagramClass(firstBytes: Self.rtp) == .media)
+        #expect(DatagramClass(firstBytes: [0x80, 0xE0]) == .media, "payload type 96 with the marker bit")
+        #expect(DatagramClass(firstBytes: Self.rtcp) == .control)
+        #expect(DatagramClass(firstBytes: [0x81, 205]) == .control, "transport feedback")
+        #expect(DatagramClass(firstBytes: [0x40, 0x00, 0x03, 0xE8] + Self.rtp) == .media, "ChannelData carrying RTP")
+        #expect(DatagramClass(firstBytes: [0x40, 0x00, 0x00, 0x14] + Self.stun) == .control, "ChannelData carrying STUN")
+        #expect(DatagramClass(firstBytes: [0x40, 0x00]) == .control)
+        #expect(DatagramClass(firstBytes: []) == .control)
+        #expect(DatagramClass(firstBytes: [0x80]) == .media)
+    }
+
+    @Test func controlComesFirstAndMediaInTurns() {
+        let backlog = ReceiveBacklog()
+        #expect(backlog.push(Self.datagram(Self.rtp)), "an idle backlog asks for a drain")
+        for _ in 0..<9 { #expect(!backlog.push(Self.datagram(Self.rtp)), "a drain is already pending") }
+        #expect(!backlog.push(Self.datagram(Self.stun)))
+        let first = backlog.take(maxMedia: 4)
+        #expect(first.datagrams.map(\.bytes.count) == [Self.stun.count, 1_000, 1_000, 1_000, 1_000] && first.more)
+        #expect(!backlog.push(Self.datagram(Self.rtcp)), "still pending while more wait")
+        let second = backlog.take(maxMedia: 100)
+        #expect(second.datagrams.first?.bytes == Self.rtcp && second.datagrams.count == 7 && !second.more)
+        #expect(backlog.push(Self.datagram(Self.rtp)), "idle again: the next push wakes the drain")
+        #expect(backlog.counters.waitingBytes == 1_000 + ReceiveBacklog.overheadBytes)
+    }
+
+    @Test func aFullBacklogDropsMediaAndKeepsControl() {
+        let limits = ReceiveBacklog.Limits(mediaBytes: 10 * (1_000 + ReceiveBacklog.overheadBytes), controlBytes: 4_096)
+        let backlog = ReceiveBacklog(limits: limits)
+        for _ in 0..<25 { _ = backlog.push(Self.datagram(Self.rtp)) }
+        for _ in 0..<20 { _ = backlog.push(Self.datagram(Self.stun)) }
+        var counters = backlog.counters
+        #expect(counters.mediaDropped == 15 && counters.controlDropped == 0)
+        for _ in 0..<100 { _ = backlog.push(Self.datagram(Self.rtcp)) }
+        counters = backlog.counters
+        #expect(counters.controlDropped > 0, "control has a bound of its own")
+        let all = backlog.take(maxMedia: 1_000)
+        #expect(all.datagrams.filter { DatagramClass(firstBytes: $0.bytes) == .media }.count == 10)
+        #expect(backlog.counters.waitingBytes == 0 && backlog.counters.peakBytes >= limits.mediaBytes)
+    }
+
+    @Test func oneLineWhenDropsStartAndOneWhenTheyStop() {
+        var log = OverloadLog()
+        var counters = ReceiveBacklog.Counters()
+        #expect(log.observe(counters, now: .milliseconds(0)) == nil)
+        counters.mediaDropped = 5
+        guard case .started = log.observe(counters, now: .milliseconds(100)) else { Issue.record("no start"); return }
+        counters.mediaDropped = 50
+        #expect(log.observe(counters, now: .milliseconds(2_000)) == nil, "the same episode")
+        #expect(log.observe(counters, now: .milliseconds(6_000)) == nil, "not quiet for 5 s yet")
+        guard case .ended(let media, let control, let milliseconds) = log.observe(counters, now: .milliseconds(7_001)) else {
+            Issue.record("no end"); return
+        }
+        #expect(media == 50 && control == 0 && milliseconds == 1_900)
+        #expect(log.observe(counters, now: .milliseconds(8_000)) == nil)
+    }
+}
+
+extension OverloadLog.Report: Equatable {
+    public static func == (lhs: OverloadLog.Report, rhs: OverloadLog.Report) -> Bool { "\(lhs)" == "\(rhs)" }
+}
