@@ -363,7 +363,8 @@ public final class SenderRecorder: @unchecked Sendable {
             // One-second clusters: each is written whole as soon as it closes, so a kill costs
             // at most about a second of media (plus what waits for retransmissions).
             muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: segmentUID,
-                                                                        maxClusterDurationMilliseconds: SenderRecorder.clusterMilliseconds))
+                                                                        maxClusterDurationMilliseconds: SenderRecorder.clusterMilliseconds,
+                                                                        maximumWriterLagBytes: UInt64(SenderRecorder.maximumPendingBytes)))
         } catch {
             failure = "\(error)"
             muxer = nil

@@ -1,11 +1,13 @@
-/// What the muxer remembers of every cluster it has emitted: where it lies, its times, the
-/// frame counts so far, and whether it is a cue point. Cues are written only at the end, and a
-/// file cut short by a write error is finalized at its last whole cluster, so nothing here can
-/// be forgotten early.
+/// What the muxer remembers of the clusters it has emitted, for the two things that need it
+/// after the fact:
+/// - the Cues, written at the end: every cued cluster's time, track and position, kept as
+///   LEB128 deltas (`CueLog`, about six bytes a cue);
+/// - finalizing a file cut short by a write error at its last whole cluster: only clusters
+///   ending in the last `retainedBytes` of the file can be that one (the writer never lags the
+///   muxer by more), so only those are kept, whole, with a few before.
 ///
-/// An hour-long file has thousands of clusters in each of hundreds of files, so entries are
-/// stored as LEB128 deltas from the previous entry: about ten bytes a cluster instead of the
-/// 56 two arrays of structs took (the soak saw that growth as RSS steps at every doubling).
+/// Kept per cluster for the whole file, as two arrays of structs did, this grew by 56 bytes a
+/// second per file: the soak saw it as RSS steps at every doubling.
 struct ClusterLog: Sendable {
     struct Entry: Equatable, Sendable {
         /// Absolute file offsets of the cluster's first byte and of the byte after it.
@@ -20,47 +22,93 @@ struct ClusterLog: Sendable {
         var cueTrack: UInt8?
     }
 
-    private(set) var count = 0
-    private(set) var cueCount = 0
-    private var bytes: [UInt8] = []
-    private var last: Entry?
+    enum Truncation: Equatable {
+        /// The last cluster that ends at or before the length, and how many clusters are kept.
+        case kept(Entry, clusters: Int)
+        /// No cluster ends that early: only the header is whole.
+        case noCluster
+        /// The length is before the clusters still remembered (the caller broke its promise).
+        case beyondRetained(oldestKnownEnd: UInt64)
+    }
 
-    var lastEntry: Entry? { last }
+    let retainedBytes: UInt64
+    private(set) var count = 0
+    private(set) var cues = CueLog()
+    /// Clusters that may still be the last whole one; `recent[head...]` are live.
+    private var recent: [Entry] = []
+    private var head = 0
+    private var forgotAny = false
+
+    init(retainedBytes: UInt64) { self.retainedBytes = retainedBytes }
+
+    var lastEntry: Entry? { recent.last }
+    /// Clusters remembered whole (for tests that keep the log bounded).
+    var retainedCount: Int { recent.count - head }
+
+    mutating func append(_ entry: Entry) {
+        if let cueTrack = entry.cueTrack { cues.append(time: entry.timestampMilliseconds, track: cueTrack, position: entry.start) }
+        recent.append(entry)
+        count += 1
+        // The oldest is forgotten once the next one alone answers every length the writer can
+        // still report (at least `retainedBytes` before the end).
+        while recent.count - head >= 2, recent[head + 1].end + retainedBytes <= entry.end {
+            head += 1
+            forgotAny = true
+        }
+        if head >= 64 && head * 2 >= recent.count {
+            recent.removeFirst(head)
+            head = 0
+        }
+    }
+
+    /// Keeps the clusters that end at or before `length` (and their cues).
+    mutating func truncate(toEndAtOrBefore length: UInt64) -> Truncation {
+        guard let index = recent[head...].lastIndex(where: { $0.end <= length }) else {
+            if forgotAny, head < recent.count { return .beyondRetained(oldestKnownEnd: recent[head].end) }
+            self = ClusterLog(retainedBytes: retainedBytes)
+            return .noCluster
+        }
+        let kept = recent[index]
+        count -= recent.count - 1 - index
+        recent.removeSubrange((index + 1)...)
+        cues.removeAll(fromPosition: kept.end)
+        return .kept(kept, clusters: count)
+    }
+}
+
+/// Cue points in file order as LEB128 deltas: track, time (zigzag) and position.
+struct CueLog: Sendable {
+    struct Cue: Equatable, Sendable {
+        var time: Int64
+        var track: UInt8
+        var position: UInt64
+    }
+
+    private(set) var count = 0
+    private var bytes: [UInt8] = []
+    private var last = Cue(time: 0, track: 0, position: 0)
+
     /// Bytes the log holds (for tests that keep it compact).
     var storedBytes: Int { bytes.count }
 
-    mutating func append(_ entry: Entry) {
-        let previous = last ?? Self.origin
-        precondition(entry.start >= previous.end && entry.end >= entry.start
-                     && entry.videoFrames >= previous.videoFrames && entry.audioFrames >= previous.audioFrames,
-                     "clusters are logged in file order")
-        bytes.append(entry.cueTrack ?? 0)
-        appendVarint(entry.start - previous.end)
-        appendVarint(entry.end - entry.start)
-        appendVarint(Self.zigzag(entry.timestampMilliseconds &- previous.timestampMilliseconds))
-        appendVarint(Self.zigzag(entry.lastBlockMilliseconds &- entry.timestampMilliseconds))
-        appendVarint(UInt64(entry.videoFrames - previous.videoFrames))
-        appendVarint(UInt64(entry.audioFrames - previous.audioFrames))
+    mutating func append(time: Int64, track: UInt8, position: UInt64) {
+        precondition(position >= last.position, "cues are logged in file order")
+        bytes.append(track)
+        LogVarint.append(LogVarint.zigzag(time &- last.time), to: &bytes)
+        LogVarint.append(position - last.position, to: &bytes)
+        last = Cue(time: time, track: track, position: position)
         count += 1
-        if entry.cueTrack != nil { cueCount += 1 }
-        last = entry
     }
 
-    /// Keeps the clusters that end at or before `length` and returns the last of them.
-    @discardableResult
-    mutating func truncate(toEndAtOrBefore length: UInt64) -> Entry? {
+    /// Forgets the cues of clusters that start at or after `position`.
+    mutating func removeAll(fromPosition position: UInt64) {
         var reader = Reader(bytes: bytes)
-        var kept = (entry: Entry?.none, byteCount: 0, count: 0, cues: 0)
-        while let entry = reader.next(), entry.end <= length {
-            kept = (entry, reader.offset, kept.count + 1, kept.cues + (entry.cueTrack == nil ? 0 : 1))
+        var kept = (byteCount: 0, count: 0, last: Cue(time: 0, track: 0, position: 0))
+        while let cue = reader.next(), cue.position < position {
+            kept = (reader.offset, kept.count + 1, cue)
         }
         bytes.removeSubrange(kept.byteCount...)
-        (last, count, cueCount) = (kept.entry, kept.count, kept.cues)
-        return kept.entry
-    }
-
-    mutating func removeAll() {
-        self = ClusterLog()
+        (count, last) = (kept.count, kept.last)
     }
 
     var entries: Entries { Entries(bytes: bytes) }
@@ -73,42 +121,25 @@ struct ClusterLog: Sendable {
     struct Reader: IteratorProtocol {
         fileprivate let bytes: [UInt8]
         fileprivate(set) var offset = 0
-        private var previous = ClusterLog.origin
+        private var previous = Cue(time: 0, track: 0, position: 0)
 
         fileprivate init(bytes: [UInt8]) { self.bytes = bytes }
 
-        mutating func next() -> Entry? {
+        mutating func next() -> Cue? {
             guard offset < bytes.count else { return nil }
-            let cue = bytes[offset]
+            let track = bytes[offset]
             offset += 1
-            let start = previous.end + readVarint()
-            let end = start + readVarint()
-            let timestamp = previous.timestampMilliseconds &+ ClusterLog.unzigzag(readVarint())
-            let lastBlock = timestamp &+ ClusterLog.unzigzag(readVarint())
-            let video = previous.videoFrames + Int(readVarint())
-            let audio = previous.audioFrames + Int(readVarint())
-            previous = Entry(start: start, end: end, timestampMilliseconds: timestamp, lastBlockMilliseconds: lastBlock,
-                             videoFrames: video, audioFrames: audio, cueTrack: cue == 0 ? nil : cue)
+            let time = previous.time &+ LogVarint.unzigzag(LogVarint.read(bytes, at: &offset))
+            let position = previous.position + LogVarint.read(bytes, at: &offset)
+            previous = Cue(time: time, track: track, position: position)
             return previous
         }
-
-        private mutating func readVarint() -> UInt64 {
-            var value: UInt64 = 0
-            var shift: UInt64 = 0
-            while true {
-                let byte = bytes[offset]
-                offset += 1
-                value |= UInt64(byte & 0x7F) << shift
-                if byte & 0x80 == 0 { return value }
-                shift += 7
-            }
-        }
     }
+}
 
-    private static let origin = Entry(start: 0, end: 0, timestampMilliseconds: 0, lastBlockMilliseconds: 0,
-                                      videoFrames: 0, audioFrames: 0, cueTrack: nil)
-
-    private mutating func appendVarint(_ value: UInt64) {
+/// Unsigned LEB128 of any 64-bit value, and zigzag, for logs the muxer writes and reads back itself (never input).
+enum LogVarint {
+    static func append(_ value: UInt64, to bytes: inout [UInt8]) {
         var rest = value
         while rest >= 0x80 {
             bytes.append(UInt8(truncatingIfNeeded: rest) | 0x80)
@@ -117,11 +148,18 @@ struct ClusterLog: Sendable {
         bytes.append(UInt8(rest))
     }
 
-    private static func zigzag(_ value: Int64) -> UInt64 {
-        UInt64(bitPattern: (value << 1) ^ (value >> 63))
+    static func read(_ bytes: [UInt8], at offset: inout Int) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = bytes[offset]
+            offset += 1
+            value |= UInt64(byte & 0x7F) << shift
+            if byte & 0x80 == 0 { return value }
+            shift += 7
+        }
     }
 
-    private static func unzigzag(_ value: UInt64) -> Int64 {
-        Int64(bitPattern: value >> 1) ^ -Int64(bitPattern: value & 1)
-    }
+    static func zigzag(_ value: Int64) -> UInt64 { UInt64(bitPattern: (value << 1) ^ (value >> 63)) }
+    static func unzigzag(_ value: UInt64) -> Int64 { Int64(bitPattern: value >> 1) ^ -Int64(bitPattern: value & 1) }
 }

@@ -34,6 +34,7 @@ public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
     case timestampDecreased(WebMTrackKind, previousMilliseconds: Int64, milliseconds: Int64)
     case alreadyFinalized
     case truncatedBeforeHeader(length: UInt64)
+    case truncatedBeyondWriterLag(length: UInt64, oldestClusterEnd: UInt64)
 
     public var description: String {
         switch self {
@@ -50,6 +51,8 @@ public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
             "\(track) frame at \(now) ms is earlier than the previous block at \(previous) ms"
         case .alreadyFinalized: "the file is already finalized"
         case .truncatedBeforeHeader(let length): "only \(length) bytes reached the file: not even its header is whole"
+        case .truncatedBeyondWriterLag(let length, let oldest):
+            "only \(length) bytes reached the file, further back than the writer may lag (the oldest cluster remembered ends at \(oldest))"
         }
     }
 }
@@ -66,11 +69,14 @@ public struct WebMMuxerConfiguration: Sendable {
     public var maxClusterDurationMilliseconds: Int64
     /// ... or once it holds this many bytes (bounds what a crash can lose).
     public var maxClusterBytes: Int
+    /// How far the file's writer can lag behind the muxer, in bytes: `finalizeTruncated` can
+    /// cut back at most this far, and clusters further back are forgotten (their cues kept).
+    public var maximumWriterLagBytes: UInt64
 
     public init(
         video: WebMVideoTrack?, audio: WebMAudioTrack?, segmentUID: [UInt8],
         muxingApp: String = "WebRTC SFU Sora", writingApp: String = "WebRTC SFU Sora",
-        maxClusterDurationMilliseconds: Int64 = 5_000, maxClusterBytes: Int = 4 << 20
+        maxClusterDurationMilliseconds: Int64 = 5_000, maxClusterBytes: Int = 4 << 20, maximumWriterLagBytes: UInt64 = 64 << 20
     ) {
         self.video = video
         self.audio = audio
@@ -79,6 +85,7 @@ public struct WebMMuxerConfiguration: Sendable {
         self.writingApp = writingApp
         self.maxClusterDurationMilliseconds = maxClusterDurationMilliseconds
         self.maxClusterBytes = maxClusterBytes
+        self.maximumWriterLagBytes = maximumWriterLagBytes
     }
 }
 
@@ -112,7 +119,7 @@ public struct WebMMuxer: Sendable {
     private var cueTrack = WebMTrackKind.video
     /// Every emitted cluster: the Cues come from it, and a file cut short by a write error is
     /// finalized at its last whole cluster.
-    private var clusters = ClusterLog()
+    private var clusters: ClusterLog
 
     /// SeekHead with three fixed-width entries is 68 bytes; the rest of the area is Void.
     static let seekAreaLength = 96
@@ -149,6 +156,7 @@ public struct WebMMuxer: Sendable {
                 maxBytes: configuration.maxClusterBytes)
         }
         self.configuration = configuration
+        clusters = ClusterLog(retainedBytes: configuration.maximumWriterLagBytes + UInt64(configuration.maxClusterBytes))
     }
 
     /// Adds one frame. On error nothing is written and the file stays valid.
@@ -256,7 +264,7 @@ public struct WebMMuxer: Sendable {
         if clusterTimestamp != nil { writes.append(.append(closeCluster())) }
 
         var cuesPosition: UInt64?
-        if includeCues && clusters.cueCount > 0 {
+        if includeCues && clusters.cues.count > 0 {
             cuesPosition = statistics.bytes - layout.segmentDataOffset
             let cues = makeCues()
             statistics.bytes += UInt64(cues.count)
@@ -281,16 +289,21 @@ public struct WebMMuxer: Sendable {
     /// after that; the caller truncated the file there). Everything from the first cluster that
     /// is not whole is dropped, with its Cues; Duration is the last kept block's time. With
     /// `includeCues` false nothing is appended (a disk that is still full only takes the
-    /// in-place patches). Throws when not even the header is whole: nothing can be kept.
+    /// in-place patches). Throws when not even the header is whole (nothing can be kept), or
+    /// when `length` is further back than `maximumWriterLagBytes` allows.
     public mutating func finalizeTruncated(toLength length: UInt64, includeCues: Bool = true) throws(WebMMuxerError) -> [WebMWrite] {
         if isFinalized { throw .alreadyFinalized }
         guard headerWritten, length >= headerEnd else { throw .truncatedBeforeHeader(length: length) }
-        let kept = clusters.truncate(toEndAtOrBefore: length)
+        let kept: ClusterLog.Entry?
+        switch clusters.truncate(toEndAtOrBefore: length) {
+        case .kept(let entry, let count): (kept, statistics.clusters) = (entry, count)
+        case .noCluster: (kept, statistics.clusters) = (nil, 0)
+        case .beyondRetained(let oldest): throw .truncatedBeyondWriterLag(length: length, oldestClusterEnd: oldest)
+        }
         statistics.bytes = kept?.end ?? headerEnd
         statistics.lastTimestampMilliseconds = kept?.lastBlockMilliseconds
         statistics.videoFrames = kept?.videoFrames ?? 0
         statistics.audioFrames = kept?.audioFrames ?? 0
-        statistics.clusters = clusters.count
         clusterTimestamp = nil
         cluster.removeAll()
         return try finish(durationMilliseconds: statistics.lastTimestampMilliseconds ?? 0, includeCues: includeCues)
@@ -472,16 +485,15 @@ public struct WebMMuxer: Sendable {
     }
 
     private func makeCues() -> [UInt8] {
-        var out = EBMLWriter(capacity: clusters.cueCount * 24 + 16)
+        var out = EBMLWriter(capacity: clusters.cues.count * 24 + 16)
         let segmentDataOffset = layout.segmentDataOffset
         out.writeMaster(WebMElementID.cues) { cues in
-            for entry in clusters.entries {
-                guard let track = entry.cueTrack else { continue }
+            for point in clusters.cues.entries {
                 cues.writeMaster(WebMElementID.cuePoint) { cue in
-                    cue.writeUInt(WebMElementID.cueTime, UInt64(entry.timestampMilliseconds))
+                    cue.writeUInt(WebMElementID.cueTime, UInt64(point.time))
                     cue.writeMaster(WebMElementID.cueTrackPositions) { positions in
-                        positions.writeUInt(WebMElementID.cueTrack, UInt64(track))
-                        positions.writeUInt(WebMElementID.cueClusterPosition, entry.start - segmentDataOffset)
+                        positions.writeUInt(WebMElementID.cueTrack, UInt64(point.track))
+                        positions.writeUInt(WebMElementID.cueClusterPosition, point.position - segmentDataOffset)
                     }
                 }
             }

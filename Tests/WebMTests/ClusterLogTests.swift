@@ -1,8 +1,9 @@
 import Testing
 @testable import WebM
 
-/// The muxer's per-cluster memory: every entry reads back exactly, truncation keeps exactly the
-/// clusters that end in time, and an hour of one-second clusters stays a few tens of KiB.
+/// The muxer's memory of its clusters: cues read back exactly and take a few bytes each, whole
+/// clusters are kept only as far back as the writer can lag, and truncation keeps exactly the
+/// clusters (and cues) that end in time.
 @Suite struct ClusterLogTests {
     /// An hour of 1 s clusters at 2.5 Mbit/s video with 50 Opus frames a second, cued on
     /// every keyframe (one every 3 s), starting after a 600-byte header.
@@ -21,49 +22,65 @@ import Testing
         return entries
     }
 
-    @Test func everyEntryReadsBackExactly() {
-        var log = ClusterLog()
-        let entries = Self.hourOfClusters()
-        for entry in entries { log.append(entry) }
-        #expect(Array(log.entries) == entries)
-        #expect(log.count == 3_600)
-        #expect(log.cueCount == 1_200)
-        #expect(log.lastEntry == entries.last)
+    static func cues(of entries: some Sequence<ClusterLog.Entry>) -> [CueLog.Cue] {
+        entries.compactMap { entry in entry.cueTrack.map { CueLog.Cue(time: entry.timestampMilliseconds, track: $0, position: entry.start) } }
     }
 
-    @Test func anHourOfClustersTakesAboutTenBytesEach() {
-        var log = ClusterLog()
-        for entry in Self.hourOfClusters() { log.append(entry) }
-        // Two arrays of structs took 56 bytes a cluster (200 KiB an hour per file).
-        #expect(log.storedBytes <= 3_600 * 12)
+    static func logged(_ entries: [ClusterLog.Entry], retaining bytes: UInt64 = 64 << 20) -> ClusterLog {
+        var log = ClusterLog(retainedBytes: bytes)
+        for entry in entries { log.append(entry) }
+        return log
+    }
+
+    @Test func cuesReadBackExactlyInAFewBytesEach() {
+        let entries = Self.hourOfClusters()
+        let log = Self.logged(entries)
+        #expect(Array(log.cues.entries) == Self.cues(of: entries))
+        #expect(log.count == 3_600 && log.cues.count == 1_200 && log.lastEntry == entries.last)
+        // A cue is about six bytes; the structs it replaced took 56 a cluster.
+        #expect(log.cues.storedBytes <= 1_200 * 7)
+    }
+
+    @Test func wholeClustersAreKeptOnlyAsFarBackAsTheWriterLags() {
+        let log = Self.logged(Self.hourOfClusters(), retaining: 64 << 20)
+        // 64 MiB of ~320 kB clusters, and one before them.
+        #expect((200...240).contains(log.retainedCount), "\(log.retainedCount)")
     }
 
     @Test func extremeValuesSurviveTheDeltas() {
-        var log = ClusterLog()
-        let far = ClusterLog.Entry(start: 1 << 40, end: UInt64.max / 2, timestampMilliseconds: Int64.max / 4,
-                                   lastBlockMilliseconds: Int64.max / 4, videoFrames: Int(Int32.max), audioFrames: 0, cueTrack: 2)
-        let back = ClusterLog.Entry(start: UInt64.max / 2, end: UInt64.max / 2, timestampMilliseconds: 0,
-                                    lastBlockMilliseconds: 0, videoFrames: Int(Int32.max), audioFrames: 1, cueTrack: nil)
-        log.append(far)
-        log.append(back)
-        #expect(Array(log.entries) == [far, back])
+        var log = CueLog()
+        log.append(time: Int64.max / 4, track: 2, position: 1 << 40)
+        log.append(time: 0, track: 1, position: UInt64.max / 2)
+        #expect(Array(log.entries) == [CueLog.Cue(time: Int64.max / 4, track: 2, position: 1 << 40),
+                                       CueLog.Cue(time: 0, track: 1, position: UInt64.max / 2)])
     }
 
     @Test func truncationKeepsTheClustersThatEndInTime() {
-        var log = ClusterLog()
         let entries = Self.hourOfClusters()
-        for entry in entries { log.append(entry) }
-        let cut = entries[1_000].end + 5
-        let kept = log.truncate(toEndAtOrBefore: cut)
-        #expect(kept == entries[1_000])
-        #expect(Array(log.entries) == Array(entries[...1_000]))
-        #expect(log.count == 1_001)
-        #expect(log.cueCount == entries[...1_000].filter { $0.cueTrack != nil }.count)
-        // Appending goes on from the kept entry.
-        log.append(entries[1_001])
-        #expect(Array(log.entries) == Array(entries[...1_001]))
+        var log = Self.logged(entries)
+        let cut = entries[3_500].end + 5
+        #expect(log.truncate(toEndAtOrBefore: cut) == .kept(entries[3_500], clusters: 3_501))
+        #expect(Array(log.cues.entries) == Self.cues(of: entries[...3_500]))
+        // Appending goes on from the kept cluster.
+        log.append(entries[3_501])
+        #expect(log.lastEntry == entries[3_501] && Array(log.cues.entries) == Self.cues(of: entries[...3_501]))
+    }
 
-        #expect(log.truncate(toEndAtOrBefore: 599) == nil)
-        #expect(log.count == 0 && log.cueCount == 0 && Array(log.entries).isEmpty)
+    @Test func truncationFurtherBackThanTheLagIsRefused() {
+        let entries = Self.hourOfClusters()
+        var log = Self.logged(entries)
+        guard case .beyondRetained(let oldest) = log.truncate(toEndAtOrBefore: entries[1_000].end) else {
+            Issue.record("a length an hour back was answered"); return
+        }
+        #expect(oldest > entries[1_000].end)
+        #expect(log.count == 3_600 && log.cues.count == 1_200, "nothing is forgotten by a refusal")
+    }
+
+    @Test func aShortFileKeepsEveryClusterAndCanLoseThemAll() {
+        let entries = Array(Self.hourOfClusters().prefix(20))
+        var log = Self.logged(entries)
+        #expect(log.retainedCount == 20)
+        #expect(log.truncate(toEndAtOrBefore: 599) == .noCluster)
+        #expect(log.count == 0 && log.cues.count == 0 && log.lastEntry == nil)
     }
 }

@@ -31,6 +31,23 @@ import WebMReader
         #expect(parsed.isComplete && parsed.frames.isEmpty && parsed.info?.duration == 0)
     }
 
+    /// The muxer forgets clusters further back than its writer can lag; a length before them
+    /// is refused (the writer broke its promise), not finalized wrongly.
+    @Test func aCutFurtherBackThanTheWriterCanLagIsRefused() throws {
+        let stream = try SyntheticStream.make(video: .vp8, audioChannels: 1, seconds: 12, width: 64, height: 48, fps: 15, keyframeInterval: 15)
+        var configuration = stream.configuration(maxClusterDurationMilliseconds: 1_000)
+        (configuration.maxClusterBytes, configuration.maximumWriterLagBytes) = (2_000, 1_000)
+        var muxer = try WebMMuxer(configuration: configuration)
+        var file = MemoryFile()
+        for frame in stream.frames { file.apply(try muxer.write(frame)) }
+        var late = muxer
+        file.apply(try late.finalizeTruncated(toLength: UInt64(file.bytes.count)))
+        #expect(WebMReader.parse(file.bytes).isComplete, "a cut at the end is within the lag")
+        #expect { try muxer.finalizeTruncated(toLength: 700) } throws: { error in
+            if case .truncatedBeyondWriterLag = error as? WebMMuxerError { true } else { false }
+        }
+    }
+
     @Test(arguments: [2, 5, 9]) func theFileEndsAtItsLastWholeClusterAndReadsToTheEnd(failAt: Int) throws {
         let stream = try SyntheticStream.make(video: .vp8, audioChannels: 1, seconds: 12, width: 64, height: 48, fps: 15, keyframeInterval: 15)
         var (bytes, muxer, _) = try Self.fileFailingAt(failAt, stream: stream)
