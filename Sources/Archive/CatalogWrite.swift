@@ -68,8 +68,9 @@ extension CatalogStore {
         case .recordingProgress(let session, let path, let progress):
             try updateRecordingProgress(sessionID: session, path: path, progress: progress)
         case .events(let events):
-            if replay, try eventsStored(events) { return }
-            try insertEventsSalvaging(events)
+            let missing = replay ? try eventsNotStored(events) : events
+            if missing.isEmpty { return }
+            try insertEventsSalvaging(missing)
         case .sessionCounters(let id, let counters):
             try recordSessionCounters(id: id, counters: counters)
         case .endSession(let id, let endedAt, let reason, let status):
@@ -100,10 +101,40 @@ extension CatalogStore {
         }
     }
 
-    /// A batch is stored whole or not at all (one transaction), so its last event tells.
-    private func eventsStored(_ events: [EventRecord]) throws(CatalogError) -> Bool {
-        guard let last = events.last else { return true }
-        let stored = try self.events(EventFilter(sessionID: last.sessionID, kind: last.kind, eventType: last.eventType, label: last.label))
-        return stored.contains { $0.receivedAt == last.receivedAt && $0.payload == last.payload && $0.senderConnectionID == last.senderConnectionID }
+    /// The batch's events the catalog does not hold yet. A batch is one transaction, but one
+    /// that was being stored row by row (after a refusal) can have lost its connection half way,
+    /// so each event is looked for; identical events (same time, sender and payload) are counted,
+    /// not merged.
+    private func eventsNotStored(_ events: [EventRecord]) throws(CatalogError) -> [EventRecord] {
+        var stored: [StoredEventQuery: [StoredEventKey: Int]] = [:]
+        var missing: [EventRecord] = []
+        for event in events {
+            let query = StoredEventQuery(session: event.sessionID, kind: event.kind, type: event.eventType, label: event.label)
+            if stored[query] == nil {
+                let rows = try self.events(EventFilter(sessionID: query.session, kind: query.kind, eventType: query.type, label: query.label))
+                stored[query] = rows.reduce(into: [:]) { $0[StoredEventKey(receivedAt: $1.receivedAt, payload: $1.payload, sender: $1.senderConnectionID), default: 0] += 1 }
+            }
+            let key = StoredEventKey(receivedAt: event.receivedAt, payload: event.payload, sender: event.senderConnectionID)
+            if let count = stored[query]?[key], count > 0 {
+                stored[query]?[key] = count - 1
+            } else {
+                missing.append(event)
+            }
+        }
+        return missing
     }
+}
+
+/// What identifies an event a replay may find stored already, and the query that finds it.
+private struct StoredEventKey: Hashable {
+    var receivedAt: Int64
+    var payload: EventPayload
+    var sender: String?
+}
+
+private struct StoredEventQuery: Hashable {
+    var session: String
+    var kind: EventKind
+    var type: String?
+    var label: String?
 }

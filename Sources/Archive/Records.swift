@@ -237,7 +237,7 @@ public enum EventKind: String, Codable, Sendable, CaseIterable, DatabaseValueCon
 }
 
 /// The payload of an event as received: JSON text, other text, or bytes.
-public enum EventPayload: Codable, Sendable, Equatable {
+public enum EventPayload: Codable, Sendable, Hashable {
     case json(String)
     case text(String)
     case binary([UInt8])

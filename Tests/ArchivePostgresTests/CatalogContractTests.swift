@@ -206,6 +206,23 @@ struct CatalogReplayTests {
         #expect(try catalog.session(id: session)?.soraSessionID == "SORA")
     }
 
+    /// A batch stored in part (row by row after a refusal, its connection lost half way) is
+    /// finished by its replay, without doubling the rows already in; identical events count.
+    @Test(arguments: CatalogBackend.allCases) func aHalfStoredBatchIsFinishedByItsReplay(backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
+        let session = "01JD0000000000000000000011"
+        try catalog.insertSession(SessionRecord(id: session, channelID: "replay", startedAt: 1_000))
+        let ping = EventRecord(sessionID: session, kind: .datachannel, label: "#chat", receivedAt: 2_000, payload: .text("ping"))
+        let other = EventRecord(sessionID: session, kind: .notify, eventType: "connection.created", receivedAt: 2_001, payload: .json("{}"))
+        let batch = [ping, ping, other, ping]
+        try catalog.apply(.events([ping, ping]))
+        try catalog.apply(.events(batch), replay: true)
+        let stored = try catalog.events(EventFilter(sessionID: session))
+        #expect(stored.filter { $0.payload == .text("ping") }.count == 3 && stored.filter { $0.kind == .notify }.count == 1)
+        try catalog.apply(.events(batch), replay: true)
+        #expect(try catalog.events(EventFilter(sessionID: session)).count == 4, "a second replay adds nothing")
+    }
+
     @Test func writesSurviveTheirJSONRoundTrip() throws {
         let write = CatalogWrite.events([EventRecord(sessionID: "S", kind: .datachannel, label: "#bin", senderConnectionID: "A",
                                                      receivedAt: 7, payload: .binary([0, 1, 255]))])
