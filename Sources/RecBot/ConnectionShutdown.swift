@@ -96,6 +96,17 @@ struct ConnectionShutdown {
         }
     }
 
+    /// This connection's datagrams that never reached the recording because the host could not
+    /// keep up (the receive backlog full, or the kernel's buffer before it).
+    private func logOverload(_ transport: TransportCounters) {
+        let backlog = transport.backlog
+        guard backlog.mediaDropped + backlog.controlDropped + transport.kernelReceiveDrops > 0 else { return }
+        logger.warning("media: datagrams were dropped because recbot could not keep up", metadata: [
+            "backlog_media": "\(backlog.mediaDropped)", "backlog_control": "\(backlog.controlDropped)",
+            "kernel": "\(transport.kernelReceiveDrops)", "backlog_peak_bytes": "\(backlog.peakBytes)",
+        ])
+    }
+
     /// Closes the transport and hands this connection's files to the finisher: as each
     /// sender's last part, or, when a rejoin follows (`interrupted`), as split parts the
     /// senders continue after it. Returns the exit status this end would give the session.
@@ -104,6 +115,7 @@ struct ConnectionShutdown {
         if case .relay(let failure) = media.transportFailure.withLockedValue({ $0 }) {
             result = failure.isAuthentication ? .relayCredentials : .relayUnavailable
         }
+        let kernelDrops = media.transport.kernelReceiveDrops()  // the sockets' count goes with them
         await media.transport.close()
         var endContext = media.context
         endContext.endReason = end.reason
@@ -118,9 +130,10 @@ struct ConnectionShutdown {
         }
         let backlog = media.transport.backlog
         let counters = try? await media.transport.eventLoop.submit {
-            (core.counters.including(backlog.counters), core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
+            (core.counters.including(backlog.counters, kernelReceiveDrops: kernelDrops), core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
         }.get()
         if let (transport, received, receiver) = counters {
+            logOverload(transport)
             media.media.connectionEnded(transport: transport, received: received, receiver: receiver)
         }
         return result

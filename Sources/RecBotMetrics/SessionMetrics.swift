@@ -36,6 +36,7 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_rtcp_packets_received_total", to: totals.transport.rtcpPackets)
             count("recbot_receive_backlog_dropped_total", ("class", "media"), to: totals.transport.backlog.mediaDropped)
             count("recbot_receive_backlog_dropped_total", ("class", "control"), to: totals.transport.backlog.controlDropped)
+            count("recbot_udp_kernel_drops_total", to: totals.transport.kernelReceiveDrops)
             count("recbot_rtp_packets_lost_total", to: received.lost)
             count("recbot_rtp_packets_recovered_total", to: received.recovered)
             count("recbot_rtp_packets_unrouted_total", to: totals.receiver.unrouted)

@@ -29,13 +29,16 @@ public struct TransportCounters: Equatable, Sendable {
     /// What the sockets' thread read while the core was behind (`ReceiveBacklog`): drops and
     /// the deepest backlog. Filled in by the transport (`including(_:)`), not by the core.
     public var backlog = ReceiveBacklog.Counters()
+    /// Datagrams the kernel dropped on the sockets (their buffer full), also from the transport.
+    public var kernelReceiveDrops = 0
 
     public init() {}
 
     /// These counters with a transport's backlog counters.
-    public func including(_ backlog: ReceiveBacklog.Counters) -> TransportCounters {
+    public func including(_ backlog: ReceiveBacklog.Counters, kernelReceiveDrops: Int?) -> TransportCounters {
         var counters = self
         counters.backlog = self.backlog + backlog
+        counters.kernelReceiveDrops += kernelReceiveDrops ?? 0
         return counters
     }
 
@@ -53,6 +56,7 @@ public struct TransportCounters: Equatable, Sendable {
         sum.rtpPackets += rhs.rtpPackets
         sum.rtcpPackets += rhs.rtcpPackets
         sum.backlog = lhs.backlog + rhs.backlog
+        sum.kernelReceiveDrops += rhs.kernelReceiveDrops
         return sum
     }
 }

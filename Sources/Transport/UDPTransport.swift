@@ -50,6 +50,11 @@ public final class UDPTransport: @unchecked Sendable {
     /// The UDP receive buffer asked for per socket.
     public static let receiveBufferBytes: SocketOptionValue = 16 << 20
 
+    /// What the kernel dropped on these sockets so far (nil where /proc cannot be read).
+    public func kernelReceiveDrops() -> Int? {
+        KernelReceiveDrops.read(ports: Set(localAddresses.map(\.port)))
+    }
+
     /// The receive buffer the kernel actually granted (Linux reports twice the usable size).
     public func grantedReceiveBufferBytes() async throws -> [Int] {
         var sizes: [Int] = []

@@ -1,3 +1,5 @@
+import NIOCore
+import NIOPosix
 import STUN
 import Testing
 import WireCoding
@@ -76,4 +78,42 @@ import WireCoding
 
 extension OverloadLog.Report: Equatable {
     public static func == (lhs: OverloadLog.Report, rhs: OverloadLog.Report) -> Bool { "\(lhs)" == "\(rhs)" }
+}
+
+@Suite struct KernelReceiveDropsTests {
+    static let table = """
+          sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode ref pointer drops
+         6613: 0100007F:C0C3 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 1224332 2 00000000b22f35f4 17
+        12634: 0100007F:D848 0100007F:D856 01 00000000:00000000 00:00000000 00000000     0        0 1207246 2 000000000e95ee94 5
+        12635: garbage
+        """
+
+    @Test func onlyOurPortsAreCounted() {
+        #expect(KernelReceiveDrops.parse(Self.table, ports: [0xC0C3]) == 17)
+        #expect(KernelReceiveDrops.parse(Self.table, ports: [0xC0C3, 0xD848]) == 22)
+        #expect(KernelReceiveDrops.parse(Self.table, ports: [1]) == 0)
+        #expect(KernelReceiveDrops.parse("", ports: [0xC0C3]) == 0)
+    }
+
+    /// A socket nobody reads, with a small buffer, flooded: the kernel's count is found by port.
+    @Test func aFloodedSocketsDropsAreRead() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let unread = try await DatagramBootstrap(group: group)
+            .channelOption(ChannelOptions.autoRead, value: false)
+            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 4_096)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let sender = try await DatagramBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(unread.localAddress?.port)
+        #expect(KernelReceiveDrops.read(ports: [UInt16(port)]) == 0)
+        for _ in 0..<200 {
+            var buffer = sender.allocator.buffer(capacity: 1_000)
+            buffer.writeBytes([UInt8](repeating: 7, count: 1_000))
+            try await sender.writeAndFlush(AddressedEnvelope(remoteAddress: try #require(unread.localAddress), data: buffer))
+        }
+        let drops = KernelReceiveDrops.read(ports: [UInt16(port)]) ?? 0
+        try await sender.close()
+        try await unread.close()
+        try await group.shutdownGracefully()
+        #expect(drops > 150, "\(drops)")
+    }
 }
