@@ -95,15 +95,22 @@ def main():
     parser.add_argument("--kilobits", type=int, default=42_000, help="the clip's video bitrate")
     parser.add_argument("--timeout", type=float, default=1800, help="give up recording after this many seconds")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument("--resume", metavar="WORK", help="only upload again, in a kept run's directory (its numbers.json)")
     parser.add_argument("--json")
     args, _ = parser.parse_known_args()
-    work = tempfile.mkdtemp(prefix="recbot-bigfile-")
+    work = args.resume or tempfile.mkdtemp(prefix="recbot-bigfile-")
     clip = make_clip(os.path.join(tempfile.gettempdir(), "recbot-bench-clip"), args.kilobits)
     print(f"bigfile: clip {clip} ({os.path.getsize(clip) * 8 / 20 / 1e6:.1f} Mbit/s); work {work}", flush=True)
     problems, numbers = [], {}
     try:
-        path, numbers = record_until(args, work, clip)
-        check(args, work, path, numbers, problems)
+        if args.resume:
+            with open(os.path.join(work, "numbers.json")) as handle:
+                numbers = json.load(handle)
+            path = glob.glob(os.path.join(work, "data", "recordings", "*", "*.webm"))[0]
+            upload(args, work, os.path.join(work, "data"), path, numbers, problems)
+        else:
+            path, numbers = record_until(args, work, clip)
+            check(args, work, path, numbers, problems)
     finally:
         common.stop_all()
     numbers["problems"] = problems
@@ -112,7 +119,7 @@ def main():
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(numbers, handle, indent=2)
-    if not args.keep:
+    if not args.keep and not problems:
         shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if problems else 0)
 
@@ -147,6 +154,8 @@ def check(args, work, path, numbers, problems):
     lasts = [t.get("last_ms") or 0 for t in tracks]
     if status != 0 or not tracks or any(t.get("decode_errors") for t in tracks) or min(lasts) < (numbers["record_seconds"] - 30) * 1000:
         problems.append(f"verified: exit {status}, tracks {numbers['verify_tracks']}")
+    with open(os.path.join(work, "numbers.json"), "w") as handle:
+        json.dump(numbers, handle)  # for --resume, should the upload step need another try
     upload(args, work, data, path, numbers, problems)
 
 
