@@ -88,25 +88,26 @@ public final class UDPTransport: @unchecked Sendable {
 
     private static func bindReader(_ ip: IPAddress, on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog,
                                    loop: EventLoop) async throws -> Channel {
-            try await DatagramBootstrap(group: readLoop)
-                .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-                // Bursts (keyframes from many senders, a burst of data-channel messages) must
-                // not overflow the socket while the loop is busy; the kernel's default is about
-                // 200 KiB. 16 MiB holds about 150 ms of 500 publishers' media (the kernel counts
-                // each datagram's buffer, about twice its bytes). Linux caps this at net.core.rmem_max.
-                .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: UDPTransport.receiveBufferBytes)
-                // recvmmsg: up to 32 datagrams per system call (all publishers arrive on this one
-                // socket, so under load reads come in batches). NIO splits the receive buffer into
-                // that many slots, each larger than any RTP or DTLS datagram a sender should
-                // produce; a bigger one is truncated by the kernel and then fails SRTP
-                // authentication (counted), never parsed as whole.
-                .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: UDPTransport.datagramsPerRead)
-                .channelOption(ChannelOptions.recvAllocator,
-                               value: FixedSizeRecvByteBufferAllocator(capacity: UDPTransport.datagramSlotBytes * UDPTransport.datagramsPerRead))
-                .channelInitializer { channel in
-                    channel.pipeline.addHandler(DatagramHandler(box: box, backlog: backlog, coreLoop: loop))
-                }
-                .bind(host: ip.description, port: 0).get()
+        try await DatagramBootstrap(group: readLoop)
+            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
+            // Bursts (keyframes from many senders, a burst of data-channel messages) must
+            // not overflow the socket while the sockets' thread waits for a core; the kernel's
+            // default is about 200 KiB. 16 MiB holds about 150 ms of 500 publishers' media (the
+            // kernel counts each datagram's buffer, about twice its bytes). Linux caps this at
+            // net.core.rmem_max; what waits beyond it waits in the ReceiveBacklog.
+            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: UDPTransport.receiveBufferBytes)
+            // recvmmsg: up to 32 datagrams per system call (all publishers arrive on this one
+            // socket, so under load reads come in batches). NIO splits the receive buffer into
+            // that many slots, each larger than any RTP or DTLS datagram a sender should
+            // produce; a bigger one is truncated by the kernel and then fails SRTP
+            // authentication (counted), never parsed as whole.
+            .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: UDPTransport.datagramsPerRead)
+            .channelOption(ChannelOptions.recvAllocator,
+                           value: FixedSizeRecvByteBufferAllocator(capacity: UDPTransport.datagramSlotBytes * UDPTransport.datagramsPerRead))
+            .channelInitializer { channel in
+                channel.pipeline.addHandler(DatagramHandler(box: box, backlog: backlog, coreLoop: loop))
+            }
+            .bind(host: ip.description, port: 0).get()
     }
 
     /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
