@@ -133,7 +133,10 @@ def run(kind, n, args, cache, extra=(), recorder_extra=()):
     url = json.loads(generator.stdout.readline())["url"]
     out = os.path.join(work, "out")
     if kind == "recbot":
-        command = [args.recbot, "join", "--channel", "bench", "--url", url, "--data-dir", out, "--allow-address", "127.0.0.1/32", *recorder_extra]
+        # --no-rejoin: a run that loses its connection (an overloaded generator stops answering
+        # ICE consent) ends with exit 69 instead of waiting for a generator that is gone.
+        command = [args.recbot, "join", "--channel", "bench", "--url", url, "--data-dir", out, "--allow-address", "127.0.0.1/32",
+                   "--no-rejoin", *recorder_extra]
         pattern = os.path.join(out, "recordings", "*", "*.webm")
     else:
         command = ["/usr/bin/python3", os.path.join(HERE, "gst_recorder.py"), "--url", url, "--channel", "bench", "--out", out]
