@@ -454,9 +454,12 @@ public final class ICEAgent {
         ]
         let bytes = STUNMessage(method: STUNMethod.binding, class: .request, transactionID: id, attributes: attributes)
             .encoded(integrityKey: Array(configuration.remotePassword.utf8), fingerprint: true)
+        // Each check waits for its answer for the whole consent window, not one interval: an
+        // overloaded peer (or our own busy host) that answers late still proves consent, and
+        // only 30 s with no answer to any check ends it. About six are outstanding at once.
         transactions[id] = Transaction(key: key, purpose: .consent, bytes: bytes, transmissions: 1, maximumTransmissions: 1,
-                                       rto: configuration.consentIntervalMilliseconds,
-                                       nextRetransmit: now.adding(milliseconds: configuration.consentIntervalMilliseconds))
+                                       rto: configuration.consentTimeoutMilliseconds,
+                                       nextRetransmit: now.adding(milliseconds: configuration.consentTimeoutMilliseconds))
         output.datagrams.append(.init(bytes: bytes, from: key.local, to: key.remote))
     }
 

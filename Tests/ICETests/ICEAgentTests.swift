@@ -27,6 +27,8 @@ final class SimulatedNetwork {
     var inFlight: [(at: MonotonicTime, datagram: ICEOutput.Datagram)] = []
     var delivered = 0
     var drop: (ICEOutput.Datagram, Int) -> Bool = { _, _ in false }
+    /// Milliseconds each datagram takes to arrive.
+    var latency: (ICEOutput.Datagram) -> Int64 = { _ in 10 }
     var eventsA: [ICEEvent] = []
     var eventsB: [ICEEvent] = []
     var sent = 0
@@ -49,7 +51,7 @@ final class SimulatedNetwork {
         for datagram in output.datagrams {
             sent += 1
             if drop(datagram, sent) { continue }
-            inFlight.append((now.adding(milliseconds: 10), datagram))
+            inFlight.append((now.adding(milliseconds: latency(datagram)), datagram))
         }
     }
 
@@ -128,6 +130,20 @@ final class SimulatedNetwork {
         network.run(until: expiry)
         #expect(network.a.state == .failed)
         #expect(network.eventsA.contains(.consentLost))
+    }
+
+    /// An overloaded peer answers every consent check, but 12 s late (longer than the checks'
+    /// interval): each answer still counts, so consent holds.
+    @Test func lateConsentAnswersStillCount() {
+        let network = SimulatedNetwork(roleA: .controlled, roleB: .controlling)
+        network.start()
+        network.run(until: .milliseconds(1_000))
+        network.latency = { datagram in
+            datagram.from == addressB && (try? STUNMessage(parsing: datagram.bytes))?.messageClass == .successResponse ? 12_000 : 10
+        }
+        network.run(until: .milliseconds(120_000))
+        #expect(network.a.state == .connected && !network.eventsA.contains(.consentLost))
+        #expect(network.a.counters.dropped == 0, "no answer arrived after its check was forgotten")
     }
 
     @Test func roleConflictIsResolved() {
