@@ -73,7 +73,7 @@ public final class PostgresServer: @unchecked Sendable {
 
     /// Stops the server at once (connections are cut, as when a database host goes away).
     public func stop() {
-        try? run("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
+        _ = try? run("pg_ctl", ["-D", directory + "/data", "-m", "immediate", "-w", "stop"])
     }
 
     /// A new, empty database, and the URL recbot takes for it.

@@ -13,7 +13,7 @@ import Testing
 @Suite struct MetricsHTTPServerTests {
     static func server(_ limits: MetricsServerLimits) async throws -> MetricsHTTPServer {
         let registry = PrometheusCollectorRegistry()
-        registry.makeCounter(name: "recbot_test_total").increment()
+        registry.makeCounter(descriptor: MetricNameDescriptor(namespace: "recbot", metricName: "test", unitName: "total", helpText: "")).increment()
         return try await MetricsHTTPServer.start(host: "127.0.0.1", port: 0, registry: registry, group: MultiThreadedEventLoopGroup.singleton,
                                                  limits: limits)
     }
@@ -79,6 +79,9 @@ import Testing
     @Test func connectionsBeyondTheCapAreClosed() async throws {
         var limits = MetricsServerLimits()
         limits.maximumConnections = 4
+        // Held connections must outlive a test that a loaded machine starves for minutes (CI
+        // once took 300 s); the default 10 s deadline closed them and let the fifth in.
+        limits.requestDeadline = .seconds(3_600)
         let server = try await Self.server(limits)
         let held = try (0..<4).map { _ in try Client(port: server.port) }
         // The server accepts them in its own time (a loaded CI machine took over 200 ms).
@@ -99,7 +102,7 @@ import Testing
     /// ones wait in the buffer, so the pipelining handler reads no more and memory stays bounded.
     @Test func pipelinedRequestsAreNotAnsweredWhileTheClientDoesNotRead() throws {
         let registry = PrometheusCollectorRegistry()
-        registry.makeCounter(name: "recbot_test_total").increment()
+        registry.makeCounter(descriptor: MetricNameDescriptor(namespace: "recbot", metricName: "test", unitName: "total", helpText: "")).increment()
         let channel = EmbeddedChannel()
         try channel.pipeline.syncOperations.configureHTTPServerPipeline()
         try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(registry: registry, limits: MetricsServerLimits()))

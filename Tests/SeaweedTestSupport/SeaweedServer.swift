@@ -85,7 +85,7 @@ public final class SeaweedServer: @unchecked Sendable {
             "-s3.port.https=\(p[8])", "-s3.cert.file=\(certificates.certificatePath)", "-s3.key.file=\(certificates.keyPath)",
         ]
         let log = FileHandle(forWritingAtPath: directory + "/log") ?? {
-            FileManager.default.createFile(atPath: directory + "/log", contents: nil)
+            _ = FileManager.default.createFile(atPath: directory + "/log", contents: nil)
             return FileHandle(forWritingAtPath: directory + "/log")!
         }()
         log.seekToEndOfFile()
@@ -96,6 +96,9 @@ public final class SeaweedServer: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(60)
         var lastError = ""
         while Date() < deadline {
+            guard process.isRunning else {
+                throw Failure(command: "weed server", output: "exited with \(process.terminationStatus) before S3 answered\n\(self.log.suffix(2000))")
+            }
             do {
                 try peer(["probe"])
                 return

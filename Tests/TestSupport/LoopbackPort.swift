@@ -1,18 +1,47 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// A TCP port on 127.0.0.1 that nothing listens on right now, for a server a test starts.
+///
+/// The port lies below the kernel's ephemeral range. A port the kernel handed out (bind to 0)
+/// could be handed out again to any outgoing connection before the server binds it, and was:
+/// SeaweedFS's own gRPC clients took its S3 port once on a loaded CI machine. Nothing takes a
+/// port below the range unless it asks for that port by number.
 public func freeLoopbackPort() throws -> Int {
+    let range = LoopbackPorts.candidates
+    for _ in 0..<200 {
+        let port = Int.random(in: range)
+        guard LoopbackPorts.claim(port) else { continue }
+        if canBind(port) { return port }
+    }
+    throw POSIXError(.EADDRINUSE)
+}
+
+private enum LoopbackPorts {
+    /// Ports a test in this process was already given, so two servers never share one.
+    static let given = Mutex<Set<Int>>([])
+
+    static func claim(_ port: Int) -> Bool { given.withLock { $0.insert(port).inserted } }
+
+    /// From 10,000 up to the ephemeral range's start (32,768 by default on Linux).
+    static let candidates: ClosedRange<Int> = {
+        let text = (try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8)) ?? ""
+        let low = text.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
+        return 10_000...max(10_001, low - 1)
+    }()
+}
+
+private func canBind(_ port: Int) -> Bool {
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
     defer { close(fd) }
     var address = sockaddr_in()
     address.sin_family = sa_family_t(AF_INET)
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    address.sin_port = UInt16(port).bigEndian
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    return withUnsafePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 }
     }
-    guard bound else { throw POSIXError(.EADDRINUSE) }
-    return Int(UInt16(bigEndian: address.sin_port))
 }
