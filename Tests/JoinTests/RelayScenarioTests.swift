@@ -67,11 +67,7 @@ struct Coturn {
         try? FileManager.default.removeItem(at: directory)
     }
 
-    static func freePort() throws -> Int {
-        guard let socket = LoopbackSocket(listening: false) else { throw POSIXError(.EADDRINUSE) }
-        close(socket.descriptor)
-        return socket.port
-    }
+    static func freePort() throws -> Int { try freeLoopbackPort() }
 
     static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
