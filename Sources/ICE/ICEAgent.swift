@@ -38,6 +38,8 @@ public final class ICEAgent {
     private var startedAt: MonotonicTime?
     private var lastConsent: MonotonicTime?
     private var nextConsentCheck: MonotonicTime?
+    /// When the latest consent check went out: unanswered since, the next is hurried.
+    private var lastConsentCheckSentAt: MonotonicTime?
     private var remoteEndOfCandidates = false
     private var nominating: PairKey?
     private let random: () -> UInt64
@@ -408,8 +410,10 @@ public final class ICEAgent {
                 return
             }
             if let nextConsentCheck, now >= nextConsentCheck, let selected {
+                let previousUnanswered = lastConsentCheckSentAt.map { sent in lastConsent.map { $0 < sent } ?? true } ?? false
                 sendConsentCheck(PairKey(local: selected.local, remote: selected.remote), now: now, &output)
-                self.nextConsentCheck = now.adding(milliseconds: consentInterval())
+                lastConsentCheckSentAt = now
+                self.nextConsentCheck = now.adding(milliseconds: consentInterval(hurried: previousUnanswered))
             }
         }
     }
@@ -456,7 +460,8 @@ public final class ICEAgent {
             .encoded(integrityKey: Array(configuration.remotePassword.utf8), fingerprint: true)
         // Each check waits for its answer for the whole consent window, not one interval: an
         // overloaded peer (or our own busy host) that answers late still proves consent, and
-        // only 30 s with no answer to any check ends it. About six are outstanding at once.
+        // only 30 s with no answer to any check ends it. About six are outstanding at once, up to
+        // about 38 while checks are hurried.
         transactions[id] = Transaction(key: key, purpose: .consent, bytes: bytes, transmissions: 1, maximumTransmissions: 1,
                                        rto: configuration.consentTimeoutMilliseconds,
                                        nextRetransmit: now.adding(milliseconds: configuration.consentTimeoutMilliseconds))
@@ -487,9 +492,10 @@ public final class ICEAgent {
 
     private func newTransactionID() -> STUNTransactionID { .random(random) }
 
-    /// 4 to 6 s, randomised so that consent checks do not synchronise (RFC 7675 §5.1).
-    private func consentInterval() -> Int64 {
-        let base = configuration.consentIntervalMilliseconds
+    /// 4 to 6 s, randomised so that consent checks do not synchronise (RFC 7675 §5.1); 0.8 to
+    /// 1.2 s while the previous check is unanswered.
+    private func consentInterval(hurried: Bool = false) -> Int64 {
+        let base = hurried ? configuration.hurriedConsentIntervalMilliseconds : configuration.consentIntervalMilliseconds
         return base * 8 / 10 + Int64(random() % UInt64(max(1, base * 4 / 10)))
     }
 }

@@ -27,6 +27,10 @@ public struct ICEConfiguration: Sendable {
     /// RFC 7675: consent checks every 4-6 s; consent lost after 30 s without a response.
     public var consentIntervalMilliseconds: Int64 = 5_000
     public var consentTimeoutMilliseconds: Int64 = 30_000
+    /// After a consent check that went unanswered for its whole interval, the next ones go
+    /// every 0.8-1.2 s until one is answered (as libwebrtc pings a connection that missed
+    /// answers): under heavy loss, six checks in the window can all be lost; about 25 rarely are.
+    public var hurriedConsentIntervalMilliseconds: Int64 = 1_000
     public var maximumRemoteCandidates = 64
     /// `iceTransportPolicy: relay`: only relayed local candidates are paired, host sockets
     /// answer nothing (they still reach TURN servers), and no server-reflexive gathering.

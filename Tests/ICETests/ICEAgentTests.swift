@@ -146,6 +146,48 @@ final class SimulatedNetwork {
         #expect(network.a.counters.dropped == 0, "no answer arrived after its check was forgotten")
     }
 
+    /// Seven of ten answers lost for ten minutes: with checks every 4-6 s, six in a row are lost
+    /// in a 30 s window about one time in nine, so consent would most likely end; with hurried
+    /// checks all of about 24 are lost one time in 4,000.
+    @Test func consentHoldsThroughHeavyLossOfAnswers() {
+        let network = SimulatedNetwork(roleA: .controlled, roleB: .controlling)
+        network.start()
+        network.run(until: .milliseconds(1_000))
+        #expect(network.a.state == .connected)
+        var coin = SplitMix64(seed: 77)
+        network.drop = { datagram, _ in datagram.from == addressB && coin.next() % 10 < 7 }
+        network.run(until: .milliseconds(600_000))
+        #expect(network.a.state == .connected && !network.eventsA.contains(.consentLost))
+    }
+
+    /// Hurried checks are for a missed answer only: on a clean path they stay 4-6 s apart.
+    @Test func consentChecksAreHurriedOnlyWhileUnanswered() {
+        let network = SimulatedNetwork(roleA: .controlled, roleB: .controlling)
+        network.start()
+        network.run(until: .milliseconds(1_000))
+        var sentByA = 0
+        network.drop = { datagram, _ in
+            if datagram.from == addressA, (try? STUNMessage(parsing: datagram.bytes))?.messageClass == .request { sentByA += 1 }
+            return false
+        }
+        network.run(until: .milliseconds(61_000))
+        #expect(sentByA >= 10 && sentByA <= 15, "one check every 4-6 s, not every second: \(sentByA)")
+        // Silence for 10 s: checks come about every second, then slow down once answered.
+        sentByA = 0
+        network.drop = { datagram, _ in
+            if datagram.from == addressA, (try? STUNMessage(parsing: datagram.bytes))?.messageClass == .request { sentByA += 1 }
+            return datagram.from == addressB
+        }
+        network.run(until: .milliseconds(71_000))
+        let hurried = sentByA
+        network.drop = { _, _ in false }
+        sentByA = 0
+        network.run(until: .milliseconds(131_000))
+        #expect(hurried >= 6, "hurried while unanswered: \(hurried) in 10 s")
+        #expect(sentByA <= 18, "back to 4-6 s once answered: \(sentByA) in 60 s")
+        #expect(network.a.state == .connected)
+    }
+
     @Test func roleConflictIsResolved() {
         let network = SimulatedNetwork(roleA: .controlling, roleB: .controlling, tieA: 99, tieB: 1)
         network.start()
