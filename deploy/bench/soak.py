@@ -12,6 +12,8 @@ Every 30 s: recbot's RSS and open file descriptors (/proc), and its Prometheus m
   metrics       the last scrape's frames recorded agree with the catalog's (within what the
                 last seconds, after the scrape, added)
 Prints the samples' summary and a verdict; exit 1 when a check fails. --json writes the numbers.
+The samples go to WORK/samples.jsonl as they are taken; `soak.py --recbot R --check WORK` judges
+a finished (or interrupted) run's directory again, without recording it anew.
 """
 import argparse
 import json
@@ -66,14 +68,28 @@ def run_json(command):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recbot", required=True)
-    parser.add_argument("--loadgen", required=True)
+    parser.add_argument("--loadgen")
     parser.add_argument("--publishers", type=int, default=64)
     parser.add_argument("--duration", type=float, default=3600, help="seconds")
     parser.add_argument("--max-rss-growth", type=float, default=5.0, help="MB after the first 5 minutes")
     parser.add_argument("--warmup", type=float, default=300, help="seconds before the RSS and fd baseline")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--json")
+    parser.add_argument("--check", metavar="WORK", help="judge an earlier run's directory again")
     args = parser.parse_args()
+    if args.check:
+        work, status = args.check, None
+        with open(os.path.join(work, "samples.jsonl")) as handle:
+            samples = [json.loads(line) for line in handle if line.strip()]
+    else:
+        if not args.loadgen:
+            parser.error("--loadgen is needed to record (or give --check WORK)")
+        work, samples, status = record(args)
+    judge(args, work, samples, status)
+
+
+def record(args):
+    """Runs the load generator and recbot for the duration, sampling recbot every 30 s."""
     work = tempfile.mkdtemp(prefix="recbot-soak-")
     cache = os.path.join(tempfile.gettempdir(), "recbot-bench-clip")
     os.makedirs(cache, exist_ok=True)
@@ -95,8 +111,16 @@ def main():
             break
         samples.append({"t": round(time.monotonic() - started), "rss_mb": round(rss, 1), "fds": fds, "frames": scrape(port)})
         print(f"soak: {samples[-1]}", flush=True)
+        with open(os.path.join(work, "samples.jsonl"), "a") as handle:
+            handle.write(json.dumps(samples[-1]) + "\n")
     status = recbot.wait()
     generator.wait(timeout=60)
+    return work, samples, status
+
+
+def judge(args, work, samples, status):
+    """The checks of the module's docstring over a run's directory and samples; exits."""
+    data = os.path.join(work, "data")
     problems = []
     # The last samples may fall in the session's end (64 files finalized at once, their Cues
     # built): that peak is reported, not counted as growth over the run.
@@ -113,7 +137,7 @@ def main():
     else:
         growth = fd_spread = None
         problems.append("no samples")
-    if status != 0:
+    if status not in (0, None):
         problems.append(f"recbot exited {status}")
     _, sessions = run_json([args.recbot, "sessions", "list", "--data-dir", data, "--json"])
     session = (sessions or [{}])[0]
