@@ -124,6 +124,40 @@ def run_floor(n, args, cache):
             "us_per_packet": 1e6 * cpu / max(1, packets), "failures": done.get("failures"), "exit": os.waitstatus_to_exitcode(status)}
 
 
+class CPULimit:
+    """A CPU quota for recbot alone (--recbot-cpus): a cgroup of its own (v2 cpu.max, or v1's
+    cpu controller), so that recbot, not the load generator beside it on the same cores, is what
+    runs out. Needs root and a writable cgroup filesystem; says so plainly when it has neither."""
+
+    def __init__(self, cpus):
+        name = f"recbot-bench-{os.getpid()}-{time.monotonic_ns()}"
+        period = 100000
+        quota = max(1000, int(cpus * period))
+        if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+            self.path = os.path.join("/sys/fs/cgroup", name)
+            setting = ("cpu.max", f"{quota} {period}")
+        else:
+            self.path = os.path.join("/sys/fs/cgroup/cpu", name)
+            setting = ("cpu.cfs_quota_us", str(quota))
+        try:
+            os.mkdir(self.path)
+            with open(os.path.join(self.path, setting[0]), "w") as handle:
+                handle.write(setting[1])
+        except OSError as error:
+            sys.exit(f"bench: --recbot-cpus needs a writable cgroup (root, cgroup v2 or v1 cpu): {error}")
+
+    def enter(self):
+        """In the child before exec: join the cgroup."""
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as handle:
+            handle.write(str(os.getpid()))
+
+    def remove(self):
+        try:
+            os.rmdir(self.path)
+        except OSError:
+            pass
+
+
 def run(kind, n, args, cache, extra=(), recorder_extra=()):
     work = tempfile.mkdtemp(prefix=f"recbot-bench-{kind}-{n}-")
     truth_path = os.path.join(work, "truth.json")
@@ -145,8 +179,12 @@ def run(kind, n, args, cache, extra=(), recorder_extra=()):
     watch = FirstClusterWatch(pattern)
     watch.start()
     started = time.time()
-    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"{kind}.log"), "w"))
+    limit = CPULimit(args.recbot_cpus) if kind == "recbot" and args.recbot_cpus else None
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"{kind}.log"), "w"),
+                                preexec_fn=limit.enter if limit else None)
     _, status, usage = os.wait4(recorder.pid, 0)
+    if limit:
+        limit.remove()
     wall = time.time() - started
     generator_cpu = None  # the generator's own CPU: it should stay under one core
     deadline = time.time() + 30
@@ -183,6 +221,7 @@ def run(kind, n, args, cache, extra=(), recorder_extra=()):
         "kind": kind, "n": n, "exit": os.waitstatus_to_exitcode(status), "cpu_cores": cpu / wall,
         "ms_per_pub_s": 1000 * cpu / (n * args.duration), "rss_mb": usage.ru_maxrss / 1024,
         "mb_per_pub": usage.ru_maxrss / 1024 / n, "worst_share": min(shares) if shares else 0.0,
+        "median_share": statistics.median(shares) if shares else 0.0,
         "drops": drops, "first_key_median": statistics.median(first_key) if first_key else None,
         "first_key_worst": max(first_key) if first_key else None, "gen_lag_p99": truth["send_lag"]["p99_milliseconds"],
         "packets": sum(p["sent"]["packets"] - p["sent"]["packets_dropped"] + p["sent"]["retransmissions"] + p["sent"].get("packets_duplicated", 0)
@@ -249,6 +288,8 @@ def main():
     parser.add_argument("--no-gstreamer", action="store_true")
     parser.add_argument("--gstreamer-up-to", type=int, default=256, help="skip GStreamer above this N (it falls behind first)")
     parser.add_argument("--no-extend", action="store_true")
+    parser.add_argument("--recbot-cpus", type=float, help="run recbot under a CPU quota of this many cores (a cgroup), to find where "
+                        "recbot itself runs out and what it does past that")
     parser.add_argument("--faults", type=int, default=32, help="publishers in the fault runs (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep each run's files")
     parser.add_argument("--json", help="also write every run's numbers here")
@@ -263,7 +304,8 @@ def main():
         return
     counts = [int(x) for x in args.publishers.split(",")]
     print(f"recbot bench: {os.cpu_count()} CPUs, {open('/proc/cpuinfo').read().split('model name')[1].split(':')[1].splitlines()[0].strip()}, "
-          f"{args.duration:.0f} s per run, loss {args.loss} %, burst loss {args.burst_loss or '-'}, jitter {args.jitter_ms:g} ms, net.core.rmem_max {open('/proc/sys/net/core/rmem_max').read().strip()}")
+          f"{args.duration:.0f} s per run, loss {args.loss} %, burst loss {args.burst_loss or '-'}, jitter {args.jitter_ms:g} ms, net.core.rmem_max {open('/proc/sys/net/core/rmem_max').read().strip()}"
+          + (f", recbot limited to {args.recbot_cpus:g} cores" if args.recbot_cpus else ""))
     print("    N recorder   cores  ms/pub-s  us/pkt xfloor  rss MB  MB/pub  +MB/p  frames%  rcv drops   1st key s  gen lag99 exit  recbot/gst cpu / rss")
     results, capacity, previous = [], None, {}
     index = 0
@@ -273,6 +315,8 @@ def main():
         ours = run("recbot", n, args, cache)
         theirs = None if args.no_gstreamer or n > args.gstreamer_up_to else run("gstreamer", n, args, cache)
         print(row(ours, theirs, floor, previous.get("recbot")), flush=True)
+        if ours["worst_share"] < 99.9:
+            print(f"             median publisher kept {ours['median_share']:.2f} % of its frames", flush=True)
         if theirs:
             print(row(theirs, None, floor, previous.get("gstreamer")), flush=True)
             previous["gstreamer"] = theirs
