@@ -206,9 +206,12 @@ public final class JoinSession: @unchecked Sendable {
     /// Connects, records, and after a failure a rejoin may cure joins again (with backoff)
     /// until the session's window ends; then finishes the files and the report.
     private func record(_ session: SessionStart) async -> SessionEnding {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        // Two threads: media, and signaling (see SessionMedia for why they are not one).
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         defer { group.shutdownGracefully { _ in } }
-        let media = SessionMedia(session: session, options: options, loop: group.next())
+        var loops = group.makeIterator()
+        guard let mediaLoop = loops.next(), let signalingLoop = loops.next() else { preconditionFailure("a group of two loops") }
+        let media = SessionMedia(session: session, options: options, loop: mediaLoop, signalingLoop: signalingLoop)
         stateLock.withLock { self.media = media }
         let timer = options.durationMilliseconds.map { duration in
             Task { [weak self] in

@@ -45,7 +45,7 @@ struct SessionConnection {
         let start: SignalingStart
         var options = self.options
         if rejoin { options.connectTimeoutSeconds = min(options.connectTimeoutSeconds, Self.rejoinConnectTimeoutSeconds) }
-        switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: media.loop, logger: logger) {
+        switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: media.signalingLoop, logger: logger) {
         case .stopped(let why):
             logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
             return Outcome(ending: SessionEnding(.success, why), rejoinable: false)

@@ -7,12 +7,18 @@ import Recorder
 import Transport
 
 /// What one session keeps across its connections to Sora, so a rejoin carries on the same
-/// archive: the recorders (confined to the session's one event loop, which every connection's
+/// archive: the recorders (confined to the session's media event loop, which every connection's
 /// transport also runs on), the files being finished, the event log, the outages, and the
 /// counters of the connections that ended (metrics only ever grow).
+///
+/// Signaling has a loop of its own. NIO runs a loop's queued tasks until none are left before it
+/// reads sockets again, and an overloaded media loop always has a drain of the receive backlog
+/// queued: on a shared loop the WebSocket's pongs went unread and Sora's connection was closed
+/// (1006) while media was still arriving.
 final class SessionMedia: @unchecked Sendable {
     // @unchecked: `recordings` is only touched on `loop`; `ended` and `lastContext` under `lock`.
     let loop: EventLoop
+    let signalingLoop: EventLoop
     let layout: ArchiveLayout
     let recordings: RecordingSet
     let finisher: RecordingFinisher
@@ -29,8 +35,9 @@ final class SessionMedia: @unchecked Sendable {
         var receiver = MediaReceiverCounters()
     }
 
-    init(session: JoinSession.SessionStart, options: JoinOptions, loop: EventLoop) {
+    init(session: JoinSession.SessionStart, options: JoinOptions, loop: EventLoop, signalingLoop: EventLoop) {
         self.loop = loop
+        self.signalingLoop = signalingLoop
         let (writer, sessionID) = (session.writer, session.id)
         let layout = options.dataDirectory.layout(session: session.id)
         let host = options.host
