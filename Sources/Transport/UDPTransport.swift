@@ -40,8 +40,9 @@ public final class UDPTransport: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// Media datagrams handled per turn of the loop before timers, signaling and the next
-    /// reads get theirs.
+    /// Media datagrams handled per task before the loop's timers get their turn. Sockets on
+    /// this loop (TCP relays) are not read while drains stay queued: NIO empties its task queue
+    /// before it polls, which is why signaling runs on a loop of its own.
     static let mediaPerTurn = 256
 
     static let datagramsPerRead = 32
@@ -155,7 +156,7 @@ public final class UDPTransport: @unchecked Sendable {
     static func now() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
 
     /// Handles what the sockets' thread read: every control datagram, then a turn's share of
-    /// media; schedules itself again while more wait, so timers and signaling interleave.
+    /// media; schedules itself again while more wait, so due timers interleave.
     fileprivate func drainBacklog() {
         eventLoop.preconditionInEventLoop()
         let batch = backlog.take(maxMedia: Self.mediaPerTurn)
