@@ -127,10 +127,11 @@ def run_floor(n, args, cache):
 class CPULimit:
     """A CPU quota for recbot alone (--recbot-cpus): a cgroup of its own (v2 cpu.max, or v1's
     cpu controller), so that recbot, not the load generator beside it on the same cores, is what
-    runs out. Needs root and a writable cgroup filesystem; says so plainly when it has neither."""
+    runs out. Needs root and a writable cgroup filesystem; says so plainly when it has neither.
+    Made once per bench, before anything starts, and removed at its end."""
 
     def __init__(self, cpus):
-        name = f"recbot-bench-{os.getpid()}-{time.monotonic_ns()}"
+        name = f"recbot-bench-{os.getpid()}"
         # A short period: with the default 100 ms, a 0.25-core recbot is frozen for 75 ms at a
         # time and the kernel's receive buffer overflows in the pauses, which is the quota's
         # doing, not recbot's. 10 ms pauses are what a busy host's scheduler would impose.
@@ -138,30 +139,35 @@ class CPULimit:
         quota = max(1000, int(cpus * period))
         if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
             self.path = os.path.join("/sys/fs/cgroup", name)
-            setting = ("cpu.max", f"{quota} {period}")
+            settings = [("cpu.max", f"{quota} {period}")]
+            with open("/sys/fs/cgroup/cgroup.subtree_control") as handle:
+                if "cpu" not in handle.read().split():
+                    sys.exit("bench: --recbot-cpus needs the cpu controller enabled for child cgroups "
+                             "(echo +cpu > /sys/fs/cgroup/cgroup.subtree_control)")
         else:
             self.path = os.path.join("/sys/fs/cgroup/cpu", name)
-            setting = ("cpu.cfs_quota_us", str(quota))
+            settings = [("cpu.cfs_period_us", str(period)), ("cpu.cfs_quota_us", str(quota))]
         try:
             os.mkdir(self.path)
-            if setting[0] == "cpu.cfs_quota_us":
-                with open(os.path.join(self.path, "cpu.cfs_period_us"), "w") as handle:
-                    handle.write(str(period))
-            with open(os.path.join(self.path, setting[0]), "w") as handle:
-                handle.write(setting[1])
+            for file, value in settings:
+                with open(os.path.join(self.path, file), "w") as handle:
+                    handle.write(value)
         except OSError as error:
+            self.remove()
             sys.exit(f"bench: --recbot-cpus needs a writable cgroup (root, cgroup v2 or v1 cpu): {error}")
 
-    def enter(self):
-        """In the child before exec: join the cgroup."""
-        with open(os.path.join(self.path, "cgroup.procs"), "w") as handle:
-            handle.write(str(os.getpid()))
+    def wrap(self, command):
+        """The command, started inside the cgroup by a shell that joins it and then execs (a
+        preexec_fn is unsafe here: the first-cluster watcher thread is running)."""
+        return ["/bin/sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', self.path, *command]
 
     def remove(self):
         try:
             os.rmdir(self.path)
-        except OSError:
+        except FileNotFoundError:
             pass
+        except OSError as error:
+            print(f"bench: could not remove the cgroup {self.path}: {error}", file=sys.stderr)
 
 
 def run(kind, n, args, cache, extra=(), recorder_extra=()):
@@ -185,12 +191,10 @@ def run(kind, n, args, cache, extra=(), recorder_extra=()):
     watch = FirstClusterWatch(pattern)
     watch.start()
     started = time.time()
-    limit = CPULimit(args.recbot_cpus) if kind == "recbot" and args.recbot_cpus else None
-    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"{kind}.log"), "w"),
-                                preexec_fn=limit.enter if limit else None)
+    if kind == "recbot" and args.cpu_limit:
+        command = args.cpu_limit.wrap(command)
+    recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"{kind}.log"), "w"))
     _, status, usage = os.wait4(recorder.pid, 0)
-    if limit:
-        limit.remove()
     wall = time.time() - started
     generator_cpu = None  # the generator's own CPU: it should stay under one core
     deadline = time.time() + 30
@@ -301,6 +305,16 @@ def main():
     parser.add_argument("--json", help="also write every run's numbers here")
     parser.add_argument("--relay", metavar="N[,N...]", help="instead: the TURN relay's cost at these publisher counts (deploy/bench/relay.py)")
     args = parser.parse_args()
+    args.cpu_limit = CPULimit(args.recbot_cpus) if args.recbot_cpus else None
+    try:
+        bench(args)
+    finally:
+        if args.cpu_limit:
+            args.cpu_limit.remove()
+
+
+def bench(args):
+    """The runs main() asked for."""
     cache = os.path.join(tempfile.gettempdir(), "recbot-loadgen-clips")
     if args.relay:
         results = relay_runs([int(x) for x in args.relay.split(",")], args, cache, run)

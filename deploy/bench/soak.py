@@ -78,14 +78,39 @@ def main():
     parser.add_argument("--check", metavar="WORK", help="judge an earlier run's directory again")
     args = parser.parse_args()
     if args.check:
-        work, status = args.check, None
-        with open(os.path.join(work, "samples.jsonl")) as handle:
-            samples = [json.loads(line) for line in handle if line.strip()]
+        # A directory asked to be judged is never deleted, and is judged with the settings it
+        # was recorded with (run.json), not today's defaults.
+        args.keep = True
+        work, samples, status = load_run(args, parser)
     else:
         if not args.loadgen:
             parser.error("--loadgen is needed to record (or give --check WORK)")
         work, samples, status = record(args)
     judge(args, work, samples, status)
+
+
+def load_run(args, parser):
+    """An earlier run's settings, samples and recbot's exit status, from its directory."""
+    work, status = args.check, None
+    try:
+        with open(os.path.join(work, "run.json")) as handle:
+            run = json.load(handle)
+        args.publishers, args.duration, args.warmup = run["publishers"], run["duration"], run["warmup"]
+        status = run.get("status")
+    except (OSError, ValueError, KeyError):
+        print(f"soak: no run.json in {work}; judging with --publishers {args.publishers} --duration {args.duration:g} "
+              f"--warmup {args.warmup:g}", flush=True)
+    samples = []
+    try:
+        with open(os.path.join(work, "samples.jsonl")) as handle:
+            for line in handle:
+                try:
+                    samples.append(json.loads(line))
+                except ValueError:
+                    pass  # a line cut short when the run was interrupted
+    except OSError as error:
+        parser.error(f"{work} has no samples to judge ({error})")
+    return work, samples, status
 
 
 def record(args):
@@ -94,6 +119,7 @@ def record(args):
     cache = os.path.join(tempfile.gettempdir(), "recbot-bench-clip")
     os.makedirs(cache, exist_ok=True)
     print(f"soak: {args.publishers} publishers for {args.duration:.0f} s; work {work}", flush=True)
+    write_run(work, args, None)
     generator = subprocess.Popen([args.loadgen, "--publishers", str(args.publishers), "--duration", str(args.duration), "--ramp", "2",
                                   "--clip-cache", cache, "--truth", os.path.join(work, "truth.json")],
                                  stdout=subprocess.PIPE, stderr=open(os.path.join(work, "loadgen.log"), "w"), text=True)
@@ -115,7 +141,14 @@ def record(args):
             handle.write(json.dumps(samples[-1]) + "\n")
     status = recbot.wait()
     generator.wait(timeout=60)
+    write_run(work, args, status)
     return work, samples, status
+
+
+def write_run(work, args, status):
+    """The run's settings (and recbot's exit status once known), for --check."""
+    with open(os.path.join(work, "run.json"), "w") as handle:
+        json.dump({"publishers": args.publishers, "duration": args.duration, "warmup": args.warmup, "status": status}, handle)
 
 
 def judge(args, work, samples, status):
