@@ -113,6 +113,8 @@ public final class SeaweedServer: @unchecked Sendable {
     /// Kills the server at once, as a storage outage would.
     public func stop() {
         guard let process = lock.withLock({ () -> Process? in let p = self.process; self.process = nil; return p }) else { return }
+        // Not once it has exited and been reaped: its pid may belong to another process by now.
+        guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
     }

@@ -10,6 +10,9 @@ import Synchronization
 /// port below the range unless it asks for that port by number.
 public func freeLoopbackPort() throws -> Int {
     let range = LoopbackPorts.candidates
+    // A machine whose ephemeral range starts near 10,000 leaves nothing below it: take the
+    // kernel's choice then, race and all.
+    guard range.count > 1_000 else { return try kernelChosenPort() }
     for _ in 0..<200 {
         let port = Int.random(in: range)
         guard LoopbackPorts.claim(port) else { continue }
@@ -30,6 +33,20 @@ private enum LoopbackPorts {
         let low = text.split(whereSeparator: \.isWhitespace).first.flatMap { Int($0) } ?? 32_768
         return 10_000...max(10_001, low - 1)
     }()
+}
+
+private func kernelChosenPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) { pointer in
+        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+    }
+    guard fd >= 0, bound else { throw POSIXError(.EADDRINUSE) }
+    return Int(UInt16(bigEndian: address.sin_port))
 }
 
 private func canBind(_ port: Int) -> Bool {
