@@ -135,9 +135,10 @@ class CPULimit:
         # A short period: with the default 100 ms, a 0.25-core recbot is frozen for 75 ms at a
         # time and the kernel's receive buffer overflows in the pauses, which is the quota's
         # doing, not recbot's. 10 ms pauses are what a busy host's scheduler would impose.
-        period = 10000
+        self.period = period = 10000
         quota = max(1000, int(cpus * period))
-        if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        self.v2 = os.path.exists("/sys/fs/cgroup/cgroup.controllers")
+        if self.v2:
             self.path = os.path.join("/sys/fs/cgroup", name)
             settings = [("cpu.max", f"{quota} {period}")]
             with open("/sys/fs/cgroup/cgroup.subtree_control") as handle:
@@ -155,6 +156,13 @@ class CPULimit:
         except OSError as error:
             self.remove()
             sys.exit(f"bench: --recbot-cpus needs a writable cgroup (root, cgroup v2 or v1 cpu): {error}")
+
+    def set_cores(self, cpus):
+        """Changes the quota while recbot runs (deploy/bench/recovery.py: the load drops)."""
+        quota = max(1000, int(cpus * self.period))
+        file, value = ("cpu.max", f"{quota} {self.period}") if self.v2 else ("cpu.cfs_quota_us", str(quota))
+        with open(os.path.join(self.path, file), "w") as handle:
+            handle.write(value)
 
     def wrap(self, command):
         """The command, started inside the cgroup by a shell that joins it and then execs (a
