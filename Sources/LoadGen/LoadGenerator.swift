@@ -44,6 +44,8 @@ public final class LoadGenerator<Address: Hashable> {
     private var burstTurn = 0
     private var nextPing: MonotonicTime?
     private var endAt: MonotonicTime?
+    /// Set when the duration is reached: media has stopped, NACKs are answered until then.
+    private var closeAt: MonotonicTime?
     private var sessionVersion = 1
     private var rtp: [[UInt8]] = []
     /// Publishers waiting to start, with their offset from the start (the ramp): the first ones
@@ -226,8 +228,12 @@ public final class LoadGenerator<Address: Hashable> {
         var output = Output()
         output.datagrams += peer.handleTimeout(now: now).datagrams
         guard case .running = phase else { return output }
+        if let closeAt {
+            if now >= closeAt { end("duration reached", &output) }
+            return output
+        }
         if let endAt, now >= endAt {
-            end("duration reached", &output)
+            stopMedia(now: now)
             return output
         }
         if let due = nextPing, now >= due {
@@ -249,6 +255,17 @@ public final class LoadGenerator<Address: Hashable> {
         return output
     }
 
+    /// The duration is reached: every publisher stops, as a leaver does, and the session closes
+    /// `drainSeconds` later.
+    private func stopMedia(now: MonotonicTime) {
+        closeAt = now.adding(nanoseconds: Int64(plan.drainSeconds * 1e9))
+        let unixNow = LoadClock.unixMilliseconds()
+        for publisher in publishers where !publisher.stopped {
+            publisher.stopped = true
+            leftAtUnixMilliseconds[publisher.connectionID] = unixNow
+        }
+    }
+
     private func isWaiting(_ publisher: SyntheticPublisher) -> Bool {
         !waiting.isEmpty && waiting.contains { $0.publisher === publisher }
     }
@@ -256,6 +273,7 @@ public final class LoadGenerator<Address: Hashable> {
     /// The earliest instant something is due.
     public var nextDeadline: MonotonicTime? {
         guard case .running = phase else { return peer.nextTimeout }
+        if let closeAt { return [closeAt, peer.nextTimeout].compactMap { $0 }.min() }
         var earliest = [endAt, nextPing, nextChurn, nextVanish, nextBurst, peer.nextTimeout].compactMap { $0 }.min()
         if !transportUp && peer.srtp != nil { return MonotonicTime(nanoseconds: 0) }
         for publisher in publishers where !isWaiting(publisher) {

@@ -3,6 +3,10 @@ public struct LoadPlan: Sendable {
     public var publishers = 8
     /// Seconds from the recorder's answer until the generator closes the session (nil: until stopped).
     public var durationSeconds: Double?
+    /// When the duration is reached, media stops and NACKs are still answered for this long before
+    /// the session closes, as they are for a publisher that leaves mid-run: a packet lost just
+    /// before the end is then as repairable as any other, and the ground truth stays exact.
+    public var drainSeconds = 1.0
     /// Publishers join spread evenly over this many seconds (0: all at once).
     public var rampSeconds = 1.0
     /// Every this many seconds one publisher leaves (a re-offer makes its sections inactive and a

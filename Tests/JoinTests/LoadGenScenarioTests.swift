@@ -49,7 +49,7 @@ import Testing
             #expect(decoded.firstIsKeyframe && decoded.errors == 0)
             // A lost packet is found by the gap a later one leaves: the publisher's very last frame
             // (before it leaves, or the end) has no later packet, so it alone may be missing.
-            #expect(decoded.frames >= sent - 1 && decoded.frames <= sent, "\(id): \(decoded.frames) of \(sent) video frames")
+            #expect(decoded.frames >= sent - 1 && decoded.frames <= sent, "\(id): \(decoded.frames) of \(sent) video frames; joined \(publisher["joined_at_unix_milliseconds"] ?? "-"), left \(publisher["left_at_unix_milliseconds"] ?? "-"); run ended \(truth["end"] ?? "-"); \(directory)")
             recovered += recording.packetsRecovered
         }
         #expect(recovered > 0, "losses were repaired by RTX")
