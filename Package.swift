@@ -229,7 +229,7 @@ let package = Package(
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["Bitstreams"], path: "Tests/TestSupport"),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "SRTP", "WireCoding"]),
-        .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding"]),
+        .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "Archive", "Recorder"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
@@ -248,7 +248,7 @@ let package = Package(
         .testTarget(name: "RecBotTests", dependencies: ["RecBot", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
                                                         "Archive", "ArchivePostgres", "PostgresTestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "WebM", "CodecBindings"]),
+        .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "RecBotMetricsTests", dependencies: [
             "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),
@@ -258,7 +258,7 @@ let package = Package(
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
-        .testTarget(name: "SCTPTests", dependencies: ["SCTP"]),
+        .testTarget(name: "SCTPTests", dependencies: ["SCTP", "TestSupport", "WireCoding"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings", "Bitstreams", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         // A sans-IO TURN server, strict like coturn, for the client's and the transport's tests.

@@ -1,5 +1,6 @@
 import Archive
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the bundled Sora-compatible test server and the real `recbot join` against it.
@@ -72,22 +73,11 @@ struct Scenario {
 
     /// Runs any recbot command (the caller names the data directory where it needs one).
     func recbot(_ arguments: [String], environment extra: [String: String] = [:], launcher: [String] = []) throws -> Result {
-        let process = Process()
         let argv = launcher + [Scenario.recbot] + arguments
-        process.executableURL = URL(fileURLWithPath: argv[0])
-        process.arguments = Array(argv.dropFirst())
-        var environment = ProcessInfo.processInfo.environment
-        environment["RECBOT_LOG_LEVEL"] = "info"
-        environment.merge(extra) { _, new in new }
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        var environment: [String: String?] = ["RECBOT_LOG_LEVEL": "info"]
+        for (key, value) in extra { environment[key] = value }
+        let result = try runProcess(argv[0], Array(argv.dropFirst()), environment: environment)
+        return Result(status: result.status, stdout: result.stdoutText, stderr: result.stderrText)
     }
 
     func truth() throws -> [String: Any] {
@@ -117,14 +107,8 @@ struct Scenario {
 
     /// ffprobe's view: codec name and decoded frame count per stream, and the duration.
     static func probe(_ path: String) throws -> (streams: [(codec: String, frames: Int)], duration: Double) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error", "-count_frames", "-show_entries", "stream=codec_name,nb_read_frames:format=duration", "-of", "json", path]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        let data = try runProcess("/usr/bin/env", ["ffprobe", "-v", "error", "-count_frames", "-show_entries",
+                                                   "stream=codec_name,nb_read_frames:format=duration", "-of", "json", path]).stdout
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let streams = (json["streams"] as? [[String: Any]] ?? []).map { ($0["codec_name"] as? String ?? "", Int($0["nb_read_frames"] as? String ?? "") ?? 0) }
         let duration = Double((json["format"] as? [String: Any])?["duration"] as? String ?? "") ?? 0

@@ -1,6 +1,7 @@
 import Archive
 import CodecBindings
 import Foundation
+import TestSupport
 import Testing
 import WebMReader
 
@@ -19,14 +20,7 @@ func decodeVP8Track(_ path: String) throws -> (frames: Int, errors: Int, firstIs
 
 /// The bundled A/V sync checker's view of a file (Tests/Peers/av_sync_check.py, PyAV).
 func syncMarkers(_ path: String) throws -> (video: [Double], audio: [Double]) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", Scenario.peersDirectory.appendingPathComponent("av_sync_check.py").path, path, "--json"]
-    let out = Pipe()
-    process.standardOutput = out
-    try process.run()
-    let data = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let data = try runProcess("/usr/bin/env", ["python3", Scenario.peersDirectory.appendingPathComponent("av_sync_check.py").path, path, "--json"]).stdout
     let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "av_sync_check: \(String(decoding: data, as: UTF8.self))")
     return ((json["video_marker_times"] as? [Double]) ?? [], (json["audio_marker_times"] as? [Double]) ?? [])
 }

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 
 /// `recbot join --metrics-listen` and `--metrics-textfile` against the bundled test server,
@@ -7,17 +8,9 @@ import Testing
     typealias Scrape = (status: Int, contentType: String, notFound: Int, types: [String: String], samples: [String: Double])
 
     static func scrape(_ arguments: [String]) throws -> Scrape {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Scenario.peersDirectory.appendingPathComponent("scrape_metrics.py").path] + arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let data = out.fileHandleForReading.readDataToEndOfFile()
-        let problem = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "scrape_metrics: \(problem)")
+        let result = try runProcess("/usr/bin/env", ["python3", Scenario.peersDirectory.appendingPathComponent("scrape_metrics.py").path] + arguments)
+        let data = result.stdout, problem = result.stderrText
+        #expect(result.status == 0, "scrape_metrics: \(problem)")
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "scrape_metrics: \(problem)")
         return (json["status"] as? Int ?? 0, json["content_type"] as? String ?? "", json["not_found_status"] as? Int ?? 0,
                 json["types"] as? [String: String] ?? [:], json["samples"] as? [String: Double] ?? [:])

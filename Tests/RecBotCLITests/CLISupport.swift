@@ -1,5 +1,6 @@
 import Archive
 import Foundation
+import TestSupport
 import Testing
 
 /// Runs the built `recbot` binary, as an operator or a script would.
@@ -28,23 +29,10 @@ struct RecBotBinary {
     }
 
     static func run(_ arguments: [String], environment: [String: String] = [:], executable: String = RecBotBinary.path) throws -> Result {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        var env = ProcessInfo.processInfo.environment
-        env["RECBOT_DATA_DIR"] = nil
-        env["TZ"] = "UTC"
+        var env: [String: String?] = ["RECBOT_DATA_DIR": nil, "TZ": "UTC"]
         for (key, value) in environment { env[key] = value }
-        process.environment = env
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-                      stderr: String(decoding: stderr, as: UTF8.self))
+        let result = try runProcess(executable, arguments, environment: env)
+        return Result(status: result.status, stdout: result.stdoutText, stderr: result.stderrText)
     }
 }
 

@@ -64,15 +64,8 @@ import WireCoding
 
     /// Video frames ffmpeg decodes from the file (it fails on any decode error).
     func ffmpegDecodes(_ path: String) throws -> Int {
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries", "stream=nb_read_frames",
-                             "-of", "csv=p=0", path]
-        process.standardOutput = output
-        try process.run()
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-        return process.terminationStatus == 0 ? Int(text) ?? -1 : -1
+        let result = try runProcess("/usr/bin/env", ["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                                     "stream=nb_read_frames", "-of", "csv=p=0", path])
+        return result.status == 0 ? Int(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1 : -1
     }
 }

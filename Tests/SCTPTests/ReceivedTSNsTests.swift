@@ -33,7 +33,7 @@ import Testing
 
     @Test(arguments: [1, 2, 3, 4, 5, 6])
     func matchesTheSetModelAcrossTheWrap(seed: UInt64) {
-        var random = seeded(seed)
+        let random = seeded(seed)
         let start = UInt32.max - 150
         var ranges = ReceivedTSNs(cumulative: start)
         var model = Model(cumulative: start)

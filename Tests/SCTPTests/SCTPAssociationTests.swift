@@ -3,8 +3,8 @@ import WireCoding
 @testable import SCTP
 
 func seeded(_ seed: UInt64) -> () -> UInt64 {
-    var state = seed
-    return { state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return state }
+    var generator = SplitMix64(seed: seed)
+    return { generator.next() }
 }
 
 /// Two associations on a simulated link; `drop` decides per packet (A→B and B→A).

@@ -44,7 +44,7 @@ struct Feeder {
 
     @Test(arguments: [1, 2, 3, 4, 5, 6, 7, 8])
     func anyArrivalOrderGivesTheSameMessages(seed: UInt64) {
-        var random = seeded(seed)
+        let random = seeded(seed)
         // 40 messages on 3 streams, ordered and unordered, 1 to 40 bytes, TSNs across the wrap.
         var chunks: [SCTPData] = []
         var sent: [(stream: UInt16, unordered: Bool, data: [UInt8])] = []

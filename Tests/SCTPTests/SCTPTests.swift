@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import SCTP
 
@@ -14,19 +15,8 @@ func hex(_ text: String) -> [UInt8] {
 }
 
 func python(_ arguments: [String], input: String = "") throws -> Any {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
     let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers/sctp_vectors.py").path
-    process.arguments = ["python3", script] + arguments
-    let stdin = Pipe(), stdout = Pipe()
-    process.standardInput = stdin
-    process.standardOutput = stdout
-    try process.run()
-    stdin.fileHandleForWriting.write(Data(input.utf8))
-    try stdin.fileHandleForWriting.close()
-    let data = stdout.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return try JSONSerialization.jsonObject(with: data)
+    return try JSONSerialization.jsonObject(with: runProcess("/usr/bin/env", ["python3", script] + arguments, standardInput: Data(input.utf8)).stdout)
 }
 
 @Suite struct CRC32cTests {

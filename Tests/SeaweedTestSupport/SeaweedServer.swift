@@ -160,22 +160,11 @@ public final class SeaweedServer: @unchecked Sendable {
     public func peer(_ arguments: [String]) throws -> String {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Peers/s3_peer.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, endpoint] + arguments
-        process.environment = environment
-        let output = Pipe()
-        let errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let errorText = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw Failure(command: "s3_peer.py \(arguments.joined(separator: " "))", output: errorText.suffix(1500).description)
+        let result = try runProcess("/usr/bin/env", ["python3", script, endpoint] + arguments, environment: environment.mapValues { $0 })
+        guard result.status == 0 else {
+            throw Failure(command: "s3_peer.py \(arguments.joined(separator: " "))", output: result.stderrText.suffix(1500).description)
         }
-        return String(decoding: data, as: UTF8.self)
+        return result.stdoutText
     }
 
     public struct Failure: Error, CustomStringConvertible {

@@ -37,14 +37,9 @@ func vpxFrames(_ codec: VPXCodec, count: Int) throws -> [(data: [UInt8], isKeyfr
 
 /// Frames ffprobe counts in a stream (the second, independent reader).
 func ffprobeFrames(_ path: String, stream: String) throws -> Int? {
-    let process = Process()
-    let output = Pipe()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["ffprobe", "-v", "error", "-count_frames", "-select_streams", stream, "-show_entries", "stream=nb_read_frames", "-of", "csv=p=0", path]
-    process.standardOutput = output
-    try process.run()
-    process.waitUntilExit()
-    return Int(String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    let result = try runProcess("/usr/bin/env", ["ffprobe", "-v", "error", "-count_frames", "-select_streams", stream, "-show_entries",
+                                                 "stream=nb_read_frames", "-of", "csv=p=0", path])
+    return Int(result.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines))
 }
 
 @Suite struct VerificationTests {

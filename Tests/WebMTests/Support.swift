@@ -1,7 +1,8 @@
 import CodecBindings
 import Foundation
-@testable import WebM
+import TestSupport
 import WebMReader
+@testable import WebM
 
 /// Applies muxer writes to memory, like `WebMFileWriter` does to a file.
 struct MemoryFile {
@@ -80,17 +81,8 @@ typealias ElementID = WebMElementID
 
 /// Runs a command-line tool and returns its standard output.
 func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = [executable] + arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    let result = try runProcess("/usr/bin/env", [executable] + arguments)
+    return (result.status, result.stdoutText, result.stderrText)
 }
 
 func temporaryDirectory() throws -> URL {
