@@ -1,8 +1,19 @@
 #!/usr/bin/env bash
 # The README's second command: installs what the tests need, then builds and runs every test.
+# The build must print no warning from the project's own code (Sources/, Tests/): a new one
+# fails the run, so the count stays at zero. Dependencies' warnings are theirs and not counted.
+# `--build-only` stops after that check (CI builds first, so the fuzz and fault steps that follow
+# reuse the build and its warnings are not lost to their quiet output).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./deploy/install-deps.sh
-swift build --build-tests
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+swift build --build-tests 2>&1 | tee "$log"
+if grep -E "^($PWD/(Sources|Tests)/[^ ]+|macro expansion [^ ]+): warning:" "$log"; then
+  echo "run-tests: the build printed warnings from the project's own code (listed above); fix them" >&2
+  exit 1
+fi
+if [[ "${1:-}" == "--build-only" ]]; then exit 0; fi
 swift test --skip-build "$@"

@@ -37,17 +37,17 @@ struct ConnectionShutdown {
         }
         let core = media.core
         let recordings = media.recordings
-        if let parts = try? await media.transport.eventLoop.submit({ recordings.counters }).get(),
+        if let parts = try? await media.transport.eventLoop.submit(confined: recordings, { $0.counters }).get(),
            parts != RecordingSetCounters() {
             logger.notice("recordings: some senders were split or refused", metadata: [
                 "codec_changes": "\(parts.codecChanges)", "returning_senders": "\(parts.returningSenders)",
                 "unsafe_sender_frames": "\(parts.unsafeSenderFrames)",
             ])
         }
-        if let received = try? await media.transport.eventLoop.submit({ core.media?.counters }).get() {
+        if let received = try? await media.transport.eventLoop.submit(confined: core, { $0.media?.counters }).get() {
             logMediaSummary(received)
         }
-        guard let (channels, sctp) = try? await media.transport.eventLoop.submit({ core.dataChannels.map { ($0.counters, $0.association.counters) } }).get()
+        guard let (channels, sctp) = try? await media.transport.eventLoop.submit(confined: core, { core in core.dataChannels.map { ($0.counters, $0.association.counters) } }).get()
         else { return }
         let metadata: Logger.Metadata = [
             "messages": "\(channels.messagesReceived)", "undecodable": "\(signaling.undecodableDataChannelMessages)",
@@ -121,7 +121,8 @@ struct ConnectionShutdown {
         endContext.endReason = end.reason
         let (recordings, core) = (media.recordings, media.core)
         let boundary = media.times.withLockedValue { $0.lastFrame } ?? JoinSession.monotonicNow()
-        let ended = (try? await media.transport.eventLoop.submit { () -> [(SenderRecorder, ReceiveCounters)] in
+        let ended = (try? await media.transport.eventLoop.submit(confined: (recordings, core)) { confined -> [(SenderRecorder, ReceiveCounters)] in
+            let (recordings, core) = confined
             let recorders = interrupted ? recordings.endForInterruption(boundary: boundary) : recordings.endAll()
             return recorders.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
         }.get()) ?? []
@@ -129,7 +130,7 @@ struct ConnectionShutdown {
             media.finisher.finish(recorder, counts: counts, context: endContext, isLastPart: !interrupted)
         }
         let backlog = media.transport.backlog
-        let counters = try? await media.transport.eventLoop.submit {
+        let counters = try? await media.transport.eventLoop.submit(confined: core) { core in
             (core.counters.including(backlog.counters, kernelReceiveDrops: kernelDrops), core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
         }.get()
         if let (transport, received, receiver) = counters {

@@ -50,8 +50,9 @@ public final class JoinSession: @unchecked Sendable {
         var senders: [JoinStatus.Sender] = []
         if let live {
             let (recordings, core) = (live.recordings, live.core)
-            senders = (try? await live.transport.eventLoop.submit {
-                recordings.recorders.sorted { $0.key < $1.key }.map { sender, recorder in
+            senders = (try? await live.transport.eventLoop.submit(confined: (recordings, core)) { confined in
+                let (recordings, core) = confined
+                return recordings.recorders.sorted { $0.key < $1.key }.map { sender, recorder in
                     let counts = core.media?.counters(sender: sender) ?? ReceiveCounters()
                     return JoinStatus.Sender(connectionID: sender, codecs: recorder.codecSummary, bytes: recorder.bytesProduced,
                                              mediaBytes: recorder.mediaBytesReceived, packets: counts.packets, lost: counts.lost,
@@ -79,7 +80,7 @@ public final class JoinSession: @unchecked Sendable {
             let ended = media.endedConnections
             (totals.transport, totals.received, totals.receiver) = (ended.transport, ended.received, ended.receiver)
             let recordings = media.recordings
-            if let sample = try? await media.loop.submit({ (recordings.totals, recordings.recorders.count) }).get() {
+            if let sample = try? await media.loop.submit(confined: recordings, { ($0.totals, $0.recorders.count) }).get() {
                 (totals.recording, totals.sendersRecording) = sample
             }
             let summary = media.interruptions.summary(now: Self.monotonicNow())
@@ -92,7 +93,7 @@ public final class JoinSession: @unchecked Sendable {
         if let live {
             let (core, base, backlog) = (live.core, totals, live.transport.backlog)
             let kernelDrops = live.transport.kernelReceiveDrops()
-            let sample = try? await live.transport.eventLoop.submit { () -> SessionTotals in
+            let sample = try? await live.transport.eventLoop.submit(confined: core) { core -> SessionTotals in
                 var sample = base
                 sample.iceState = "\(core.ice.state)"
                 sample.dtlsState = "\(core.dtls.state)"

@@ -116,7 +116,10 @@ final class MediaPath: @unchecked Sendable {
         path.refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
         let (recordings, core, refused) = (path.recordings, path.core, path.refusals.bySender)
         // The recordings live on the session's loop (the transport's): their senders change there.
-        let gone = (try? await media.loop.submit { recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused) }.get()) ?? []
+        let gone = (try? await media.loop.submit(confined: (recordings, core)) { confined -> [SenderRecorder] in
+            let (recordings, core) = confined
+            return recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused)
+        }.get()) ?? []
         for recorder in gone { path.finisher.finish(recorder, counts: ReceiveCounters(), context: path.context) }
         media.connectionStarted(context: path.context)
         return .success(path)
@@ -213,7 +216,7 @@ final class MediaPath: @unchecked Sendable {
 
     func packetsReceived() async -> Int {
         let core = self.core
-        return (try? await transport.eventLoop.submit { core.counters.rtpPackets }.get()) ?? 0
+        return (try? await transport.eventLoop.submit(confined: core) { $0.counters.rtpPackets }.get()) ?? 0
     }
 
     /// Answers a re-offer; senders whose sections went away get their files finished now, so
@@ -233,8 +236,9 @@ final class MediaPath: @unchecked Sendable {
         refusals.note(media, eventLog: eventLog, logger: logger)
         let (refused, recordings, core) = (refusals.bySender, recordings, core)
         transport.withCore { $0.updateMedia(media) }  // runs on the loop before the submit below
-        let gone = (try? await transport.eventLoop.submit {
-            recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused).map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
+        let gone = (try? await transport.eventLoop.submit(confined: (recordings, core)) { confined -> [(SenderRecorder, ReceiveCounters)] in
+            let (recordings, core) = confined
+            return recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused).map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
         }.get()) ?? []
         for (recorder, counts) in gone {
             logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
@@ -251,7 +255,7 @@ final class MediaPath: @unchecked Sendable {
             try? await Task.sleep(nanoseconds: seconds * 1_000_000_000)
             guard !Task.isCancelled else { return }
             let now = JoinSession.monotonicNow()
-            let rows = (try? await transport.eventLoop.submit {
+            let rows = (try? await transport.eventLoop.submit(confined: recordings) { recordings in
                 recordings.recorders.values.compactMap { recorder in
                     recorder.progress(now: now).map { progress in
                         (layout.catalogPath(recorder.filename),

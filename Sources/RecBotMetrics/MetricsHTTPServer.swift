@@ -41,9 +41,12 @@ public final class MetricsHTTPServer: Sendable {
     public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup,
                              limits: MetricsServerLimits = MetricsServerLimits()) async throws -> MetricsHTTPServer {
         let connections = NIOLockedValueBox(0)
-        var decoderLimits = NIOHTTPDecoderLimitConfiguration()
-        (decoderLimits.maxHeaderFieldSize, decoderLimits.maxHeaderListSize, decoderLimits.maxHeaderFieldCount) =
-            (limits.maximumHeaderBytes, limits.maximumHeaderBytes, 100)
+        let decoderLimits = {
+            var configuration = NIOHTTPDecoderLimitConfiguration()
+            (configuration.maxHeaderFieldSize, configuration.maxHeaderListSize, configuration.maxHeaderFieldCount) =
+                (limits.maximumHeaderBytes, limits.maximumHeaderBytes, 100)
+            return configuration
+        }()
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(ChannelOptions.writeBufferWaterMark,

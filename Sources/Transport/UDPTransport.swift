@@ -114,7 +114,8 @@ public final class UDPTransport: @unchecked Sendable {
     /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
     /// for every event.
     public func run(_ core: PeerConnectionCore, relayTrust: RelayTrust = RelayTrust(), onEvent: @escaping (TransportEvent) -> Void) {
-        eventLoop.execute {
+        eventLoop.execute(confined: (core, onEvent)) { confined in
+            let (core, onEvent) = confined
             self.core = core
             self.onEvent = onEvent
             self.relayTrust = relayTrust
@@ -127,7 +128,7 @@ public final class UDPTransport: @unchecked Sendable {
 
     /// Runs `body` with the core on the event loop (e.g. to send RTCP or add a candidate).
     public func withCore(_ body: @escaping (PeerConnectionCore) -> TransportOutput) {
-        eventLoop.execute {
+        eventLoop.execute(confined: body) { body in
             guard let core = self.core else { return }
             self.apply(body(core))
         }

@@ -112,7 +112,9 @@ struct LoadGenCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(#"{"type":"listening","url":"ws://\#(address):\#(listenPort)/signaling","publishers":\#(publishers)}"#.utf8 + [0x0A]))
         }
         try await server.done.get()
-        let (ground, sentDatagrams, socketErrors) = try await udp.eventLoop.submit { (GroundTruth(generator), server.datagramsSent, server.socketErrors) }.get()
+        let (ground, sentDatagrams, socketErrors) = try await udp.eventLoop.submit(confined: generator) { generator in
+            (GroundTruth(generator), server.datagramsSent, server.socketErrors)
+        }.get()
         if let truth { try ground.write(to: truth) }
         let sent = ground.publishers.reduce(0) { $0 + $1.sent.videoFrames }
         FileHandle.standardError.write(Data("""

@@ -107,8 +107,8 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
 
     let report = try await peer.next(type: "report", within: seconds + 25)
     try await Task.sleep(nanoseconds: 300_000_000)  // packets still in flight
-    let (counters, sctp, mediaPackets) = try await transport.eventLoop.submit {
-        (negotiation.core.counters, negotiation.core.dataChannels?.association.counters, negotiation.core.media?.packetsBySSRC ?? [:])
+    let (counters, sctp, mediaPackets) = try await transport.eventLoop.submit(confined: negotiation.core) { core in
+        (core.counters, core.dataChannels?.association.counters, core.media?.packetsBySSRC ?? [:])
     }.get()
     await transport.close()
     return InteropResult(report: report, log: log, negotiated: negotiation.answer, counters: counters, sctp: sctp, mediaPackets: mediaPackets)

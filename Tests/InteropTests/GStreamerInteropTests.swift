@@ -99,8 +99,8 @@ import WireCoding
         while log.closedChannels.count < 2, Date() < resetDeadline {
             try await Task.sleep(nanoseconds: 50_000_000)
         }
-        let (counters, sctp) = try await transport.eventLoop.submit {
-            (negotiation.core.dataChannels?.counters, negotiation.core.dataChannels?.association.counters)
+        let (counters, sctp) = try await transport.eventLoop.submit(confined: negotiation.core) { core in
+            (core.dataChannels?.counters, core.dataChannels?.association.counters)
         }.get()
         await transport.close()
 

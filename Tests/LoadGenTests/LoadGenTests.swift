@@ -174,14 +174,14 @@ import WireCoding
         var buffer = [UInt8](repeating: 0, count: 2_048)
         let sealed = try sender.protectRTP(plain)
         let length = try buffer.withUnsafeMutableBytes { raw in
-            raw.copyMemory(from: UnsafeRawBufferPointer(start: sealed, count: sealed.count))
+            sealed.withUnsafeBytes { raw.copyMemory(from: $0) }
             return try receiver.unprotectRTP(in: raw, count: sealed.count)
         }
         #expect(Array(buffer[..<length]) == plain)
         // A replay of the same packet is refused, as recbot's own path refuses it.
         #expect(throws: SRTPError.replayed) {
             _ = try buffer.withUnsafeMutableBytes { raw in
-                raw.copyMemory(from: UnsafeRawBufferPointer(start: sealed, count: sealed.count))
+                sealed.withUnsafeBytes { raw.copyMemory(from: $0) }
                 return try receiver.unprotectRTP(in: raw, count: sealed.count)
             }
         }

@@ -36,7 +36,7 @@ struct FileRepairTests {
 
     @Test func aFileTimeNoInt64HoldsIsNoTime() {
         #expect(SessionRepair.unixMilliseconds(Date(timeIntervalSince1970: 1_795_000_000.25)) == 1_795_000_000_250)
-        #expect(SessionRepair.unixMilliseconds(Date(timeIntervalSince1970: 9_223_372_036_854_775)) == nil)
-        #expect(SessionRepair.unixMilliseconds(Date(timeIntervalSince1970: -9_223_372_036_854_775)) == nil)
+        #expect(SessionRepair.unixMilliseconds(Date(timeIntervalSince1970: 9_223_372_036_854_776)) == nil)
+        #expect(SessionRepair.unixMilliseconds(Date(timeIntervalSince1970: -9_223_372_036_854_776)) == nil)
     }
 }

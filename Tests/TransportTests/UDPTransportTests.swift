@@ -61,7 +61,7 @@ import Testing
         try await held.get()
         var counters = TransportCounters()
         for _ in 0..<100 {
-            counters = try await transport.eventLoop.submit { core.counters }.get()
+            counters = try await transport.eventLoop.submit(confined: core) { $0.counters }.get()
             if counters.droppedUnknownProtocol == 40 { break }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
