@@ -196,6 +196,11 @@ public final class LoadGenerator<Address: Hashable> {
         }
         phase = .ended(reason)
         output.close = true
+        stopPublishers()
+    }
+
+    /// Every publisher still sending stops now, and leaves at this time in the ground truth.
+    private func stopPublishers() {
         let now = LoadClock.unixMilliseconds()
         for publisher in publishers where !publisher.stopped {
             publisher.stopped = true
@@ -259,11 +264,7 @@ public final class LoadGenerator<Address: Hashable> {
     /// `drainSeconds` later.
     private func stopMedia(now: MonotonicTime) {
         closeAt = now.adding(nanoseconds: Int64(plan.drainSeconds * 1e9))
-        let unixNow = LoadClock.unixMilliseconds()
-        for publisher in publishers where !publisher.stopped {
-            publisher.stopped = true
-            leftAtUnixMilliseconds[publisher.connectionID] = unixNow
-        }
+        stopPublishers()
     }
 
     private func isWaiting(_ publisher: SyntheticPublisher) -> Bool {
