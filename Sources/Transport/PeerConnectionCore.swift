@@ -65,7 +65,8 @@ public enum TransportFailure: Error, Equatable, Sendable, CustomStringConvertibl
     case ice(String)
     case dtls(DTLSError)
     case srtp(SRTPError)
-    case consentLost
+    /// No consent check answered for this long (RFC 7675; recbot's window is shorter than 30 s).
+    case consentLost(afterMilliseconds: Int64)
     /// The relay the session depends on (relay-only, or the selected pair's) failed.
     case relay(TURNFailure)
 
@@ -75,8 +76,13 @@ public enum TransportFailure: Error, Equatable, Sendable, CustomStringConvertibl
         case .ice(let reason): "ICE failed: \(reason)"
         case .dtls(let error): "\(error)"
         case .srtp(let error): "\(error)"
-        case .consentLost: "ICE consent lost: no answer from the peer for 30 s"
+        case .consentLost(let window): "ICE consent lost: no answer from the peer for \(Self.seconds(window)) s"
         }
+    }
+
+    /// Whole seconds, or one decimal when the window is not a whole number of seconds.
+    private static func seconds(_ milliseconds: Int64) -> String {
+        milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000)" : "\(Double(milliseconds) / 1_000)"
     }
 }
 
@@ -344,7 +350,7 @@ public final class PeerConnectionCore {
             case .localCandidate(let candidate):
                 output.events.append(.localCandidate(candidate))
             case .consentLost:
-                fail(.consentLost, &output)
+                fail(.consentLost(afterMilliseconds: ice.configuration.consentTimeoutMilliseconds), &output)
             case .roleChanged:
                 break
             }

@@ -10,9 +10,10 @@ let local = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 40_000)
 let peer = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 50_000)
 let stranger = TransportAddress(ip: IPAddress("127.0.0.7")!, port: 50_000)
 
-func makeCore() throws -> PeerConnectionCore {
-    let configuration = ICEConfiguration(localUfrag: "ufA1", localPassword: "passwordOfAgentA123456", remoteUfrag: "ufB1",
+func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnectionCore {
+    var configuration = ICEConfiguration(localUfrag: "ufA1", localPassword: "passwordOfAgentA123456", remoteUfrag: "ufB1",
                                          remotePassword: "passwordOfAgentB123456", role: .controlled, tieBreaker: 1)
+    if let consentTimeoutMilliseconds { configuration.consentTimeoutMilliseconds = consentTimeoutMilliseconds }
     var state: UInt64 = 9
     let ice = ICEAgent(configuration: configuration, hosts: [local], random: { state = state &* 6_364_136_223_846_793_005 &+ 1; return state })
     ice.addRemoteCandidate(ICECandidate(foundation: "1", priority: 2_130_706_431, address: "127.0.0.1", port: 50_000, kind: .host))
@@ -39,8 +40,8 @@ func makeCore() throws -> PeerConnectionCore {
         #expect(core.failure == nil)
     }
 
-    @Test func validatedPairStartsDTLSAndOnlyThatAddressIsAccepted() throws {
-        let core = try makeCore()
+    /// Answers the core's first check and nominates the pair, as a controlling peer does.
+    private func validatePair(_ core: PeerConnectionCore) throws -> TransportOutput {
         let started = core.start(now: .milliseconds(0))
         let check = try #require(started.datagrams.first)
         let request = try STUNMessage(parsing: check.bytes)
@@ -52,7 +53,12 @@ func makeCore() throws -> PeerConnectionCore {
         let nominate = STUNMessage(method: STUNMethod.binding, class: .request, transactionID: STUNTransactionID(bytes: Array(1...12))!,
                                    attributes: [.username("ufA1:ufB1"), .priority(1), .iceControlling(99), .useCandidate])
             .encoded(integrityKey: Array("passwordOfAgentA123456".utf8), fingerprint: true)
-        let output = core.handle(datagram: nominate, from: peer, to: local, now: .milliseconds(6))
+        return core.handle(datagram: nominate, from: peer, to: local, now: .milliseconds(6))
+    }
+
+    @Test func validatedPairStartsDTLSAndOnlyThatAddressIsAccepted() throws {
+        let core = try makeCore()
+        let output = try validatePair(core)
         #expect(output.events.contains(.selectedPair(local: local, remote: peer)))
         // DTLS starts on the selected pair: a ClientHello (record type 22) goes to the peer.
         #expect(output.datagrams.contains { $0.to == peer && $0.bytes.first == 22 })
@@ -60,6 +66,22 @@ func makeCore() throws -> PeerConnectionCore {
         #expect(core.counters.droppedUnvalidatedSource == 1)
         _ = core.handle(datagram: [0x80, 96] + Array(repeating: 0, count: 40), from: peer, to: local, now: .milliseconds(7))
         #expect(core.counters.droppedBeforeKeys == 1, "validated, but no SRTP keys before the handshake")
+    }
+
+    @Test func consentLossNamesTheConfiguredWindow() throws {
+        let core = try makeCore(consentTimeoutMilliseconds: 10_000)
+        _ = try validatePair(core)
+        var failures: [TransportFailure] = []
+        // Nothing answers the consent checks: the core fails once the window has passed, not before.
+        for millisecond in stride(from: Int64(100), through: 12_000, by: 100) {
+            for case .failed(let failure) in core.handleTimeout(now: .milliseconds(millisecond)).events {
+                failures.append(failure)
+                #expect(millisecond >= 10_000, "failed at \(millisecond) ms")
+            }
+        }
+        #expect(failures == [.consentLost(afterMilliseconds: 10_000)])
+        #expect(failures.first?.description == "ICE consent lost: no answer from the peer for 10 s")
+        #expect(TransportFailure.consentLost(afterMilliseconds: 2_500).description.hasSuffix("for 2.5 s"))
     }
 
     @Test func serverReflexiveGatheringGoesThroughTheCore() throws {
