@@ -84,9 +84,12 @@ let package = Package(
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
         .target(name: "Repair", dependencies: ["Archive", "Recorder", "Media", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
+        // What ended a run, and the one decision from it to an exit code: a leaf every layer may report into.
+        .target(name: "Outcomes"),
         .target(
             name: "Archive",
             dependencies: [
+                "Outcomes",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -124,7 +127,7 @@ let package = Package(
         .target(
             name: "ArchiveUpload",
             dependencies: [
-                "Archive", "ObjectStorage",
+                "Archive", "ObjectStorage", "Outcomes",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -150,7 +153,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "Archive", "ArchivePostgres", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "TURN", "WireCoding",
+            "Archive", "ArchivePostgres", "Outcomes", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "TURN", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -159,7 +162,7 @@ let package = Package(
 
         // MARK: Metrics (swift-metrics, exported by swift-prometheus): /metrics and node_exporter textfiles
         .target(name: "RecBotMetrics", dependencies: [
-            "RecBot", "Media",
+            "RecBot", "Media", "Outcomes",
             .product(name: "CoreMetrics", package: "swift-metrics"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "Prometheus", package: "swift-prometheus"),
@@ -217,7 +220,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "ArchivePostgres", "ArchiveUpload", "ObjectStorage", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
+                "Archive", "ArchivePostgres", "ArchiveUpload", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
                 "Transport", "Verification", "Repair", "TLSFailure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -248,7 +251,7 @@ let package = Package(
         .testTarget(name: "RecBotTests", dependencies: ["RecBot", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
                                                         "Archive", "ArchivePostgres", "PostgresTestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
-        .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "WebM", "CodecBindings", "TestSupport"]),
+        .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "Outcomes", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),
         .testTarget(name: "RecBotMetricsTests", dependencies: [
             "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),

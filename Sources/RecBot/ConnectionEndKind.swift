@@ -1,3 +1,4 @@
+import Outcomes
 import SoraSignaling
 import Transport
 
@@ -21,13 +22,13 @@ enum ConnectionEndKind {
     static func outcome(of error: SignalingError) -> SessionConnection.Outcome {
         switch error {
         case .rejected(let code, _): return .init(ending: SessionEnding(.rejected, "rejected: close \(code)"), rejoinable: false)
-        case .invalidURL, .invalidJSON: return .init(ending: SessionEnding(.configuration, "configuration: \(error)"), rejoinable: false)
-        case .malformedMessage: return .init(ending: SessionEnding(.protocolError, "protocol: \(error)"), rejoinable: false)
+        case .invalidURL, .invalidJSON: return .init(ending: SessionEnding(.invalidConfiguration, "configuration: \(error)"), rejoinable: false)
+        case .malformedMessage: return .init(ending: SessionEnding(.protocolViolation, "protocol: \(error)"), rejoinable: false)
         case .connectFailed, .timeout:
             // Nothing answered: the network may be dark, or the server restarting.
-            return .init(ending: SessionEnding(.network, "signaling: \(error)"), rejoinable: true, unreachable: true)
+            return .init(ending: SessionEnding(.connectionLost, "signaling: \(error)"), rejoinable: true, unreachable: true)
         case .closedBeforeOffer:
-            return .init(ending: SessionEnding(.network, "signaling: \(error)"), rejoinable: true)
+            return .init(ending: SessionEnding(.connectionLost, "signaling: \(error)"), rejoinable: true)
         }
     }
 
@@ -35,6 +36,6 @@ enum ConnectionEndKind {
     static func outcome(ofAnswerFailure ending: SessionEnding) -> SessionConnection.Outcome {
         // No usable local address may come back (an interface that is down); an offer recbot
         // cannot answer or a relay-only session without TURN servers will not.
-        .init(ending: ending, rejoinable: ending.result == .network)
+        .init(ending: ending, rejoinable: ending.cause == .connectionLost)
     }
 }

@@ -2,6 +2,7 @@ import Archive
 import Foundation
 import Logging
 import Media
+import Outcomes
 import Recorder
 import SoraSignaling
 import Transport
@@ -109,11 +110,11 @@ struct ConnectionShutdown {
 
     /// Closes the transport and hands this connection's files to the finisher: as each
     /// sender's last part, or, when a rejoin follows (`interrupted`), as split parts the
-    /// senders continue after it. Returns the exit status this end would give the session.
-    func close(_ end: SignalingSessionEnd, interrupted: Bool) async -> ExitStatus {
-        var result: ExitStatus = end.isFailure ? .network : .success
+    /// senders continue after it. Returns what this end means for the session.
+    func close(_ end: SignalingSessionEnd, interrupted: Bool) async -> EndCause {
+        var result: EndCause = end.isFailure ? .connectionLost : .completed
         if case .relay(let failure) = media.transportFailure.withLockedValue({ $0 }) {
-            result = failure.isAuthentication ? .relayCredentials : .relayUnavailable
+            result = failure.isAuthentication ? .relayCredentialsRefused : .relayUnavailable
         }
         let kernelDrops = media.transport.kernelReceiveDrops()  // the sockets' count goes with them
         await media.transport.close()

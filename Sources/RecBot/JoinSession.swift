@@ -6,6 +6,7 @@ import Media
 import NIOCore
 import NIOPosix
 import ArchivePostgres
+import Outcomes
 import Recorder
 import SDP
 import SoraSignaling
@@ -134,7 +135,7 @@ public final class JoinSession: @unchecked Sendable {
         let location = options.catalog ?? .sqlite(path: options.dataDirectory.catalogPath)
         do { catalog = try location.open(logger: logger) } catch {
             logger.error("catalog unusable", metadata: ["error": "\(error)"])
-            return JoinOutcome(result: ExitStatus(catalogError: error), endReason: "storage: \(error)", sessionID: nil)
+            return JoinOutcome(cause: error.endCause, endReason: "storage: \(error)", sessionID: nil)
         }
         let startedAt = Self.nowMilliseconds()
         let sessionID = ULID.generate(now: UInt64(startedAt)).string
@@ -146,7 +147,7 @@ public final class JoinSession: @unchecked Sendable {
                 bundleID: options.connect.bundleID, recbotVersion: options.recbotVersion, hostname: ProcessInfo.processInfo.hostName,
                 pid: Int(getpid())))
         } catch {
-            return JoinOutcome(result: .storage, endReason: "storage: \(error)", sessionID: nil)
+            return JoinOutcome(cause: .storageFailed, endReason: "storage: \(error)", sessionID: nil)
         }
         var logger = self.logger
         logger[metadataKey: "session"] = "\(sessionID)"
@@ -160,10 +161,10 @@ public final class JoinSession: @unchecked Sendable {
         if !writer.drain(timeoutSeconds: options.finalizeTimeoutSeconds) {
             logger.error("catalog writes did not finish in time; the session stays open for `recbot repair`",
                          metadata: ["seconds": "\(options.finalizeTimeoutSeconds)"])
-            return JoinOutcome(result: .storage, endReason: "storage: catalog writes timed out", sessionID: sessionID)
+            return JoinOutcome(cause: .storageFailed, endReason: "storage: catalog writes timed out", sessionID: sessionID)
         }
         if let error = writer.error, ending.result == .success {
-            (ending.result, ending.reason) = (.storage, "storage: \(error)")
+            (ending.cause, ending.reason) = (.storageFailed, "storage: \(error)")
         }
         if writer.dropped > 0 {
             logger.error("catalog writes dropped: the catalog could not keep up", metadata: ["dropped": "\(writer.dropped)"])
@@ -180,17 +181,17 @@ public final class JoinSession: @unchecked Sendable {
         }
         if !drained || (writer.error != nil && ending.result == .success) {
             logger.error("cannot end the session in the catalog", metadata: ["error": "\(writer.error.map { "\($0)" } ?? "timed out")"])
-            ending.result = .storage
+            ending.cause = .storageFailed
         }
         let spooled = writer.spooled
         if let spool = spooled.path {
             // The recording is whole; the catalog will learn of it from the spool.
             logger.error("the catalog could not take every write by the end: the rest wait in the spool; `recbot repair` applies them",
                          metadata: ["writes": "\(spooled.writes)", "spool": "\(spool)"])
-            if ending.result == .success { ending.result = .catalogUnavailable }
+            if ending.result == .success { ending.cause = .catalogUnreachable }
         }
         logger.notice("session ended", metadata: ["reason": "\(ending.reason)", "recordings": "\(ending.recordings)"])
-        return JoinOutcome(result: ending.result, endReason: ending.reason, sessionID: sessionID)
+        return JoinOutcome(cause: ending.cause, endReason: ending.reason, sessionID: sessionID)
     }
 
     /// What every phase of one session needs to know about it.
@@ -231,7 +232,7 @@ public final class JoinSession: @unchecked Sendable {
             while outcome.rejoinable, let recordingSince = outcome.recordingSince {
                 guard let next = await rejoin(after: outcome, recordingSince: recordingSince, session: session, media: media) else {
                     // Stopped (the window ended, a signal) while waiting to join again.
-                    outcome = SessionConnection.Outcome(ending: SessionEnding(.network, stopRequest.requested ?? "stopped"), rejoinable: false)
+                    outcome = SessionConnection.Outcome(ending: SessionEnding(.connectionLost, stopRequest.requested ?? "stopped"), rejoinable: false)
                     break
                 }
                 outcome = next
@@ -310,10 +311,10 @@ public final class JoinSession: @unchecked Sendable {
         let counted = "\(interruptions.count) interruption\(interruptions.count == 1 ? "" : "s"), \(lost) s lost"
         if let current = interruptions.current {
             ending.reason = "\(last.reason) (still rejoining after \(current); \(counted))"
-            if ending.result == .success { ending.result = .network }
+            if ending.result == .success { ending.cause = .connectionLost }
         } else {
             ending.reason = "\(last.reason) (\(counted))"
-            if failOnInterruption && ending.result == .success { ending.result = .network }
+            if ending.cause == .completed { ending.cause = .recoveredAfterInterruptions(strict: failOnInterruption) }
         }
         return ending
     }
@@ -322,15 +323,18 @@ public final class JoinSession: @unchecked Sendable {
     static func monotonicNow() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
 }
 
-/// How a session ended: the exit status, the reason for the catalog, and how many files it left.
+/// How a session ended: its cause, the reason for the catalog, and how many files it left.
 struct SessionEnding: Error {
-    var result: ExitStatus
+    var cause: EndCause
     var reason: String
     var recordings: Int
     var counters = SessionCounters()
 
-    init(_ result: ExitStatus, _ reason: String, recordings: Int = 0) {
-        self.result = result
+    /// The exit status the cause gives.
+    var result: ExitStatus { ExitStatus(cause) }
+
+    init(_ cause: EndCause, _ reason: String, recordings: Int = 0) {
+        self.cause = cause
         self.reason = reason
         self.recordings = recordings
     }

@@ -1,6 +1,7 @@
 import Archive
 import Foundation
 import Media
+import Outcomes
 import Recorder
 import SoraSignaling
 import Transport
@@ -72,12 +73,14 @@ public struct SessionTotals: Sendable {
 }
 
 public struct JoinOutcome: Sendable {
-    public var result: ExitStatus
+    public var cause: EndCause
     public var endReason: String
     public var sessionID: String?
+    /// The exit status the cause gives.
+    public var result: ExitStatus { ExitStatus(cause) }
 
-    public init(result: ExitStatus, endReason: String, sessionID: String?) {
-        (self.result, self.endReason, self.sessionID) = (result, endReason, sessionID)
+    public init(cause: EndCause, endReason: String, sessionID: String?) {
+        (self.cause, self.endReason, self.sessionID) = (cause, endReason, sessionID)
     }
 }
 

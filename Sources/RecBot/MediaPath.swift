@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Media
 import NIOCore
+import Outcomes
 import Recorder
 import SDP
 import NIOConcurrencyHelpers
@@ -66,11 +67,11 @@ final class MediaPath: @unchecked Sendable {
         let hosts: [IPAddress]
         do { hosts = try options.hostPolicy.hostAddresses() } catch {
             await connection.close()
-            return .failure(SessionEnding(.network, "network: cannot list local addresses: \(error)"))
+            return .failure(SessionEnding(.connectionLost, "network: cannot list local addresses: \(error)"))
         }
         guard !hosts.isEmpty else {
             await connection.close()
-            return .failure(SessionEnding(.network, "network: no usable local address for ICE (see the address allow/deny lists)"))
+            return .failure(SessionEnding(.connectionLost, "network: no usable local address for ICE (see the address allow/deny lists)"))
         }
         let plan = await RelayPlan.make(offer: start.offer, settings: options.relay, logger: logger)
         for reason in plan.skipped { logger.warning("ICE server not used", metadata: ["reason": "\(reason)"]) }
@@ -103,7 +104,7 @@ final class MediaPath: @unchecked Sendable {
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
             connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
             await connection.close()
-            return .failure(SessionEnding(.protocolError, "offer: \(error)"))
+            return .failure(SessionEnding(.protocolViolation, "offer: \(error)"))
         }
         for media in negotiation.answer.media where !media.accepted {
             logger.info("section not received", metadata: ["mid": "\(media.mid ?? "-")", "reason": "\(media.rejectionReason ?? "-")"])

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Outcomes
 import SoraSignaling
 import WireCoding
 
@@ -48,7 +49,7 @@ struct SessionConnection {
         switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: media.signalingLoop, logger: logger) {
         case .stopped(let why):
             logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
-            return Outcome(ending: SessionEnding(.success, why), rejoinable: false)
+            return Outcome(ending: SessionEnding(.completed, why), rejoinable: false)
         case .started(let started):
             start = started
         case .failed(let error):
@@ -100,8 +101,8 @@ struct SessionConnection {
         await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
         // Not live before its counters join the ended connections' (metrics must never count them twice).
         host.setLive(nil)
-        let status = await shutdown.close(end, interrupted: rejoinable)
-        var outcome = Outcome(ending: SessionEnding(status, end.reason), rejoinable: rejoinable)
+        let cause = await shutdown.close(end, interrupted: rejoinable)
+        var outcome = Outcome(ending: SessionEnding(cause, end.reason), rejoinable: rejoinable)
         let times = path.times.withLockedValue { $0 }
         (outcome.recordingSince, outcome.lastFrame) = (times.recordingSince, times.lastFrame)
         outcome.inboxDropped = inbox.dropped

@@ -1,6 +1,7 @@
 import Archive
 import Foundation
 import Logging
+import Outcomes
 import Recorder
 
 /// The end of a recording session, after its last connection closed: every file finished
@@ -15,13 +16,13 @@ struct SessionFinish {
     /// `ending`: how the session ended as far as signaling and the network tell; files that
     /// failed or were cut short turn it into a storage failure.
     func finish(_ ending: SessionEnding, inboxDropped: SessionInbox.Dropped) async -> SessionEnding {
-        var (result, reason) = (ending.result, ending.reason)
+        var (cause, reason) = (ending.cause, ending.reason)
         let stoppedAt = JoinSession.nowMilliseconds()
         let unfinished = await media.finisher.waitForAll(timeoutSeconds: options.finalizeTimeoutSeconds)
         if !unfinished.isEmpty {
             logger.error("finishing files took too long; run `recbot repair` to finalize the rest",
                          metadata: ["seconds": "\(options.finalizeTimeoutSeconds)", "senders": "\(unfinished.joined(separator: ","))"])
-            (result, reason) = (.storage, "storage: finalize timed out after \(Int(options.finalizeTimeoutSeconds)) s for \(unfinished.joined(separator: ", "))")
+            (cause, reason) = (.storageFailed, "storage: finalize timed out after \(Int(options.finalizeTimeoutSeconds)) s for \(unfinished.joined(separator: ", "))")
         }
         var endContext = media.lastContext ?? SidecarContext(recordingID: session.id, channelID: options.connect.channelID, soraSessionID: nil,
                                                              botConnectionID: nil, recbotVersion: options.recbotVersion)
@@ -38,7 +39,7 @@ struct SessionFinish {
             logger.error("recording cut short", metadata: ["sender": "\(recording.connectionID)", "part": "\(recording.part)",
                                                           "error": "\(recording.interruption ?? "")"])
         }
-        var final = SessionEnding(result, reason, recordings: finished.count)
+        var final = SessionEnding(cause, reason, recordings: finished.count)
         let eventLog = media.eventLog
         final.counters.eventsStored = Int64(eventLog.stored - session.writer.droppedAdmittedEvents)
         final.counters.eventsRefused = Int64(eventLog.refused)
@@ -48,16 +49,16 @@ struct SessionFinish {
             do {
                 try writeReport(finished: finished, failed: failed.map(\.connectionID) + unfinished, context: endContext, stoppedAt: stoppedAt)
             } catch {
-                final.result = .storage
+                final.cause = .storageFailed
                 final.reason = "storage: report: \(error)"
                 return final
             }
         }
         if !failed.isEmpty && final.result == .success {
-            final.result = .storage
+            final.cause = .storageFailed
             final.reason = "storage: recording failed for \(failed.map(\.connectionID).joined(separator: ", "))"
         } else if !cutShort.isEmpty && final.result == .success {
-            final.result = .storage
+            final.cause = .storageFailed
             final.reason = "storage: recording cut short by a write error for \(cutShort.map(\.connectionID).joined(separator: ", "))"
         }
         return final

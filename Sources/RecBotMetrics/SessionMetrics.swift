@@ -1,6 +1,7 @@
 import CoreMetrics
 import Foundation
 import Media
+import Outcomes
 import RecBot
 
 /// One `recbot join`'s metrics, declared through swift-metrics with the factory it is given
@@ -155,7 +156,7 @@ extension ExitStatus {
         case .failure: "failure"
         case .usage: "usage"
         case .dataError: "data_error"
-        case .missingFile: "missing_file"
+        case .notFound: "not_found"
         case .network: "network"
         case .storage: "storage"
         case .protocolError: "protocol_error"

@@ -86,7 +86,7 @@ import Testing
         #expect(counts == ["notify": 1, "push": 1, "datachannel": 3, "signaling": 0, "recbot": 0])
 
         let missing = try fixture.run(["sessions", "show", "01JD2K0000DDDDDDDDDDDDDDDD"])
-        #expect(missing.status != 0 && missing.stderr.contains("not found"))
+        #expect(missing.status == 66 && missing.stderr.contains("not found"), "\(missing.status): \(missing.stderr)")
     }
 
     @Test func recordingsList() throws {

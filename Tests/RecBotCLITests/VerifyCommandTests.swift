@@ -78,7 +78,7 @@ import WebM
         let result = try fixture.run(["verify", path])
         #expect(result.status == 0 && result.stdout.contains("verified"))
         #expect(try fixture.run(["verify"]).status == 64, "no target")
-        #expect(try fixture.run(["verify", "999"]).status == 64, "no such recording")
+        #expect(try fixture.run(["verify", "999"]).status == 66, "no such recording: not found, as in every command")
         #expect(try fixture.run(["verify", "/nonexistent.webm"]).status == 66, "EX_NOINPUT: missing, not failed")
     }
 

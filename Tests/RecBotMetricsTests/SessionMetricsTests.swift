@@ -40,7 +40,7 @@ import Testing
         #expect(lines.contains(#"recbot_session_uptime_seconds{channel="room-1"} 12.5"#))
         // A total that went down (never expected) does not make a counter go backwards.
         metrics.update(Self.totals(packets: 10, bytes: 80_000, ice: "connected"))
-        metrics.ended(JoinOutcome(result: .network, endReason: "network: ICE failed", sessionID: nil))
+        metrics.ended(JoinOutcome(cause: .connectionLost, endReason: "network: ICE failed", sessionID: nil))
         lines = Self.lines(registry)
         #expect(lines.contains(#"recbot_rtp_packets_received_total{channel="room-1"} 2500"#))
         #expect(lines.contains(#"recbot_session_end_reason{channel="room-1",reason="network"} 1.0"#))
@@ -83,7 +83,7 @@ import Testing
         let registry = PrometheusCollectorRegistry()
         let metrics = SessionMetrics(factory: PrometheusMetricsFactory(registry: registry), channel: "c")
         metrics.update(SessionMetricsTests.totals(packets: 1, bytes: 1, ice: "connected"))
-        metrics.ended(JoinOutcome(result: .success, endReason: "done", sessionID: nil))
+        metrics.ended(JoinOutcome(cause: .completed, endReason: "done", sessionID: nil))
         let exported = Set(registry.emitToString().split(separator: "\n").compactMap { line -> String? in
             guard line.hasPrefix("# TYPE ") else { return nil }
             return line.split(separator: " ").dropFirst(2).first.map(String.init)

@@ -77,17 +77,18 @@ struct RejoinScheduleTests {
 
     @Test func theEndReasonTellsTheOutagesAndAnUnendedOneIsANetworkFailure() {
         var summary = InterruptionLog.Summary()
-        #expect(JoinSession.sessionEnding(SessionEnding(.success, "duration-elapsed"), interruptions: summary, failOnInterruption: true).reason
+        #expect(JoinSession.sessionEnding(SessionEnding(.completed, "duration-elapsed"), interruptions: summary, failOnInterruption: true).reason
                 == "duration-elapsed")
         summary.count = 2
         summary.mediaLostNanoseconds = 9_400_000_000
-        let recovered = JoinSession.sessionEnding(SessionEnding(.success, "duration-elapsed"), interruptions: summary, failOnInterruption: false)
-        #expect(recovered.result == .success && recovered.reason == "duration-elapsed (2 interruptions, 9.4 s lost)")
-        let strict = JoinSession.sessionEnding(SessionEnding(.success, "duration-elapsed"), interruptions: summary, failOnInterruption: true)
+        let recovered = JoinSession.sessionEnding(SessionEnding(.completed, "duration-elapsed"), interruptions: summary, failOnInterruption: false)
+        #expect(recovered.cause == .recoveredAfterInterruptions(strict: false) && recovered.result == .success)
+        #expect(recovered.reason == "duration-elapsed (2 interruptions, 9.4 s lost)")
+        let strict = JoinSession.sessionEnding(SessionEnding(.completed, "duration-elapsed"), interruptions: summary, failOnInterruption: true)
         #expect(strict.result == .network)
         summary.current = "transport: consent lost"
-        let unended = JoinSession.sessionEnding(SessionEnding(.network, "duration-elapsed"), interruptions: summary, failOnInterruption: false)
-        #expect(unended.result == .network)
+        let unended = JoinSession.sessionEnding(SessionEnding(.connectionLost, "duration-elapsed"), interruptions: summary, failOnInterruption: false)
+        #expect(unended.cause == .connectionLost && unended.result == .network)
         #expect(unended.reason == "duration-elapsed (still rejoining after transport: consent lost; 2 interruptions, 9.4 s lost)")
     }
 }

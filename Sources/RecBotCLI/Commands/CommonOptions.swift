@@ -3,6 +3,7 @@ import ArchivePostgres
 import ArgumentParser
 import Foundation
 import Logging
+import Outcomes
 import RecBot
 import Recorder
 
@@ -37,7 +38,7 @@ struct CommonOptions: ParsableArguments {
         let text = catalog ?? settings["RECBOT_CATALOG_URL"]
         guard let text else { return .sqlite(path: dataDirectory.catalogPath) }
         let location: CatalogLocation
-        do { location = try CatalogLocation.parse(text) } catch { throw Console.fail(error, status: .configuration) }
+        do { location = try CatalogLocation.parse(text) } catch { throw Console.fail(error, cause: .invalidConfiguration) }
         if catalog != nil, case .postgres(let url) = location, url.password != nil {
             throw ValidationError("--catalog must not carry a password (ps shows it): set RECBOT_CATALOG_URL in the environment or the config file")
         }
@@ -64,7 +65,7 @@ struct CommonOptions: ParsableArguments {
             }
             return catalog
         } catch {
-            throw Console.fail(error, status: ExitStatus(catalogError: error))
+            throw Console.fail(error, cause: error.endCause)
         }
     }
 }
@@ -83,16 +84,20 @@ enum Console {
         StandardStreams.err("recbot: " + text + "\n")
     }
 
-    /// Reports an error on stderr and returns the exit code to throw.
-    static func fail(_ error: any Error, status: ExitStatus) -> ExitCode {
-        StandardStreams.err("recbot: error: \(error)\n")
-        return status.exitCode
+    /// Reports an error on stderr and returns the end to throw.
+    static func fail(_ error: any Error, cause: EndCause) -> CommandEnd {
+        fail("\(error)", cause: cause)
+    }
+
+    static func fail(_ message: String, cause: EndCause) -> CommandEnd {
+        StandardStreams.err("recbot: error: \(message)\n")
+        return CommandEnd(cause: cause)
     }
 }
 
 extension CatalogStore {
     /// Runs a query, turning catalog errors into a message and their exit code.
     func query<T>(_ body: (Self) throws(CatalogError) -> T) throws -> T {
-        do { return try body(self) } catch { throw Console.fail(error, status: ExitStatus(catalogError: error)) }
+        do { return try body(self) } catch { throw Console.fail(error, cause: error.endCause) }
     }
 }

@@ -3,6 +3,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import Logging
+import Outcomes
 import RecBot
 import RecBotMetrics
 import Recorder
@@ -139,7 +140,7 @@ struct JoinCommand: AsyncParsableCommand {
             metricsOptions = try metricsArguments.options(settings: settings)
             upload = try uploadArguments.configuration(destination: uploadDestination, settings: settings, environment: environment)
         } catch {
-            throw Console.fail(error, status: .configuration)
+            throw Console.fail(error, cause: .invalidConfiguration)
         }
         let logger = Logger(label: "recbot.join")
         let session = JoinSession(options: options, logger: logger)
@@ -148,7 +149,7 @@ struct JoinCommand: AsyncParsableCommand {
             do {
                 metrics = try await MetricsReporter(options: metricsOptions, channel: options.connect.channelID, session: session, logger: logger)
             } catch {
-                throw Console.fail(ValidationError("--metrics-listen \(metricsArguments.listen ?? ""): \(error)"), status: .configuration)
+                throw Console.fail("--metrics-listen \(metricsArguments.listen ?? ""): \(error)", cause: .invalidConfiguration)
             }
         }
         let signals = SignalForwarder { name in session.stop(reason: "signal: \(name)") }
@@ -163,15 +164,15 @@ struct JoinCommand: AsyncParsableCommand {
             StandardStreams.err("recbot: \(outcome.endReason)\n")
         }
         if let id = outcome.sessionID { Console.print("session \(id): \(outcome.endReason)") }
-        guard let upload, let id = outcome.sessionID else { throw outcome.result.exitCode }
+        guard let upload, let id = outcome.sessionID else { throw CommandEnd(cause: outcome.cause) }
         let uploaded = await uploadSession(id, configuration: upload)
         // The recording's own failure says more than the upload's.
-        throw (outcome.result == .success ? uploaded : outcome.result).exitCode
+        throw CommandEnd(cause: outcome.cause.isSuccess ? uploaded : outcome.cause)
     }
 
     /// `--upload`: the session just recorded, once its files are final. A catalog that cannot
     /// be reached now (the session's writes wait in the spool) leaves it to `recbot upload --pending`.
-    private func uploadSession(_ id: String, configuration: UploadConfiguration) async -> ExitStatus {
+    private func uploadSession(_ id: String, configuration: UploadConfiguration) async -> EndCause {
         let catalog: (any CatalogStore)?
         let session: SessionRecord?
         do {
@@ -179,7 +180,7 @@ struct JoinCommand: AsyncParsableCommand {
             session = try catalog?.query { c throws(CatalogError) in try c.session(id: id) }
         } catch {
             Console.note("not uploading session \(id) now: the catalog is unavailable; `recbot upload --pending` will")
-            return (error as? ExitCode).flatMap { ExitStatus(rawValue: $0.rawValue) } ?? .uploadFailed
+            return (error as? CommandEnd)?.cause ?? .uploadFailed
         }
         guard let catalog, let session, session.endedAt != nil else {
             Console.note("not uploading session \(id) now: the catalog has not recorded its end; `recbot upload --pending` will")
@@ -193,7 +194,7 @@ struct JoinCommand: AsyncParsableCommand {
                 + (result.deletedLocalFiles ? "; local copies removed" : "")
                 + (result.keptLocalFiles.map { "; local copies kept: \($0)" } ?? ""))
         }
-        return report.status
+        return report.cause
     }
 
     func makeOptions(environment: [String: String]) throws -> JoinOptions {

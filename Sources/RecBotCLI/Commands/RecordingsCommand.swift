@@ -1,3 +1,4 @@
+import Outcomes
 import RecBot
 import Recorder
 import Archive
@@ -44,9 +45,9 @@ struct RecordingsCommand: ParsableCommand {
         @Argument(help: "The recording id (the ID column of `recordings list`).") var id: Int64
 
         func run() throws {
-            guard let catalog = try common.openCatalogForQuery() else { throw ExitStatus.failure.exitCode }
+            guard let catalog = try common.openCatalogForQuery() else { throw CommandEnd(cause: .notFound) }
             guard let r = try catalog.query({ catalog throws(CatalogError) in try catalog.recording(id: id) }) else {
-                throw Console.fail(CatalogError(path: catalog.location, reason: .notFound("recording \(id)")), status: .failure)
+                throw Console.fail(CatalogError(path: catalog.location, reason: .notFound("recording \(id)")), cause: .notFound)
             }
             let directory = common.dataDirectory
             if output.json {

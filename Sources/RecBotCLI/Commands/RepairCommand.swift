@@ -1,6 +1,7 @@
 import Archive
 import ArgumentParser
 import Foundation
+import Outcomes
 import RecBot
 import Recorder
 import Repair
@@ -19,7 +20,7 @@ struct RepairCommand: ParsableCommand {
             Idempotent. First, catalog writes a join kept in its spool (data-dir/spool/) because
             a PostgreSQL catalog was unreachable are applied, in order.
 
-            """ + ExitStatus.helpLine([.success, .storage, .catalogUnavailable, .catalogCredentials])
+            """ + ExitStatus.helpLine([.success, .notFound, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
     @OptionGroup var common: CommonOptions
@@ -45,7 +46,7 @@ struct RepairCommand: ParsableCommand {
         if !sessions.isEmpty {
             targets = try sessions.map { id in
                 guard let session = try catalog.query({ c throws(CatalogError) in try c.session(id: id.value) }) else {
-                    throw Console.fail(ValidationError("no session \(id.value)"), status: .usage)
+                    throw Console.fail("no session \(id.value)", cause: .notFound)
                 }
                 return session
             }
@@ -60,7 +61,7 @@ struct RepairCommand: ParsableCommand {
             } catch where !error.isRetryable && !Self.isCredentials(error) {
                 outcomes.append(SessionRepairOutcome(sessionID: session.id, action: .failed, detail: "\(error)"))
             } catch {
-                throw Console.fail(error, status: ExitStatus(catalogError: error))
+                throw Console.fail(error, cause: error.endCause)
             }
         }
         if output.json {
@@ -71,7 +72,7 @@ struct RepairCommand: ParsableCommand {
             Console.print(RepairCommand.table(outcomes).rendered())
         }
         if !held.isEmpty || outcomes.contains(where: { $0.action == .failed || $0.files.contains { $0.error != nil } }) {
-            throw ExitStatus.storage.exitCode
+            throw CommandEnd(cause: .storageFailed)
         }
     }
 

@@ -3,6 +3,7 @@ import ArchiveUpload
 import Foundation
 import Logging
 import ObjectStorage
+import Outcomes
 import RecBot
 import Recorder
 
@@ -21,7 +22,7 @@ struct SessionUploads {
     struct Report {
         var results: [SessionUploadResult] = []
         var failures: [(session: String, error: UploadError)] = []
-        var status: ExitStatus { failures.first.map { ExitStatus(uploadError: $0.error) } ?? .success }
+        var cause: EndCause { failures.first?.error.endCause ?? .completed }
     }
 
     func run(_ sessions: [SessionRecord]) async -> Report {

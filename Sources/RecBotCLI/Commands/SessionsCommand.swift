@@ -1,3 +1,4 @@
+import Outcomes
 import RecBot
 import Recorder
 import Archive
@@ -48,7 +49,7 @@ struct SessionsCommand: ParsableCommand {
         @Argument(help: "The session id (a 26-character ULID).") var id: ULIDArgument
 
         func run() throws {
-            guard let catalog = try common.openCatalogForQuery() else { throw ExitStatus.failure.exitCode }
+            guard let catalog = try common.openCatalogForQuery() else { throw CommandEnd(cause: .notFound) }
             let found = try catalog.query { catalog throws(CatalogError) -> SessionDetails? in
                 guard let session = try catalog.session(id: id.value) else { return nil }
                 return SessionDetails(session: session, connections: try catalog.connections(sessionID: session.id),
@@ -59,7 +60,7 @@ struct SessionsCommand: ParsableCommand {
             guard let (session, connections, recordings, counts, interruptions) = found.map({
                 ($0.session, $0.connections, $0.recordings, $0.counts, $0.interruptions)
             }) else {
-                throw Console.fail(CatalogError(path: catalog.location, reason: .notFound("session \(id.value)")), status: .failure)
+                throw Console.fail(CatalogError(path: catalog.location, reason: .notFound("session \(id.value)")), cause: .notFound)
             }
             let directory = common.dataDirectory
             if output.json {

@@ -77,22 +77,3 @@ struct UploadConfiguration: Sendable {
         S3Client(endpoint: endpoint, credentials: credentials, retry: retry, caFile: caFile, logger: logger)
     }
 }
-
-extension ExitStatus {
-    /// The exit code an upload failure gives: refused credentials and unreachable storage have
-    /// their own codes; a bad destination is configuration; a local read is storage.
-    init(uploadError: UploadError) {
-        switch uploadError {
-        case .storage(let error, _):
-            switch error.kind {
-            case .credentials: self = .uploadCredentials
-            case .configuration: self = .configuration
-            case .localFile: self = .storage
-            case .unavailable, .protocolViolation, .certificateRejected: self = .uploadFailed
-            }
-        case .catalog(let error): self = ExitStatus(catalogError: error)
-        case .sessionNotEnded: self = .usage
-        case .verification, .busy, .interrupted: self = .uploadFailed
-        }
-    }
-}

@@ -3,6 +3,7 @@ import ArchiveUpload
 import ArgumentParser
 import Foundation
 import Logging
+import Outcomes
 import RecBot
 
 struct UploadCommand: AsyncParsableCommand {
@@ -23,7 +24,7 @@ struct UploadCommand: AsyncParsableCommand {
             Credentials: AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and AWS_SESSION_TOKEN) in the
             environment, or RECBOT_S3_ACCESS_KEY_ID / RECBOT_S3_SECRET_ACCESS_KEY in the config file.
 
-            """ + ExitStatus.helpLine([.success, .usage, .storage, .configuration, .catalogUnavailable, .catalogCredentials,
+            """ + ExitStatus.helpLine([.success, .usage, .notFound, .storage, .configuration, .catalogUnavailable, .catalogCredentials,
                                        .uploadFailed, .uploadCredentials])
     )
 
@@ -46,23 +47,23 @@ struct UploadCommand: AsyncParsableCommand {
         let configuration: UploadConfiguration
         do {
             guard let configured = try uploadArguments.configuration(destination: destination, settings: settings, environment: environment) else {
-                throw Console.fail(ValidationError("--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required"), status: .usage)
+                throw Console.fail("--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required", cause: .badCommandLine)
             }
             configuration = configured
-        } catch let exit as ExitCode {
-            throw exit
+        } catch let end as CommandEnd {
+            throw end
         } catch {
-            throw Console.fail(error, status: .configuration)
+            throw Console.fail(error, cause: .invalidConfiguration)
         }
         guard let catalog = try common.openCatalogForWriting() else {
             if sessions.isEmpty { return }
-            throw Console.fail(ValidationError("no session \(sessions[0].value): there is no catalog"), status: .usage)
+            throw Console.fail("no session \(sessions[0].value): there is no catalog", cause: .notFound)
         }
         let directory = common.dataDirectory
         var targets: [SessionRecord] = []
         for id in sessions {
             guard let session = try catalog.query({ c throws(CatalogError) in try c.session(id: id.value) }) else {
-                throw Console.fail(ValidationError("no session \(id.value)"), status: .usage)
+                throw Console.fail("no session \(id.value)", cause: .notFound)
             }
             targets.append(session)
         }
@@ -72,7 +73,7 @@ struct UploadCommand: AsyncParsableCommand {
                 waiting = try ArchiveUploader.pendingSessions(catalog: catalog, destination: configuration.options.destination,
                                                               endpoint: configuration.endpoint.description, channel: channel)
             } catch {
-                throw Console.fail(error, status: ExitStatus(uploadError: error))
+                throw Console.fail(error, cause: error.endCause)
             }
             // A session that recorded nothing has no directory: nothing to send.
             targets += waiting.filter { session in
@@ -89,7 +90,7 @@ struct UploadCommand: AsyncParsableCommand {
             Console.print(UploadCommand.table(report.results).rendered())
         }
         for result in report.results { if let why = result.keptLocalFiles { Console.note("session \(result.sessionID): local files kept: \(why)") } }
-        if !report.failures.isEmpty { throw report.status.exitCode }
+        if !report.failures.isEmpty { throw CommandEnd(cause: report.cause) }
     }
 
     static func json(_ result: SessionUploadResult) -> [JSONValue] {

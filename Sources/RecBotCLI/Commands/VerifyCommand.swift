@@ -3,6 +3,7 @@ import ArchivePostgres
 import ArgumentParser
 import Foundation
 import Logging
+import Outcomes
 import RecBot
 import Recorder
 import Verification
@@ -20,7 +21,7 @@ struct VerifyCommand: ParsableCommand {
             replaces an earlier verdict); one deleted after its upload is `uploaded`; one on
             another host's disk is left to that host.
 
-            """ + ExitStatus.helpLine([.success, .dataError, .missingFile, .storage, .catalogUnavailable, .catalogCredentials])
+            """ + ExitStatus.helpLine([.success, .dataError, .notFound, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
     @OptionGroup var common: CommonOptions
@@ -61,8 +62,8 @@ struct VerifyCommand: ParsableCommand {
             Console.print(VerifyCommand.table(results).rendered())
             for (item, outcome) in results { VerifyCommand.printProblems(item, outcome) }
         }
-        if results.contains(where: { $0.1.isFailure }) { throw ExitStatus.dataError.exitCode }
-        if results.contains(where: { $0.1.isMissing }) { throw ExitStatus.missingFile.exitCode }
+        if results.contains(where: { $0.1.isFailure }) { throw CommandEnd(cause: .verificationFailed) }
+        if results.contains(where: { $0.1.isMissing }) { throw CommandEnd(cause: .notFound) }
     }
 
     /// Stores the report of a file that was read; otherwise says why it was not, and judges nothing.
@@ -106,7 +107,7 @@ struct VerifyCommand: ParsableCommand {
     private func openCatalog(_ directory: DataDirectory) throws -> (any CatalogStore)? {
         let location = try common.catalogLocation(settings: try common.settings())
         do { return try location.openExisting(logger: Logger(label: "recbot.catalog")) } catch {
-            throw Console.fail(error, status: ExitStatus(catalogError: error))
+            throw Console.fail(error, cause: error.endCause)
         }
     }
 
@@ -114,13 +115,13 @@ struct VerifyCommand: ParsableCommand {
     private func resolve(_ target: String, catalog: (any CatalogStore)?, directory: DataDirectory) throws -> [VerifyItem] {
         if let id = Int64(target) {
             guard let catalog, let recording = try catalog.query({ c throws(CatalogError) in try c.recording(id: id) }) else {
-                throw Console.fail(ValidationError("no recording \(id) in the catalog"), status: .usage)
+                throw Console.fail("no recording \(id) in the catalog", cause: .notFound)
             }
             return [VerifyItem(recording, in: directory)]
         }
         if let session = ULIDArgument(argument: target), !FileManager.default.fileExists(atPath: target) {
             let recordings = try catalog?.query { c throws(CatalogError) in try c.recordings(RecordingFilter(sessionID: session.value)) } ?? []
-            guard !recordings.isEmpty else { throw Console.fail(ValidationError("no recordings of session \(session.value)"), status: .usage) }
+            guard !recordings.isEmpty else { throw Console.fail("no recordings of session \(session.value)", cause: .notFound) }
             return recordings.map { VerifyItem($0, in: directory) }
         }
         let absolute = URL(fileURLWithPath: target).standardizedFileURL.path

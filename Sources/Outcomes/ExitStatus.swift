@@ -1,7 +1,6 @@
-import Archive
-
 /// recbot's exit codes (sysexits.h values, so cron and systemd logs read naturally): the one
 /// definition, stored in the catalog as a session's `exit_status` and listed in the help.
+/// Nothing picks one directly: components report an `EndCause`, and `ExitStatus(_:)` decides.
 public enum ExitStatus: Int32, CaseIterable, Sendable {
     case success = 0
     /// Unexpected internal failure.
@@ -10,8 +9,9 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case usage = 64
     /// `recbot verify` found a recording that does not read or decode cleanly.
     case dataError = 65
-    /// `recbot verify` did not find a recording's file where its host keeps it (sysexits' EX_NOINPUT).
-    case missingFile = 66
+    /// What was asked for is not there: a session or recording id the catalog does not hold, or
+    /// a recording's file missing from its host (sysexits' EX_NOINPUT). One code for every command.
+    case notFound = 66
     /// Network, ICE or DTLS failure; server unreachable.
     case network = 69
     /// Catalog or recording storage failure (unreadable, corrupt, newer schema, disk full).
@@ -42,7 +42,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .failure: "internal failure"
         case .usage: "bad command line"
         case .dataError: "a recording failed verification"
-        case .missingFile: "a recording's file is missing from its host"
+        case .notFound: "not found (a session or recording the catalog does not hold, or a recording's file missing from its host)"
         case .network: "network/ICE/DTLS failure"
         case .storage: "storage failure (catalog, disk full, a file that could not be written)"
         case .protocolError: "protocol error"
@@ -60,19 +60,5 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     /// "Exit codes: 0 done, 69 …" for a command's help, from this one table.
     public static func helpLine(_ statuses: [ExitStatus]) -> String {
         "Exit codes: " + statuses.map { "\($0.rawValue) \($0.summary)" }.joined(separator: ", ") + "."
-    }
-}
-
-extension ExitStatus {
-    /// The exit code a catalog failure gives: the server's reachability and credentials have
-    /// their own codes (a fleet's alerting tells a down database from a full disk), a location
-    /// that does not parse is configuration, anything else is storage.
-    public init(catalogError: CatalogError) {
-        switch catalogError.reason {
-        case .unreachable, .unavailable: self = .catalogUnavailable
-        case .credentials: self = .catalogCredentials
-        case .badLocation: self = .configuration
-        default: self = .storage
-        }
     }
 }
