@@ -38,3 +38,32 @@ public struct BitReader: Sendable {
         return try read(leadingZeros) + (UInt64(1) << UInt64(leadingZeros)) - 1
     }
 }
+
+extension BitReader {
+    /// H.264's ue(v) (ITU-T H.264 §9.1): leading zeros, a one, then as many value bits. Values
+    /// are 32-bit in every syntax element recbot reads, so a longer prefix is invalid.
+    public mutating func readUnsignedExpGolomb() throws(BitstreamError) -> UInt32 {
+        var leadingZeros = 0
+        while try read(1) == 0 {
+            leadingZeros += 1
+            if leadingZeros > 31 { throw .invalid("Exp-Golomb code longer than 32 bits") }
+        }
+        return UInt32(try read(leadingZeros) + (UInt64(1) << UInt64(leadingZeros)) - 1)
+    }
+
+    /// H.264's se(v) (§9.1.1): ue(v) mapped to 0, 1, −1, 2, −2…
+    public mutating func readSignedExpGolomb() throws(BitstreamError) -> Int32 {
+        let code = Int64(try readUnsignedExpGolomb())
+        return Int32(code & 1 == 1 ? (code + 1) / 2 : -(code / 2))
+    }
+
+    /// Reads and discards `count` bits.
+    public mutating func skip(_ count: Int) throws(BitstreamError) {
+        var left = count
+        while left > 0 {
+            let step = min(left, 64)
+            _ = try read(step)
+            left -= step
+        }
+    }
+}

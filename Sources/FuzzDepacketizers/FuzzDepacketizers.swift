@@ -1,6 +1,7 @@
 // libFuzzer target for the VP8, H.264 (with its SPS reader) and Opus depacketizers: the input
 // is split into payloads (a length byte before each) and assembled as one frame by each.
 // No crash; a frame that comes out is never empty, and an H.264 frame is Annex-B.
+import Bitstreams
 import FuzzSupport
 import Media
 

@@ -2,6 +2,7 @@
 // length byte before each), which are parsed as descriptors and assembled as one picture; the
 // result's superframe index and uncompressed header are read back. No crash, and a superframe
 // we build always unpacks to the layer frames it was made of.
+import Bitstreams
 import FuzzSupport
 import Media
 

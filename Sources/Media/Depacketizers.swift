@@ -1,3 +1,5 @@
+import Bitstreams
+
 /// A complete encoded frame from one RTP stream.
 public struct EncodedFrame: Sendable, Equatable {
     public var data: [UInt8]
@@ -155,105 +157,5 @@ public struct H264Depacketizer: Depacketizer {
         }
         frame.data = data
         return frame
-    }
-}
-
-/// Reads the picture size from an H.264 sequence parameter set (ITU-T H.264 §7.3.2.1.1).
-public enum H264SPS {
-    public static func pictureSize(_ nal: [UInt8]) -> (width: Int, height: Int)? {
-        // Drop emulation prevention bytes (00 00 03).
-        var rbsp: [UInt8] = []
-        rbsp.reserveCapacity(nal.count)
-        var zeros = 0
-        for byte in nal.dropFirst() {
-            if zeros >= 2 && byte == 3 { zeros = 0; continue }
-            zeros = byte == 0 ? zeros + 1 : 0
-            rbsp.append(byte)
-        }
-        var bits = ExpGolombReader(rbsp)
-        guard let profile = bits.bits(8), bits.bits(16) != nil, bits.ue() != nil else { return nil }  // constraints+level, sps id
-        var chromaFormat = 1
-        if [100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135].contains(profile) {
-            guard let format = bits.ue() else { return nil }
-            chromaFormat = Int(format)
-            if format == 3 { guard bits.bits(1) != nil else { return nil } }
-            guard bits.ue() != nil, bits.ue() != nil, bits.bits(1) != nil, let scaling = bits.bits(1) else { return nil }
-            if scaling == 1 {
-                for index in 0..<(format == 3 ? 12 : 8) {
-                    guard let present = bits.bits(1) else { return nil }
-                    if present == 1 { guard bits.skipScalingList(index < 6 ? 16 : 64) else { return nil } }
-                }
-            }
-        }
-        guard bits.ue() != nil, let pocType = bits.ue() else { return nil }  // log2_max_frame_num
-        if pocType == 0 {
-            guard bits.ue() != nil else { return nil }
-        } else if pocType == 1 {
-            guard bits.bits(1) != nil, bits.se() != nil, bits.se() != nil, let cycle = bits.ue(), cycle <= 255 else { return nil }
-            for _ in 0..<cycle { guard bits.se() != nil else { return nil } }
-        }
-        guard bits.ue() != nil, bits.bits(1) != nil, let widthMbs = bits.ue(), let heightUnits = bits.ue(),
-              let frameMbsOnly = bits.bits(1) else { return nil }
-        if frameMbsOnly == 0 { guard bits.bits(1) != nil else { return nil } }
-        guard bits.bits(1) != nil, let cropping = bits.bits(1) else { return nil }
-        var width = (Int(widthMbs) + 1) * 16
-        var height = (Int(heightUnits) + 1) * 16 * (2 - Int(frameMbsOnly))
-        if cropping == 1 {
-            guard let left = bits.ue(), let right = bits.ue(), let top = bits.ue(), let bottom = bits.ue() else { return nil }
-            let cropX = chromaFormat == 0 || chromaFormat == 3 ? 1 : 2
-            let cropY = (chromaFormat == 1 ? 2 : 1) * (2 - Int(frameMbsOnly))
-            width -= (Int(left) + Int(right)) * cropX
-            height -= (Int(top) + Int(bottom)) * cropY
-        }
-        guard (1...16_384).contains(width), (1...16_384).contains(height) else { return nil }
-        return (width, height)
-    }
-}
-
-/// Bounds-checked bit reader with Exp-Golomb codes.
-struct ExpGolombReader {
-    let bytes: [UInt8]
-    var position = 0
-
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
-
-    mutating func bits(_ count: Int) -> UInt32? {
-        guard count <= 32, position + count <= bytes.count * 8 else { return nil }
-        var value: UInt32 = 0
-        for _ in 0..<count {
-            value = value << 1 | UInt32(bytes[position >> 3] >> (7 - UInt8(position & 7)) & 1)
-            position += 1
-        }
-        return value
-    }
-
-    mutating func ue() -> UInt32? {
-        var zeros = 0
-        while true {
-            guard let bit = bits(1) else { return nil }
-            if bit == 1 { break }
-            zeros += 1
-            if zeros > 31 { return nil }
-        }
-        guard let rest = bits(zeros) else { return nil }
-        return (UInt32(1) << UInt32(zeros)) - 1 + rest
-    }
-
-    mutating func se() -> Int32? {
-        guard let value = ue() else { return nil }
-        return value & 1 == 1 ? Int32((value + 1) / 2) : -Int32(value / 2)
-    }
-
-    mutating func skipScalingList(_ size: Int) -> Bool {
-        var last: Int32 = 8, next: Int32 = 8
-        for _ in 0..<size {
-            if next != 0 {
-                // delta_scale is −128…127 (H.264 §7.4.2.1.1.1); a crafted one must not overflow.
-                guard let delta = se(), (-128...127).contains(delta) else { return false }
-                next = (last + delta + 256) % 256
-            }
-            last = next == 0 ? last : next
-        }
-        return true
     }
 }

@@ -1,3 +1,5 @@
+import Bitstreams
+
 /// The VP9 payload descriptor (RFC 9628 §4.2), as far as a receiver needs it.
 public struct VP9PayloadDescriptor: Sendable, Equatable {
     /// I: a 7- or 15-bit picture ID follows.
@@ -204,43 +206,6 @@ public enum VP9Superframe {
             offset += size
         }
         return offset == data.count - indexLength ? frames : nil
-    }
-}
-
-/// What a receiver reads from a VP9 frame's uncompressed header (VP9 specification §6.2):
-/// whether it is a keyframe and, for one, its size.
-public struct VP9FrameHeader: Sendable, Equatable {
-    public var isKeyframe: Bool
-    public var width: Int?
-    public var height: Int?
-
-    public init?(_ frame: [UInt8]) {
-        var bits = ExpGolombReader(frame)  // the H.264 bit reader: big-endian, bounds-checked
-        guard bits.bits(2) == 2 else { return nil }  // frame_marker
-        guard let low = bits.bits(1), let high = bits.bits(1) else { return nil }
-        let profile = high << 1 | low
-        if profile == 3 { guard bits.bits(1) == 0 else { return nil } }
-        guard let showExisting = bits.bits(1) else { return nil }
-        if showExisting == 1 {
-            isKeyframe = false
-            return
-        }
-        guard let frameType = bits.bits(1), bits.bits(2) != nil else { return nil }  // frame_type, show_frame, error_resilient
-        isKeyframe = frameType == 0
-        guard isKeyframe else { return }
-        guard bits.bits(8) == 0x49, bits.bits(8) == 0x83, bits.bits(8) == 0x42 else { return nil }  // frame_sync_code
-        // color_config
-        if profile >= 2 { guard bits.bits(1) != nil else { return nil } }
-        guard let colorSpace = bits.bits(3) else { return nil }
-        if colorSpace != 7 {  // not sRGB
-            guard bits.bits(1) != nil else { return nil }
-            if profile == 1 || profile == 3 { guard bits.bits(3) != nil else { return nil } }
-        } else if profile == 1 || profile == 3 {
-            guard bits.bits(1) != nil else { return nil }
-        }
-        guard let width = bits.bits(16), let height = bits.bits(16) else { return nil }
-        self.width = Int(width) + 1
-        self.height = Int(height) + 1
     }
 }
 

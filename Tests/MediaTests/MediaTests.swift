@@ -1,3 +1,4 @@
+import Bitstreams
 import CodecBindings
 import Foundation
 import RTP

@@ -1,3 +1,4 @@
+import Bitstreams
 import CodecBindings
 import RTP
 import Testing
