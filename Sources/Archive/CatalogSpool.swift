@@ -153,6 +153,6 @@ public final class CatalogSpool: @unchecked Sendable {
     /// while its writer lives.
     public static func leftovers(in directory: String) -> [String] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        return names.filter { $0.hasSuffix(".sqlite") }.sorted().map { directory + "/" + $0 }
+        return names.filter { $0.hasSuffix(".sqlite") }.sorted().map { (directory as NSString).appendingPathComponent($0) }
     }
 }

@@ -1,4 +1,5 @@
 import Archive
+import DiskLayout
 import Foundation
 import Glibc
 import Logging
@@ -41,7 +42,7 @@ public struct ArchiveUploader: Sendable {
                                        channel: String? = nil) throws(UploadError) -> [SessionRecord] {
         let access = CatalogAccess(store: catalog)
         let done = Set(try access.uploads(UploadFilter(objectURLPrefix: destination.objectURLPrefix, status: .uploaded))
-            .filter { $0.fileName.hasPrefix("report-") && $0.endpoint == endpoint }.map(\.sessionID))
+            .filter { ArchiveFile(name: $0.fileName) == .report(recordingID: $0.sessionID) && $0.endpoint == endpoint }.map(\.sessionID))
         let sessions: [SessionRecord]
         do { sessions = try catalog.sessions(SessionFilter(channelID: channel)) } catch { throw .catalog(error) }
         return sessions.filter { $0.endedAt != nil && !done.contains($0.id) }.reversed()
@@ -49,7 +50,8 @@ public struct ArchiveUploader: Sendable {
 
     /// Uploads every file of the session's directory, in `UploadOrder`, stopping at the first
     /// failure (so a report never goes up before its media). The session must have ended.
-    public func upload(session: SessionRecord, directory: String, lockPath: String) async throws(UploadError) -> SessionUploadResult {
+    public func upload(session: SessionRecord, layout: ArchiveLayout, lockPath: String) async throws(UploadError) -> SessionUploadResult {
+        let directory = layout.directory
         guard session.endedAt != nil else { throw .sessionNotEnded(session.id) }
         let lock = try takeLock(lockPath, session: session.id)
         defer { lock.release() }
@@ -67,7 +69,7 @@ public struct ArchiveUploader: Sendable {
                 ?? UploadRecord(sessionID: session.id, fileName: name, objectURL: url, endpoint: client.endpoint.description, bytes: 0,
                                 startedAt: FileUpload.now())
             let upload = FileUpload(client: client, catalog: catalog, bucket: options.destination.bucket, key: key,
-                                    path: directory + "/" + name, fileName: name, partObserver: partObserver, logger: logger)
+                                    path: layout.path(of: name), fileName: name, partObserver: partObserver, logger: logger)
             let (stored, outcome) = try await upload.run(record: record, preferredPartSize: options.partSize)
             logger.info("file uploaded", metadata: ["session": "\(session.id)", "file": "\(name)", "object": "\(url)", "outcome": "\(outcome.rawValue)"])
             result.files.append((stored, outcome))
@@ -77,7 +79,7 @@ public struct ArchiveUploader: Sendable {
                 result.keptLocalFiles = why
                 logger.notice("local files kept", metadata: ["session": "\(session.id)", "why": "\(why)"])
             } else {
-                result.files = try removeLocalCopies(result.files, directory: directory)
+                result.files = try removeLocalCopies(result.files, layout: layout)
                 result.deletedLocalFiles = true
             }
         }
@@ -107,13 +109,13 @@ public struct ArchiveUploader: Sendable {
     }
 
     /// Media first, report last, as they went up; the directory goes when it is empty.
-    private func removeLocalCopies(_ files: [(record: UploadRecord, outcome: FileUploadOutcome)], directory: String) throws(UploadError)
+    private func removeLocalCopies(_ files: [(record: UploadRecord, outcome: FileUploadOutcome)], layout: ArchiveLayout) throws(UploadError)
         -> [(record: UploadRecord, outcome: FileUploadOutcome)] {
         var updated = files
         for index in updated.indices {
             var record = updated[index].record
             guard record.status == .uploaded, let uploadedAt = record.uploadedAt else { continue }
-            let path = directory + "/" + record.fileName
+            let path = layout.path(of: record.fileName)
             // Only the bytes that were verified: same size, not modified since.
             let state = try LocalFileState(path: path, fileName: record.fileName)
             guard state.size == record.bytes, state.unchanged(since: uploadedAt) else {
@@ -125,7 +127,7 @@ public struct ArchiveUploader: Sendable {
             record.localDeletedAt = FileUpload.now()
             updated[index].record = try catalog.save(record)
         }
-        _ = rmdir(directory)  // fails (and stays) when something else is left in it
+        _ = rmdir(layout.directory)  // fails (and stays) when something else is left in it
         return updated
     }
 

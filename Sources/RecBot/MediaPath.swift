@@ -1,5 +1,6 @@
 import Archive
 import DTLS
+import DiskLayout
 import Foundation
 import Logging
 import Media

@@ -1,4 +1,5 @@
 import Archive
+import DiskLayout
 import Foundation
 import Media
 import Recorder
@@ -74,7 +75,7 @@ final class RecordingFinisher: @unchecked Sendable {
         lock.withLock { if lastParts[done.connectionID]?.part == done.part { lastParts[done.connectionID]?.marked = true } }
         do {
             try ArchiveLayout.writeJSON(Sidecar.splitEnd(connectionID: done.connectionID, lastPart: done.part, context: context),
-                                        to: layout.directory + "/" + layout.splitEndFilename(connectionID: done.connectionID))
+                                        to: layout.path(of: layout.splitEndFilename(connectionID: done.connectionID)))
         } catch {
             lock.withLock {
                 if let index = items.lastIndex(where: { $0.connectionID == done.connectionID && $0.part == done.part }) {

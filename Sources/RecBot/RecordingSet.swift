@@ -1,3 +1,4 @@
+import DiskLayout
 import Logging
 import Media
 import Recorder

@@ -1,3 +1,4 @@
+import DiskLayout
 import Foundation
 import WebM
 

@@ -1,3 +1,4 @@
+import DiskLayout
 import Foundation
 import Media
 import WebM
@@ -374,7 +375,7 @@ public final class SenderRecorder: @unchecked Sendable {
         let layout = self.layout
         createdFilename = filename
         onFileStarted?(self)
-        file.create(in: layout, path: layout.directory + "/" + filename)
+        file.create(in: layout, path: layout.path(of: filename))
     }
 
     /// Muxes one frame; false when it was a video frame that had to be dropped.
@@ -450,7 +451,7 @@ public final class SenderRecorder: @unchecked Sendable {
         _ = drain(now: now, force: true)  // nothing to ask for a keyframe any more
         guard let muxer else { return nil }
         var durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
-        let rename = createdFilename.flatMap { $0 == filename ? nil : (layout.directory + "/" + $0, layout.directory + "/" + filename) }
+        let rename = createdFilename.flatMap { $0 == filename ? nil : (layout.path(of: $0), layout.path(of: filename)) }
         let finalized = file.finalize(muxer, durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0),
                                       rename: rename)
         let (error, interruption, size, finalMuxer) = (finalized.error, finalized.interruption, finalized.size, finalized.muxer)
@@ -477,7 +478,7 @@ public final class SenderRecorder: @unchecked Sendable {
             // Media first, sidecar second (the uploader queues a sidecar only once its media exists).
             do {
                 try ArchiveLayout.writeJSON(Sidecar.object(finished, context: context, layout: layout),
-                                            to: layout.directory + "/" + finished.sidecarFilename)
+                                            to: layout.path(of: finished.sidecarFilename))
             } catch {
                 finished.error = "sidecar: \(error)"
             }

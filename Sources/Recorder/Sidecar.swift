@@ -1,3 +1,4 @@
+import DiskLayout
 import Foundation
 
 /// Session facts every sidecar and the report repeat.
@@ -56,9 +57,9 @@ public enum Sidecar {
             "client_id": null(context.clientIDs[r.connectionID]),
             "bundle_id": null(context.bundleIDs[r.connectionID]),
             "filename": r.filename,
-            "file_path": layout.directory + "/" + r.filename,
+            "file_path": layout.path(of: r.filename),
             "metadata_filename": r.sidecarFilename,
-            "metadata_file_path": layout.directory + "/" + r.sidecarFilename,
+            "metadata_file_path": layout.path(of: r.sidecarFilename),
             "size": r.size,
             "created_at": r.stoppedAtMilliseconds / 1000,
             "start_time": r.startedAtMilliseconds / 1000,

@@ -1,4 +1,5 @@
 import Archive
+import DiskLayout
 import Foundation
 import Media
 import Recorder
@@ -97,7 +98,7 @@ public struct SessionRepair {
         for (name, sender) in unknownFiles(layout: layout, rows: rows) {
             var row = RecordingRecord(sessionID: session.id, connectionID: sender.connectionID, part: sender.part,
                                       path: layout.catalogPath(name), videoCodec: nil, audioCodec: nil, startedAt: session.startedAt)
-            row.startedAt = estimatedFileStart(layout.directory + "/" + name, session: session)
+            row.startedAt = estimatedFileStart(layout.path(of: name), session: session)
             row.host = storageHost
             outcome.files.append(repairRow(&row, session: session, layout: layout, context: context))
             rows.append(try catalog.insertRecording(row))
@@ -161,7 +162,7 @@ public struct SessionRepair {
     private func writeSidecar(_ recording: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) throws {
         var object = Sidecar.object(recording, context: context, layout: layout)
         object["repaired"] = true
-        try ArchiveLayout.writeJSON(object, to: layout.directory + "/" + recording.sidecarFilename)
+        try ArchiveLayout.writeJSON(object, to: layout.path(of: recording.sidecarFilename))
     }
 
     /// Why the report could not be written (nil when it was, or there is nothing to report).
@@ -186,8 +187,8 @@ public struct SessionRepair {
         let known = Set(rows.map { ($0.path as NSString).lastPathComponent })
         let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.directory)) ?? []
         return names.sorted().compactMap { name in
-            guard !known.contains(name), let sender = ArchiveLayout.parseMediaFilename(name) else { return nil }
-            return (name, sender)
+            guard !known.contains(name), case .media(let connectionID, let part) = ArchiveFile(name: name) else { return nil }
+            return (name, (connectionID, part))
         }
     }
 

@@ -1,6 +1,7 @@
 import Archive
 import ArchivePostgres
 import ArchiveUpload
+import DiskLayout
 import Foundation
 import Logging
 import NIOCore
@@ -104,7 +105,7 @@ final class UploadFixture: @unchecked Sendable {
     /// Uploads the session and shuts the client down.
     func upload(_ uploader: (ArchiveUploader, S3Client)) async throws -> SessionUploadResult {
         do {
-            let result = try await uploader.0.upload(session: session, directory: directory, lockPath: lockPath)
+            let result = try await uploader.0.upload(session: session, layout: ArchiveLayout(recordingsRoot: root + "/recordings", recordingID: session.id), lockPath: lockPath)
             await uploader.1.shutdown()
             return result
         } catch {

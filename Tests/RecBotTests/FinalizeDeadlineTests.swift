@@ -1,4 +1,5 @@
 import Archive
+import DiskLayout
 import Foundation
 import Logging
 import Media

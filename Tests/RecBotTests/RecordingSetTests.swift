@@ -1,4 +1,5 @@
 import CodecBindings
+import DiskLayout
 import Foundation
 import Logging
 import Media

@@ -1,5 +1,6 @@
 import Bitstreams
 import CodecBindings
+import DiskLayout
 import Foundation
 import Media
 import Testing

@@ -1,6 +1,7 @@
 import Archive
 import ArchivePostgres
 import ArgumentParser
+import DiskLayout
 import Foundation
 import Logging
 import Outcomes

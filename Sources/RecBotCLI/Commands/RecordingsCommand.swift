@@ -1,3 +1,4 @@
+import DiskLayout
 import Outcomes
 import RecBot
 import Recorder

@@ -1,5 +1,6 @@
 import Archive
 import ArchiveUpload
+import DiskLayout
 import Foundation
 import Logging
 import ObjectStorage
@@ -38,12 +39,12 @@ struct SessionUploads {
         }
         let uploader = ArchiveUploader(client: client, catalog: catalog, options: configuration.options, logger: logger)
         for session in sessions {
-            guard let path = directory.confinedLayout(session: session.id)?.directory else {
+            guard let layout = directory.confinedLayout(session: session.id) else {
                 report.failures.append((session.id, .verification(file: session.id, "the catalog's session id is not one recbot makes; nothing uploaded or deleted")))
                 continue
             }
             do {
-                report.results.append(try await uploader.upload(session: session, directory: path, lockPath: directory.uploadLockPath(session: session.id)))
+                report.results.append(try await uploader.upload(session: session, layout: layout, lockPath: directory.uploadLockPath(session: session.id)))
             } catch {
                 if case .busy = error, skipBusy {
                     Console.note("session \(session.id) is being uploaded by another process: skipped")

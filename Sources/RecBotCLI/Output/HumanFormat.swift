@@ -1,3 +1,4 @@
+import DiskLayout
 import Foundation
 
 /// Formats for people (tables) and for scripts (JSON: RFC 3339 UTC).

@@ -11,8 +11,20 @@ public struct ArchiveLayout: Sendable {
         self.recordingID = recordingID
     }
 
-    public var directory: String { recordingsRoot + "/" + recordingID }
-    public var reportPath: String { directory + "/report-\(recordingID).json" }
+    public var directory: String { Self.join(recordingsRoot, recordingID) }
+    public var reportPath: String { path(of: reportFilename) }
+    public var reportFilename: String { "report-\(recordingID).json" }
+
+    /// A file of this session's directory. Only the last component of `name` is used, so a
+    /// name from a catalog or a listing can never lead out of the directory.
+    public func path(of name: String) -> String {
+        Self.join(directory, name.split(separator: "/").last.map(String.init) ?? "")
+    }
+
+    /// The one place a directory and a name become a path.
+    static func join(_ directory: String, _ name: String) -> String {
+        directory.hasSuffix("/") ? directory + name : directory + "/" + name
+    }
     /// A file of this session as the catalog names it: relative to the data directory, so the
     /// directory can move.
     public func catalogPath(_ filename: String) -> String { "\(DataDirectory.recordingsFolder)/\(recordingID)/\(filename)" }
@@ -22,20 +34,6 @@ public struct ArchiveLayout: Sendable {
     public func sidecarFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ".json" }
     /// Marks the last split part of a sender (JSON only).
     public func splitEndFilename(connectionID: String) -> String { "split-archive-end-\(connectionID).json" }
-
-    /// The sender and part a media file name stands for, or nil when it is not one of ours.
-    public static func parseMediaFilename(_ name: String) -> (connectionID: String, part: Int)? {
-        guard name.hasSuffix(".webm") else { return nil }
-        let base = name.dropLast(5)
-        if base.hasPrefix("archive-") {
-            let id = String(base.dropFirst(8))
-            return isSafeConnectionID(id) ? (id, 0) : nil
-        }
-        guard base.hasPrefix("split-archive-"), let underscore = base.lastIndex(of: "_") else { return nil }
-        let id = String(base[base.index(base.startIndex, offsetBy: 14)..<underscore])
-        guard isSafeConnectionID(id), let part = Int(base[base.index(after: underscore)...]), part > 0 else { return nil }
-        return (id, part)
-    }
 
     /// Sora's four-digit split index ("0001").
     public static func splitIndex(_ part: Int) -> String {

@@ -17,18 +17,18 @@ public struct DataDirectory: Sendable, Equatable {
         if let variable = environment["RECBOT_DATA_DIR"], !variable.isEmpty { return DataDirectory(path: absolute(variable)) }
         if let configured, !configured.isEmpty { return DataDirectory(path: absolute(configured)) }
         if isRoot { return DataDirectory(path: "/var/lib/recbot") }
-        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return DataDirectory(path: xdg + "/recbot") }
+        if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return DataDirectory(path: ArchiveLayout.join(xdg, "recbot")) }
         let home = environment["HOME"] ?? NSHomeDirectory()
-        return DataDirectory(path: home + "/.local/share/recbot")
+        return DataDirectory(path: ArchiveLayout.join(home, ".local/share/recbot"))
     }
 
-    public var catalogPath: String { path + "/catalog.sqlite" }
+    public var catalogPath: String { ArchiveLayout.join(path, "catalog.sqlite") }
     /// Catalog writes waiting for an unreachable PostgreSQL catalog, one file per session.
-    public var spoolDirectory: String { path + "/spool" }
-    public func spoolPath(session: String) -> String { spoolDirectory + "/" + session + ".sqlite" }
-    public var recordingsPath: String { path + "/" + DataDirectory.recordingsFolder }
+    public var spoolDirectory: String { ArchiveLayout.join(path, "spool") }
+    public func spoolPath(session: String) -> String { ArchiveLayout.join(spoolDirectory, session + ".sqlite") }
+    public var recordingsPath: String { ArchiveLayout.join(path, DataDirectory.recordingsFolder) }
     /// One upload of a session at a time on this host (`upload --pending` from cron, `join --upload`).
-    public func uploadLockPath(session: String) -> String { path + "/locks/upload-" + session + ".lock" }
+    public func uploadLockPath(session: String) -> String { ArchiveLayout.join(ArchiveLayout.join(path, "locks"), "upload-" + session + ".lock") }
     /// Recordings live in `<data dir>/recordings/<session id>/`.
     static let recordingsFolder = "recordings"
 
@@ -40,7 +40,7 @@ public struct DataDirectory: Sendable, Equatable {
     /// Catalog paths are relative to the data directory, so the directory can move. For showing
     /// a path only: what is opened, renamed or deleted goes through `recordingFile`.
     public func absolute(catalogPath relative: String) -> String {
-        relative.hasPrefix("/") ? relative : path + "/" + relative
+        relative.hasPrefix("/") ? relative : ArchiveLayout.join(path, relative)
     }
 
     /// The file a recording's catalog row names, when it is one recbot could have written there:
@@ -51,8 +51,8 @@ public struct DataDirectory: Sendable, Equatable {
     public func recordingFile(catalogPath: String, sessionID: String, connectionID: String) -> String? {
         guard let layout = confinedLayout(session: sessionID), ArchiveLayout.isSafeConnectionID(connectionID) else { return nil }
         let name = (catalogPath as NSString).lastPathComponent
-        guard let sender = ArchiveLayout.parseMediaFilename(name), sender.connectionID == connectionID else { return nil }
-        let absolute = layout.directory + "/" + name
+        guard case .media(connectionID, _) = ArchiveFile(name: name) else { return nil }
+        let absolute = layout.path(of: name)
         // Rows name files relative to the data directory; the oldest named them absolutely.
         guard catalogPath == layout.catalogPath(name) || catalogPath == absolute else { return nil }
         return absolute
@@ -67,7 +67,7 @@ public struct DataDirectory: Sendable, Equatable {
     private static func absolute(_ path: String) -> String {
         let expanded = (path as NSString).expandingTildeInPath
         if expanded.hasPrefix("/") { return (expanded as NSString).standardizingPath }
-        let joined = FileManager.default.currentDirectoryPath + "/" + expanded
+        let joined = ArchiveLayout.join(FileManager.default.currentDirectoryPath, expanded)
         return (joined as NSString).standardizingPath
     }
 }

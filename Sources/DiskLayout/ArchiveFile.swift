@@ -1,0 +1,69 @@
+/// What a file in a session's directory is, by its name (Sora's archive layout,
+/// recording-format.md). The one classifier: the recorder names files by it, repair and verify
+/// find media by it, the uploader orders and filters by it. A name it does not know (a
+/// temporary `.tmp`, a dotfile, anything else) is not part of the recording.
+public enum ArchiveFile: Equatable, Sendable {
+    /// `archive-<id>.webm` (part 0) or `split-archive-<id>_<NNNN>.webm` (parts from 1).
+    case media(connectionID: String, part: Int)
+    /// The JSON beside a media file, named like it.
+    case sidecar(connectionID: String, part: Int)
+    /// `split-archive-end-<id>.json`: marks a sender's last split part.
+    case splitEnd(connectionID: String)
+    /// `report-<recording id>.json`: the whole recording, written last.
+    case report(recordingID: String)
+
+    public init?(name: String) {
+        if let base = Self.strip(name, suffix: ".webm") {
+            guard let (id, part) = Self.sender(base) else { return nil }
+            self = .media(connectionID: id, part: part)
+        } else if let base = Self.strip(name, suffix: ".json") {
+            if let id = Self.strip(base, prefix: "split-archive-end-"), ArchiveLayout.isSafeConnectionID(id) {
+                self = .splitEnd(connectionID: id)
+            } else if let id = Self.strip(base, prefix: "report-"), ArchiveLayout.isSafeConnectionID(id) {
+                self = .report(recordingID: id)
+            } else if let (id, part) = Self.sender(base) {
+                self = .sidecar(connectionID: id, part: part)
+            } else {
+                return nil
+            }
+        } else {
+            return nil
+        }
+    }
+
+    /// The order a session's files go to object storage: media, the sidecars that describe it,
+    /// the split end markers, the report last (a consumer takes a sidecar to mean its media is
+    /// there, and the report to mean everything is).
+    public var uploadRank: Int {
+        switch self {
+        case .media: 0
+        case .sidecar: 1
+        case .splitEnd: 2
+        case .report: 3
+        }
+    }
+
+    public var isMedia: Bool {
+        if case .media = self { return true }
+        return false
+    }
+
+    /// `archive-<id>` or `split-archive-<id>_<NNNN>` with a safe id and a part from 1.
+    private static func sender(_ base: String) -> (String, Int)? {
+        if let id = strip(base, prefix: "archive-") {
+            return ArchiveLayout.isSafeConnectionID(id) ? (id, 0) : nil
+        }
+        guard let rest = strip(base, prefix: "split-archive-"), let underscore = rest.lastIndex(of: "_") else { return nil }
+        let id = String(rest[..<underscore])
+        guard ArchiveLayout.isSafeConnectionID(id), let part = Int(rest[rest.index(after: underscore)...]), part > 0 else { return nil }
+        return (id, part)
+    }
+
+    private static func strip(_ text: String, suffix: String) -> String? {
+        text.hasSuffix(suffix) ? String(text.dropLast(suffix.count)) : nil
+    }
+
+    private static func strip(_ text: String, prefix: String) -> String? {
+        text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : nil
+    }
+}

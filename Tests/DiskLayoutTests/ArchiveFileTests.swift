@@ -1,0 +1,42 @@
+import DiskLayout
+import Testing
+
+@Suite struct ArchiveFileTests {
+    let layout = ArchiveLayout(recordingsRoot: "/data/recordings", recordingID: "01JD2G0000AAAAAAAAAAAAAAAA")
+
+    @Test func everyNameTheLayoutWritesClassifiesBackToItsSender() {
+        for (id, part) in [("SENDER1", 0), ("SENDER1", 1), ("a_b-C", 12), ("X", 9_999), ("X", 10_000)] {
+            #expect(ArchiveFile(name: layout.mediaFilename(connectionID: id, part: part)) == .media(connectionID: id, part: part))
+            #expect(ArchiveFile(name: layout.sidecarFilename(connectionID: id, part: part)) == .sidecar(connectionID: id, part: part))
+        }
+        #expect(ArchiveFile(name: layout.splitEndFilename(connectionID: "SENDER1")) == .splitEnd(connectionID: "SENDER1"))
+        #expect(ArchiveFile(name: layout.reportFilename) == .report(recordingID: "01JD2G0000AAAAAAAAAAAAAAAA"))
+    }
+
+    @Test func namesThatAreNotPartOfARecordingAreNotClassified() {
+        let strangers = [
+            "archive-SENDER1.json.tmp", ".archive-SENDER1.webm", "archive-.webm", "archive-../x.webm", "archive-a b.webm",
+            "split-archive-SENDER1_0000.webm", "split-archive-SENDER1.webm", "split-archive-SENDER1_x.webm", "report-.json",
+            "catalog.sqlite", "archive-SENDER1.mkv", "", "split-archive-end-.json",
+            "archive-" + String(repeating: "A", count: 65) + ".webm",
+        ]
+        for name in strangers { #expect(ArchiveFile(name: name) == nil, "\(name)") }
+    }
+
+    /// An id may hold "_" and "-": the split part is what follows the last "_", and a split end
+    /// marker is not taken for a sidecar.
+    @Test func idsWithSeparatorsStayWhole() {
+        #expect(ArchiveFile(name: "split-archive-a_b_0002.webm") == .media(connectionID: "a_b", part: 2))
+        #expect(ArchiveFile(name: "split-archive-end-a_b.json") == .splitEnd(connectionID: "a_b"))
+        #expect(ArchiveFile(name: "archive-end-a.json") == .sidecar(connectionID: "end-a", part: 0))
+    }
+
+    @Test func pathsStayInTheSessionDirectory() {
+        #expect(layout.path(of: "archive-X.webm") == "/data/recordings/01JD2G0000AAAAAAAAAAAAAAAA/archive-X.webm")
+        #expect(layout.path(of: "../../etc/passwd") == "/data/recordings/01JD2G0000AAAAAAAAAAAAAAAA/passwd")
+        #expect(layout.reportPath == "/data/recordings/01JD2G0000AAAAAAAAAAAAAAAA/report-01JD2G0000AAAAAAAAAAAAAAAA.json")
+        let directory = DataDirectory(path: "/data/")
+        #expect(directory.catalogPath == "/data/catalog.sqlite")
+        #expect(directory.spoolPath(session: "S") == "/data/spool/S.sqlite")
+    }
+}
