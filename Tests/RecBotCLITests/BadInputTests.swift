@@ -2,6 +2,7 @@
 import Foundation
 import GRDB
 import Testing
+import TestSupport
 
 @Suite struct BadInputTests {
     let fixture: Fixture
@@ -109,7 +110,11 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-alone-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let copy = directory.appendingPathComponent("recbot").path
-        try FileManager.default.copyItem(atPath: RecBotBinary.path, toPath: copy)
+        // Copied by cp, not in this process: a test running beside this one that starts a child
+        // while our copy's descriptor is open for writing hands it to that child, and executing
+        // the copy then fails with ETXTBSY ("Text file busy").
+        let copied = try runProcess("/bin/cp", [RecBotBinary.path, copy])
+        try #require(copied.status == 0, "\(copied.stderrText)")
         let data = directory.appendingPathComponent("data").path
         try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
         // An old catalog, made with the first migration only.
