@@ -24,7 +24,7 @@ public final class JoinSession: @unchecked Sendable {
     private var live: MediaPath?
     /// What the session's connections share; set once the catalog row exists.
     private var media: SessionMedia?
-    private var phase = "starting"
+    private var phase = SessionPhase.starting
     private var writer: CatalogWriter?
     private var finalTotals: SessionTotals?
     private let started = Date()
@@ -119,7 +119,7 @@ public final class JoinSession: @unchecked Sendable {
         totals.catalogWritesDropped = writer.dropped
     }
 
-    func setPhase(_ text: String) { stateLock.withLock { phase = text } }
+    func setPhase(_ phase: SessionPhase) { stateLock.withLock { self.phase = phase } }
 
     func setLive(_ path: MediaPath?) { stateLock.withLock { live = path } }
 
@@ -242,7 +242,7 @@ public final class JoinSession: @unchecked Sendable {
         }
         let ending = Self.sessionEnding(outcome.ending, interruptions: media.interruptions.summary(now: Self.monotonicNow()),
                                         failOnInterruption: options.failOnInterruption)
-        setPhase("finalizing")
+        setPhase(.finalizing)
         var final = await SessionFinish(session: session, options: options, media: media).finish(ending, inboxDropped: dropped)
         final.counters.messagesDropped = Int64(dropped.messages)
         // The last totals, while the loop still runs: metrics read them after the end.
@@ -290,7 +290,7 @@ public final class JoinSession: @unchecked Sendable {
             logger.warning("connection to Sora lost; joining again", metadata: [
                 "cause": "\(last.ending.reason)", "attempt": "\(attempt)", "in_ms": "\(delay / 1_000_000)",
             ])
-            setPhase("rejoining (attempt \(attempt))")
+            setPhase(.rejoining(attempt: attempt))
             guard await RejoinWait.wait(until: at, probing: last.unreachable ? options.urls : [], stopRequest: stopRequest,
                                         loop: media.loop) else { return nil }
             interruptions.attemptStarted()

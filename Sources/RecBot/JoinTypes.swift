@@ -27,7 +27,7 @@ public struct JoinStatus: Sendable {
     }
 
     public var elapsedSeconds: Double
-    public var phase: String
+    public var phase: SessionPhase
     public var senders: [Sender]
     /// Outages so far (a lost connection and the rejoin after it), and the media they cost.
     public var interruptions = 0
@@ -36,7 +36,7 @@ public struct JoinStatus: Sendable {
 
 /// The session's running totals, for metrics: every counter only grows, senders that left included.
 public struct SessionTotals: Sendable {
-    public var phase: String
+    public var phase: SessionPhase
     public var startedAtUnixSeconds: Double
     public var uptimeSeconds: Double
     /// ICE and DTLS states (`new`, `checking`, `connected`…), nil before the transport exists.
@@ -68,7 +68,7 @@ public struct SessionTotals: Sendable {
     public var mediaLostSeconds = 0.0
     public var rejoining = false
 
-    public init(phase: String, startedAtUnixSeconds: Double, uptimeSeconds: Double) {
+    public init(phase: SessionPhase, startedAtUnixSeconds: Double, uptimeSeconds: Double) {
         (self.phase, self.startedAtUnixSeconds, self.uptimeSeconds) = (phase, startedAtUnixSeconds, uptimeSeconds)
     }
 }

@@ -131,7 +131,7 @@ final class MediaPath: @unchecked Sendable {
     /// local candidates queue in the inbox; a transport failure takes the control path.
     /// What the session hears of a connection's progress (called on the transport's loop).
     struct Observers {
-        var phase: @Sendable (String) -> Void
+        var phase: @Sendable (SessionPhase) -> Void
         /// DTLS is up: the connection records from now on.
         var recording: @Sendable (MonotonicTime) -> Void
         /// The connection's first frame.
@@ -169,12 +169,12 @@ final class MediaPath: @unchecked Sendable {
             case .localCandidate(let candidate): inbox.post(message: .localCandidate(candidate.sdp))
             case .iceStateChanged(let state):
                 logger.info("ICE \(state)")
-                observers.phase("ICE \(state)")
+                observers.phase(.ice(state))
             case .dtlsConnected(let profile):
                 logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
                 let now = JoinSession.monotonicNow()
                 times.withLockedValue { $0.recordingSince = $0.recordingSince ?? now }
-                observers.phase("recording")
+                observers.phase(.recording)
                 observers.recording(now)
             case .dataChannel(.message(let channel, let isBinary, let data)):
                 inbox.post(message: .dataChannelMessage(label: channel.label, isBinary: isBinary, data: data))

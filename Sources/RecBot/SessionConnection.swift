@@ -42,7 +42,7 @@ struct SessionConnection {
              onFirstFrame: @escaping @Sendable (MonotonicTime) -> Void) async -> Outcome {
         let logger = session.logger
         // 1. Signaling up to the offer.
-        host.setPhase("signaling")
+        host.setPhase(.signaling)
         let start: SignalingStart
         var options = self.options
         if rejoin { options.connectTimeoutSeconds = min(options.connectTimeoutSeconds, Self.rejoinConnectTimeoutSeconds) }
@@ -72,7 +72,7 @@ struct SessionConnection {
         host.setLive(path)
 
         // 3. Media flows on the transport's loop; signaling and control come through the inbox.
-        host.setPhase("ICE checking")
+        host.setPhase(.ice(.checking))
         let botConnectionID = offer.connectionID
         path.start(inbox: inbox, observers: MediaPath.Observers(
             phase: { [weak host] in host?.setPhase($0) },
@@ -91,7 +91,7 @@ struct SessionConnection {
         // 4. Leave politely; this connection's files go to the finisher.
         let rejoinable = ConnectionEndKind.isRejoinable(end, transportFailure: path.transportFailure.withLockedValue { $0 })
             && options.rejoin.maximumAttempts != 0 && stopRequest.requested == nil
-        host.setPhase(rejoinable ? "connection lost" : "finalizing")
+        host.setPhase(rejoinable ? .connectionLost : .finalizing)
         let shutdown = ConnectionShutdown(session: session, media: path)
         await shutdown.leave(signaling, connection: start.connection)
         reader.cancel()

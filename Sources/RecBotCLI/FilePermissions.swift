@@ -7,7 +7,7 @@ public enum FilePermissions {
     public static let defaultUmask: mode_t = 0o027
 
     public static func apply(environment: [String: String]) {
-        umask(parse(environment["RECBOT_UMASK"]) ?? defaultUmask)
+        umask(parse(environment[SettingName.umask.variable]) ?? defaultUmask)
     }
 
     /// An octal umask of at most 0777, or nil.

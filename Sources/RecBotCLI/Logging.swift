@@ -6,7 +6,7 @@ import Logging
 /// the level comes from RECBOT_LOG_LEVEL (trace, debug, info, notice, warning, error).
 public enum RecBotLogging {
     public static func bootstrap(environment: [String: String] = ProcessInfo.processInfo.environment) {
-        let level = environment["RECBOT_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .warning
+        let level = environment[SettingName.logLevel.variable].flatMap { Logger.Level(rawValue: $0.lowercased()) } ?? .warning
         let structured = isatty(STDERR_FILENO) == 0
         LoggingSystem.bootstrap { label in
             var handler = StructuredLogHandler(label: label, structured: structured)

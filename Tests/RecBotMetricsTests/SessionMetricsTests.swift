@@ -11,7 +11,7 @@ import Testing
     }
 
     static func totals(packets: Int, bytes: UInt64, ice: String) -> SessionTotals {
-        var totals = SessionTotals(phase: "recording", startedAtUnixSeconds: 1_700_000_000, uptimeSeconds: 12.5)
+        var totals = SessionTotals(phase: .recording, startedAtUnixSeconds: 1_700_000_000, uptimeSeconds: 12.5)
         totals.iceState = ice
         totals.dtlsState = "connected"
         totals.sendersRecording = 3

@@ -21,7 +21,7 @@ struct CommonOptions: ParsableArguments {
 
     /// The environment over the config file (--config or RECBOT_CONFIG).
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Settings {
-        try Settings.load(environment: environment, configPath: config ?? environment["RECBOT_CONFIG"])
+        try Settings.load(environment: environment, configPath: config ?? environment[SettingName.config.variable])
     }
 
     /// Resolved the same way for every command, so `join` and the queries agree even when the
@@ -29,14 +29,14 @@ struct CommonOptions: ParsableArguments {
     /// thrown by `settings()`; here it just does not count.
     var dataDirectory: DataDirectory {
         let environment = ProcessInfo.processInfo.environment
-        return DataDirectory.resolve(flag: dataDir, environment: environment, configured: (try? settings(environment: environment))?["RECBOT_DATA_DIR"],
+        return DataDirectory.resolve(flag: dataDir, environment: environment, configured: (try? settings(environment: environment))?[.dataDirectory],
                                      isRoot: getuid() == 0)
     }
 
     /// `--catalog`, else RECBOT_CATALOG_URL (environment or config file), else the data
     /// directory's SQLite file. A password on the command line is refused: ps shows it.
     func catalogLocation(settings: Settings) throws -> CatalogLocation {
-        let text = catalog ?? settings["RECBOT_CATALOG_URL"]
+        let text = catalog ?? settings[.catalogURL]
         guard let text else { return .sqlite(path: dataDirectory.catalogPath) }
         let location: CatalogLocation
         do { location = try CatalogLocation.parse(text) } catch { throw Console.fail(error, cause: .invalidConfiguration) }

@@ -10,7 +10,7 @@ struct HostOptions: ParsableArguments {
     var host: String?
 
     func name(settings: Settings) throws -> String {
-        let name = host ?? settings["RECBOT_HOST"] ?? ProcessInfo.processInfo.hostName
+        let name = host ?? settings[.host] ?? ProcessInfo.processInfo.hostName
         guard !name.isEmpty, name.unicodeScalars.allSatisfy({ $0.value > 0x20 && $0.value < 0x7F }) else {
             throw ValidationError("--host / RECBOT_HOST must be printable ASCII without spaces")
         }

@@ -10,52 +10,14 @@ import Recorder
 import SoraSignaling
 import Transport
 
-/// Settings read from the environment and an optional `KEY=value` file (systemd EnvironmentFile
-/// format), so secrets such as metadata tokens stay out of crontab and `ps`.
-struct Settings {
-    var values: [String: String]
-
-    static func load(environment: [String: String], configPath: String?) throws -> Settings {
-        var values: [String: String] = [:]
-        if let configPath {
-            guard let text = try? String(contentsOfFile: configPath, encoding: .utf8) else {
-                throw ValidationError("cannot read config file \(configPath)")
-            }
-            for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-                let line = rawLine.trimmingCharacters(in: .whitespaces)
-                if line.isEmpty || line.hasPrefix("#") { continue }
-                guard let equals = line.firstIndex(of: "="), line[..<equals].hasPrefix("RECBOT_") else {
-                    throw ValidationError("\(configPath):\(number + 1): expected RECBOT_NAME=value")
-                }
-                var value = String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
-                if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
-                    value = String(value.dropFirst().dropLast())
-                }
-                values[String(line[..<equals])] = value
-            }
-        }
-        for (key, value) in environment where key.hasPrefix("RECBOT_") { values[key] = value }  // environment wins
-        return Settings(values: values)
-    }
-
-    subscript(key: String) -> String? { values[key].flatMap { $0.isEmpty ? nil : $0 } }
-}
-
 struct JoinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "join",
         abstract: "Join a Sora channel as a recvonly client and record every sender.",
         discussion: """
             Every option can also come from an environment variable or a config file of RECBOT_NAME=value
-            lines (--config, or RECBOT_CONFIG): RECBOT_CHANNEL, RECBOT_URLS (space or comma separated),
-            RECBOT_METADATA, RECBOT_DURATION, RECBOT_CLIENT_ID, RECBOT_BUNDLE_ID, RECBOT_INSECURE=1,
-            RECBOT_CONNECT_TIMEOUT, RECBOT_ALLOW_ADDRESSES, RECBOT_DENY_ADDRESSES, RECBOT_DATA_DIR,
-            RECBOT_MAX_RECOVERY_DELAY, RECBOT_MAX_EVENTS, RECBOT_MAX_EVENT_BYTES, RECBOT_FINALIZE_TIMEOUT,
-            RECBOT_REJOIN_ATTEMPTS, RECBOT_REJOIN_MAX_DELAY, RECBOT_NO_REJOIN=1, RECBOT_FAIL_ON_INTERRUPTION=1,
-            RECBOT_METRICS_LISTEN, RECBOT_METRICS_TEXTFILE, RECBOT_ICE_SERVERS (JSON or @file),
-            RECBOT_ICE_TRANSPORT_POLICY, RECBOT_TURN_CA_FILE, RECBOT_CATALOG_URL, RECBOT_UPLOAD_URL, RECBOT_S3_ENDPOINT,
-            RECBOT_S3_REGION, RECBOT_UPLOAD_PART_SIZE, RECBOT_UPLOAD_RETRIES, RECBOT_DELETE_AFTER_UPLOAD=1 (and S3 credentials, see
-            `recbot upload --help`).
+            lines (--config, or RECBOT_CONFIG): \(SettingName.all.filter { $0.flag != nil && $0 != .config }.map(\.helpEntry).joined(separator: ", ")),
+            and S3 credentials (see `recbot upload --help`).
             Precedence: flag, then environment, then config file.
 
             """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration,
@@ -199,19 +161,19 @@ struct JoinCommand: AsyncParsableCommand {
 
     func makeOptions(environment: [String: String]) throws -> JoinOptions {
         let settings = try common.settings(environment: environment)
-        guard let channel = channel ?? settings["RECBOT_CHANNEL"], !channel.isEmpty else {
+        guard let channel = channel ?? settings[.channel], !channel.isEmpty else {
             throw ValidationError("--channel (or RECBOT_CHANNEL) is required")
         }
         let urls = !self.urls.isEmpty ? self.urls
-            : (settings["RECBOT_URLS"] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            : (settings[.urls] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
         guard !urls.isEmpty else { throw ValidationError("--url (or RECBOT_URLS) is required") }
         for url in urls where !(url.prefix(5).lowercased() == "ws://" || url.prefix(6).lowercased() == "wss://") {
             throw ValidationError("signaling URL \(url) must start with ws:// or wss://")
         }
         var connect = ConnectOptions(channelID: channel, soraClient: "recbot \(RecBot.version)", environment: "[\(Self.architecture)] Linux")
-        connect.clientID = clientID ?? settings["RECBOT_CLIENT_ID"]
-        connect.bundleID = bundleID ?? settings["RECBOT_BUNDLE_ID"]
-        connect.metadataJSON = try Self.jsonArgument(metadata ?? settings["RECBOT_METADATA"], name: "metadata")
+        connect.clientID = clientID ?? settings[.clientID]
+        connect.bundleID = bundleID ?? settings[.bundleID]
+        connect.metadataJSON = try Self.jsonArgument(metadata ?? settings[.metadata], name: "metadata")
         connect.signalingNotifyMetadataJSON = try Self.jsonArgument(signalingNotifyMetadata, name: "signaling-notify-metadata")
         for (name, value) in [("metadata", metadata), ("signaling-notify-metadata", signalingNotifyMetadata)] {
             guard let value, !value.hasPrefix("@"), let why = InlineSecret.reason(inJSON: value) else { continue }
@@ -254,53 +216,52 @@ struct JoinCommand: AsyncParsableCommand {
         var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
         options.catalog = try common.catalogLocation(settings: settings)
         options.host = try hostOptions.name(settings: settings)
-        if let duration = duration ?? settings["RECBOT_DURATION"].map({ DurationArgument(argument: $0) }) ?? nil {
+        if let duration = duration ?? settings[.duration].map({ DurationArgument(argument: $0) }) ?? nil {
             guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
             options.durationMilliseconds = duration.milliseconds
-        } else if let text = settings["RECBOT_DURATION"] {
-            throw ValidationError("RECBOT_DURATION \(text) is not a duration")
+        } else if let text = settings[.duration] {
+            throw ValidationError("\(SettingName.duration.variable) \(text) is not a duration")
         }
-        if let timeout = connectTimeout ?? settings["RECBOT_CONNECT_TIMEOUT"].flatMap({ DurationArgument(argument: $0) }) {
+        if let timeout = connectTimeout ?? settings[.connectTimeout].flatMap({ DurationArgument(argument: $0) }) {
             options.connectTimeoutSeconds = Double(timeout.milliseconds) / 1000
         }
-        options.insecure = insecure || settings["RECBOT_INSECURE"] == "1" || settings["RECBOT_INSECURE"] == "true"
-        if let delay = maxRecoveryDelay ?? settings["RECBOT_MAX_RECOVERY_DELAY"].flatMap({ DurationArgument(argument: $0) }) {
+        options.insecure = insecure || settings.isOn(.insecure)
+        if let delay = maxRecoveryDelay ?? settings[.maxRecoveryDelay].flatMap({ DurationArgument(argument: $0) }) {
             guard (200...10_000).contains(delay.milliseconds) else { throw ValidationError("--max-recovery-delay must be between 200ms and 10s") }
             options.recovery.maximumRecoveryDelayNanoseconds = delay.milliseconds * 1_000_000
         }
-        if let timeout = finalizeTimeout ?? settings["RECBOT_FINALIZE_TIMEOUT"].flatMap({ DurationArgument(argument: $0) }) {
+        if let timeout = finalizeTimeout ?? settings[.finalizeTimeout].flatMap({ DurationArgument(argument: $0) }) {
             guard timeout.milliseconds >= 1_000 else { throw ValidationError("--finalize-timeout must be at least 1s") }
             options.finalizeTimeoutSeconds = Double(timeout.milliseconds) / 1000
         }
         if noRejoin && rejoinAttempts != nil { throw ValidationError("--no-rejoin and --rejoin-attempts contradict each other") }
-        if let count = rejoinAttempts ?? settings["RECBOT_REJOIN_ATTEMPTS"].flatMap({ Int($0) }) {
+        if let count = rejoinAttempts ?? settings[.rejoinAttempts].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }
             options.rejoin.maximumAttempts = count
         }
-        if let delay = rejoinMaxDelay ?? settings["RECBOT_REJOIN_MAX_DELAY"].flatMap({ DurationArgument(argument: $0) }) {
+        if let delay = rejoinMaxDelay ?? settings[.rejoinMaxDelay].flatMap({ DurationArgument(argument: $0) }) {
             guard (1_000...3_600_000).contains(delay.milliseconds) else { throw ValidationError("--rejoin-max-delay must be between 1s and 1h") }
             options.rejoin.maximumDelayNanoseconds = delay.milliseconds * 1_000_000
         }
-        if noRejoin || settings["RECBOT_NO_REJOIN"] == "1" || settings["RECBOT_NO_REJOIN"] == "true" { options.rejoin.maximumAttempts = 0 }
-        options.failOnInterruption = failOnInterruption || settings["RECBOT_FAIL_ON_INTERRUPTION"] == "1"
-            || settings["RECBOT_FAIL_ON_INTERRUPTION"] == "true"
-        if let count = maxEvents ?? settings["RECBOT_MAX_EVENTS"].flatMap({ Int($0) }) {
+        if noRejoin || settings.isOn(.noRejoin) { options.rejoin.maximumAttempts = 0 }
+        options.failOnInterruption = failOnInterruption || settings.isOn(.failOnInterruption)
+        if let count = maxEvents ?? settings[.maxEvents].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--max-events must not be negative") }
             options.eventLimits.maximumCount = count
         }
-        if let bytes = maxEventBytes ?? settings["RECBOT_MAX_EVENT_BYTES"].flatMap({ Int($0) }) {
+        if let bytes = maxEventBytes ?? settings[.maxEventBytes].flatMap({ Int($0) }) {
             guard bytes >= 0 else { throw ValidationError("--max-event-bytes must not be negative") }
             options.eventLimits.maximumBytes = bytes
         }
-        func prefixes(_ flags: [String], _ key: String) throws -> [IPPrefix] {
-            let texts = !flags.isEmpty ? flags : (settings[key] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        func prefixes(_ flags: [String], _ name: SettingName) throws -> [IPPrefix] {
+            let texts = !flags.isEmpty ? flags : (settings[name] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
             return try texts.map { text in
                 guard let prefix = IPPrefix(text) else { throw ValidationError("\(text) is not an address prefix (e.g. 10.0.0.0/8)") }
                 return prefix
             }
         }
-        options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, "RECBOT_ALLOW_ADDRESSES"),
-                                               deny: try prefixes(denyAddresses, "RECBOT_DENY_ADDRESSES"))
+        options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, .allowAddresses),
+                                               deny: try prefixes(denyAddresses, .denyAddresses))
         options.relay = try relayArguments.settings(settings)
         return options
     }
@@ -327,35 +288,5 @@ struct JoinCommand: AsyncParsableCommand {
         #else
         "unknown"
         #endif
-    }
-}
-
-/// Turns SIGINT and SIGTERM into a clean stop (files finalized, catalog updated). A second
-/// one means "now": recbot exits at once with 128 + the signal number. Every cluster written
-/// so far is on disk and the files have catalog rows, so `recbot repair` finishes them.
-final class SignalForwarder: @unchecked Sendable {
-    private var sources: [DispatchSourceSignal] = []
-    private let lock = NSLock()
-    private var received = 0
-
-    init(_ handler: @escaping @Sendable (String) -> Void) {
-        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                let count = lock.withLock { received += 1; return received }
-                guard count == 1 else {
-                    StandardStreams.err("recbot: second \(name): exiting now; `recbot repair` finishes the files\n")
-                    exit(128 + number)
-                }
-                handler(name)
-            }
-            source.resume()
-            sources.append(source)
-        }
-    }
-
-    func cancel() {
-        for source in sources { source.cancel() }
     }
 }

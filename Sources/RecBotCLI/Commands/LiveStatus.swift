@@ -42,7 +42,7 @@ final class LiveStatus: @unchecked Sendable {
     private func draw(_ status: JoinStatus, channel: String) {
         let elapsed = Int(status.elapsedSeconds)
         var lines = [String(format: "recbot  %@  %02d:%02d:%02d  %@  %d sender(s)", channel, elapsed / 3600, elapsed / 60 % 60, elapsed % 60,
-                            status.phase, status.senders.count)
+                            status.phase.description, status.senders.count)
             + (status.interruptions > 0 ? String(format: "  %d interruption(s), %.1f s lost", status.interruptions, status.mediaLostSeconds) : "")]
         for sender in status.senders {
             let rate = Double(sender.mediaBytes - min(sender.mediaBytes, previousBytes[sender.connectionID] ?? 0)) * 8 / 1000

@@ -16,10 +16,10 @@ struct MetricsArguments: ParsableArguments {
 
     func options(settings: Settings) throws -> MetricsOptions {
         var options = MetricsOptions()
-        if let listen = listen ?? settings["RECBOT_METRICS_LISTEN"] {
+        if let listen = listen ?? settings[.metricsListen] {
             (options.listenHost, options.listenPort) = try Self.hostAndPort(listen)
         }
-        if let path = textfile ?? settings["RECBOT_METRICS_TEXTFILE"] {
+        if let path = textfile ?? settings[.metricsTextfile] {
             do { options.textfile = try MetricsTextfile(path: path) } catch { throw ValidationError("--metrics-textfile \(error)") }
         }
         return options

@@ -20,7 +20,7 @@ struct RelayArguments: ParsableArguments {
 
     func settings(_ settings: Settings) throws -> RelaySettings {
         var relay = RelaySettings()
-        if let value = iceServers ?? settings["RECBOT_ICE_SERVERS"] {
+        if let value = iceServers ?? settings[.iceServers] {
             let fromCommandLine = iceServers != nil
             guard !fromCommandLine || value.hasPrefix("@") else {
                 throw ValidationError("--ice-servers takes @file (credentials on the command line show in ps); or set RECBOT_ICE_SERVERS")
@@ -35,14 +35,14 @@ struct RelayArguments: ParsableArguments {
             }
             do { relay.iceServers = try ICEServer.list(json: text) } catch { throw ValidationError("ICE servers: \(error)") }
         }
-        if let policy = iceTransportPolicy ?? settings["RECBOT_ICE_TRANSPORT_POLICY"] {
+        if let policy = iceTransportPolicy ?? settings[.iceTransportPolicy] {
             switch policy.lowercased() {
             case "relay": relay.relayOnly = true
             case "all": relay.relayOnly = false
             default: throw ValidationError("--ice-transport-policy \(policy): expected all or relay")
             }
         }
-        if let path = turnCAFile ?? settings["RECBOT_TURN_CA_FILE"] {
+        if let path = turnCAFile ?? settings[.turnCAFile] {
             if let problem = TLSFailure.problem(withTrustFile: path) { throw ValidationError("--turn-ca-file: \(problem)") }
             relay.caFile = path
         }

@@ -29,25 +29,25 @@ struct UploadArguments: ParsableArguments {
 
     /// nil when no destination is configured.
     func configuration(destination: String?, settings: Settings, environment: [String: String]) throws -> UploadConfiguration? {
-        guard let text = destination ?? settings["RECBOT_UPLOAD_URL"] else { return nil }
+        guard let text = destination ?? settings[.uploadURL] else { return nil }
         do {
             let destination = try S3Destination.parse(text)
-            let endpoint = try S3Endpoint(url: endpoint ?? settings["RECBOT_S3_ENDPOINT"],
-                                          region: region ?? settings["RECBOT_S3_REGION"] ?? environment["AWS_REGION"])
+            let endpoint = try S3Endpoint(url: endpoint ?? settings[.s3Endpoint],
+                                          region: region ?? settings[.s3Region] ?? environment["AWS_REGION"])
             // The key pair (and token) comes whole from one place: the environment when it names a
             // key id, else the config file; a pair mixed from both would only confuse.
             let fromEnvironment = !(environment["AWS_ACCESS_KEY_ID"] ?? "").isEmpty
             let keys = fromEnvironment ? environment : [
-                "AWS_ACCESS_KEY_ID": settings["RECBOT_S3_ACCESS_KEY_ID"] ?? "", "AWS_SECRET_ACCESS_KEY": settings["RECBOT_S3_SECRET_ACCESS_KEY"] ?? "",
+                "AWS_ACCESS_KEY_ID": settings[.s3AccessKeyID] ?? "", "AWS_SECRET_ACCESS_KEY": settings[.s3SecretAccessKey] ?? "",
             ]
             let credentials = try S3Credentials.fromEnvironment(keys)
-            let mebibytes = try partSizeMiB ?? Self.integer(settings, "RECBOT_UPLOAD_PART_SIZE") ?? Int(PartPlan.defaultPartSize >> 20)
+            let mebibytes = try partSizeMiB ?? Self.integer(settings, .uploadPartSize) ?? Int(PartPlan.defaultPartSize >> 20)
             // At most 512 MiB: a part is held in memory while it is sent.
             guard (5...512).contains(mebibytes) else { throw ValidationError("--upload-part-size must be 5…512 MiB") }
-            let retries = try retries ?? Self.integer(settings, "RECBOT_UPLOAD_RETRIES") ?? 5
+            let retries = try retries ?? Self.integer(settings, .uploadRetries) ?? 5
             guard (0...20).contains(retries) else { throw ValidationError("--upload-retries must be 0…20") }
-            let delete = deleteAfterUpload || settings["RECBOT_DELETE_AFTER_UPLOAD"] == "1"
-            let caFile = caFile ?? settings["RECBOT_S3_CA_FILE"]
+            let delete = deleteAfterUpload || settings.isOn(.deleteAfterUpload)
+            let caFile = caFile ?? settings[.s3CAFile]
             if let caFile, let problem = TLSFailure.problem(withTrustFile: caFile) { throw ValidationError("--s3-ca-file: \(problem)") }
             return UploadConfiguration(
                 options: UploadOptions(destination: destination, partSize: Int64(mebibytes) << 20, deleteAfterUpload: delete),
@@ -59,9 +59,9 @@ struct UploadArguments: ParsableArguments {
 }
 
 extension UploadArguments {
-    static func integer(_ settings: Settings, _ key: String) throws -> Int? {
-        guard let text = settings[key] else { return nil }
-        guard let value = Int(text) else { throw ValidationError("\(key)=\(text): not a whole number") }
+    static func integer(_ settings: Settings, _ name: SettingName) throws -> Int? {
+        guard let text = settings[name] else { return nil }
+        guard let value = Int(text) else { throw ValidationError("\(name.variable)=\(text): not a whole number") }
         return value
     }
 }

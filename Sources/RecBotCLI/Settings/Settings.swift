@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+
+/// Settings read from the environment and an optional `KEY=value` file (systemd EnvironmentFile
+/// format), so secrets such as metadata tokens stay out of crontab and `ps`.
+struct Settings {
+    var values: [String: String]
+
+    static func load(environment: [String: String], configPath: String?) throws -> Settings {
+        var values: [String: String] = [:]
+        if let configPath {
+            guard let text = try? String(contentsOfFile: configPath, encoding: .utf8) else {
+                throw ValidationError("cannot read config file \(configPath)")
+            }
+            for (number, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let line = rawLine.trimmingCharacters(in: .whitespaces)
+                if line.isEmpty || line.hasPrefix("#") { continue }
+                guard let equals = line.firstIndex(of: "="), line[..<equals].hasPrefix("RECBOT_") else {
+                    throw ValidationError("\(configPath):\(number + 1): expected RECBOT_NAME=value")
+                }
+                var value = String(line[line.index(after: equals)...]).trimmingCharacters(in: .whitespaces)
+                if value.count >= 2, let first = value.first, first == "\"" || first == "'", value.last == first {
+                    value = String(value.dropFirst().dropLast())
+                }
+                values[String(line[..<equals])] = value
+            }
+        }
+        for (key, value) in environment where key.hasPrefix("RECBOT_") { values[key] = value }  // environment wins
+        return Settings(values: values)
+    }
+
+    /// The value, when set and not empty.
+    subscript(name: SettingName) -> String? { values[name.variable].flatMap { $0.isEmpty ? nil : $0 } }
+
+    /// An on/off setting: on when `1` or `true`.
+    func isOn(_ name: SettingName) -> Bool {
+        precondition(name.isSwitch, "\(name.variable) is not a switch")
+        return self[name] == "1" || self[name]?.lowercased() == "true"
+    }
+}

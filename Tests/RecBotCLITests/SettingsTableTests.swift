@@ -1,0 +1,43 @@
+import Foundation
+import Testing
+@testable import RecBotCLI
+
+/// Every `RECBOT_*` setting comes from one table (`SettingName`); the options tables in
+/// docs/usage.md must list each of them with the flag it pairs with, and nothing else.
+@Suite struct SettingsTableTests {
+    @Test func theUsageDocumentsEverySettingWithItsFlag() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let usage = try String(contentsOf: root.appendingPathComponent("docs/usage.md"), encoding: .utf8)
+        let byVariable = Dictionary(uniqueKeysWithValues: SettingName.all.map { ($0.variable, $0) })
+        var documented = Set<String>()
+        for row in usage.split(separator: "\n").map(String.init) where row.hasPrefix("|") {
+            let variables = Self.matches(#"RECBOT_[A-Z0-9_]+"#, in: row)
+            let flags = Set(Self.matches(#"--[a-z0-9-]+"#, in: row))
+            for variable in variables {
+                let setting = try #require(byVariable[variable], "docs/usage.md names \(variable), which recbot does not read")
+                documented.insert(variable)
+                if let flag = setting.flag { #expect(flags.contains(flag), "\(variable) is documented without \(flag): \(row)") }
+            }
+        }
+        let undocumented = SettingName.all.map(\.variable).filter { !documented.contains($0) }
+        #expect(undocumented.isEmpty, "not in docs/usage.md's option tables: \(undocumented)")
+    }
+
+    @Test func everyVariableAndFlagIsListedOnce() {
+        let variables = SettingName.all.map(\.variable)
+        #expect(Set(variables).count == variables.count)
+        let flags = SettingName.all.compactMap(\.flag)
+        #expect(Set(flags).count == flags.count)
+    }
+
+    @Test func switchesTakeOneOrTrue() throws {
+        let settings = try Settings.load(environment: ["RECBOT_INSECURE": "TRUE", "RECBOT_NO_REJOIN": "0", "RECBOT_DELETE_AFTER_UPLOAD": "1"],
+                                         configPath: nil)
+        #expect(settings.isOn(.insecure) && !settings.isOn(.noRejoin) && settings.isOn(.deleteAfterUpload) && !settings.isOn(.failOnInterruption))
+    }
+
+    static func matches(_ pattern: String, in text: String) -> [String] {
+        let expression = try! NSRegularExpression(pattern: pattern)
+        return expression.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { Range($0.range, in: text).map { String(text[$0]) } }
+    }
+}
