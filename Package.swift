@@ -129,7 +129,7 @@ let package = Package(
         .target(
             name: "ArchiveUpload",
             dependencies: [
-                "Archive", "DiskLayout", "ObjectStorage", "Outcomes",
+                "Archive", "DiskLayout", "ObjectStorage", "Outcomes", "WireCoding",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOFoundationCompat", package: "swift-nio"),
@@ -223,6 +223,7 @@ let package = Package(
             name: "RecBotCLI",
             dependencies: [
                 "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
+                "WireCoding",
                 "Transport", "Verification", "Repair", "TLSFailure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -232,7 +233,7 @@ let package = Package(
             "RecBotCLI", .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // MARK: Tests
-        .target(name: "TestSupport", dependencies: ["Bitstreams"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Bitstreams", "WireCoding"], path: "Tests/TestSupport"),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "SRTP", "WireCoding"]),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
@@ -252,7 +253,7 @@ let package = Package(
         ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "RecBotTests", dependencies: ["RecBot", "DiskLayout", "Recorder", "Media", "WebMReader", "CodecBindings", "WireCoding",
-                                                        "Archive", "ArchivePostgres", "PostgresTestSupport",
+                                                        "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "Outcomes", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN"]),

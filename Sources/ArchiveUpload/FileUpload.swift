@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOFoundationCompat
 import ObjectStorage
+import WireCoding
 
 /// Puts one local file into one object: a single PUT when it fits a part, else a multipart
 /// upload that resumes what an earlier run left (its id is in the catalog). Every part goes
@@ -19,6 +20,7 @@ struct FileUpload {
     let path: String
     let fileName: String
     let partObserver: PartObserver?
+    let clock: any TimeSource
     let logger: Logger
 
     func run(record: UploadRecord, preferredPartSize: Int64) async throws(UploadError) -> (UploadRecord, FileUploadOutcome) {
@@ -53,7 +55,7 @@ struct FileUpload {
             record.status = .uploaded
             record.etag = etag
             record.uploadID = nil
-            record.uploadedAt = Self.now()
+            record.uploadedAt = clock.wallClockMilliseconds()
             record = try catalog.save(record)
             return (record, resumed ? .resumed : .uploaded)
         } catch {
@@ -185,7 +187,6 @@ struct FileUpload {
         }
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 }
 
 /// What identifies a local file's contents cheaply: a file whose size, modification time or

@@ -4,6 +4,7 @@ import Foundation
 import Glibc
 import Logging
 import ObjectStorage
+import WireCoding
 
 /// What one session's upload did.
 public struct SessionUploadResult: Sendable {
@@ -22,10 +23,13 @@ public struct ArchiveUploader: Sendable {
     private let catalog: CatalogAccess
     private let options: UploadOptions
     private let partObserver: PartObserver?
+    private let clock: any TimeSource
     private let logger: Logger
 
-    public init(client: S3Client, catalog: any CatalogStore, options: UploadOptions, logger: Logger, partObserver: PartObserver? = nil) {
+    public init(client: S3Client, catalog: any CatalogStore, options: UploadOptions, logger: Logger, partObserver: PartObserver? = nil,
+                clock: any TimeSource = SystemTimeSource()) {
         self.client = client
+        self.clock = clock
         self.catalog = CatalogAccess(store: catalog)
         self.options = options
         self.logger = logger
@@ -67,9 +71,9 @@ public struct ArchiveUploader: Sendable {
             let url = options.destination.url(key: key)
             let record = earlier.first { $0.fileName == name && $0.objectURL == url }
                 ?? UploadRecord(sessionID: session.id, fileName: name, objectURL: url, endpoint: client.endpoint.description, bytes: 0,
-                                startedAt: FileUpload.now())
+                                startedAt: clock.wallClockMilliseconds())
             let upload = FileUpload(client: client, catalog: catalog, bucket: options.destination.bucket, key: key,
-                                    path: layout.path(of: name), fileName: name, partObserver: partObserver, logger: logger)
+                                    path: layout.path(of: name), fileName: name, partObserver: partObserver, clock: clock, logger: logger)
             let (stored, outcome) = try await upload.run(record: record, preferredPartSize: options.partSize)
             logger.info("file uploaded", metadata: ["session": "\(session.id)", "file": "\(name)", "object": "\(url)", "outcome": "\(outcome.rawValue)"])
             result.files.append((stored, outcome))
@@ -124,7 +128,7 @@ public struct ArchiveUploader: Sendable {
             guard unlink(path) == 0 || errno == ENOENT else {
                 throw .storage(S3Error(.localFile, "cannot remove \(path): \(String(cString: strerror(errno)))"), file: record.fileName)
             }
-            record.localDeletedAt = FileUpload.now()
+            record.localDeletedAt = clock.wallClockMilliseconds()
             updated[index].record = try catalog.save(record)
         }
         _ = rmdir(layout.directory)  // fails (and stays) when something else is left in it

@@ -1,6 +1,7 @@
 import Archive
 import Foundation
 import Logging
+import WireCoding
 
 /// Catalog writes off the network event loop: one serial queue, bounded by count and by the
 /// bytes the queued writes carry (event payloads). Dropped writes are counted and logged (a
@@ -28,7 +29,8 @@ final class CatalogWriter: @unchecked Sendable {
     // Spooling state: touched on `queue` only.
     private let spoolPath: String?
     private var spool: CatalogSpool?
-    private var lastReplayAttempt = DispatchTime(uptimeNanoseconds: 0)
+    private var lastReplayAttempt = MonotonicTime(nanoseconds: 0)
+    private let clock: any TimeSource
     private var replayScheduled = false
     private var lastHeld: String?
     /// The spool's size as last seen on `queue`, and every write that ever went there: for the
@@ -40,8 +42,10 @@ final class CatalogWriter: @unchecked Sendable {
 
     /// `spoolPath`: where writes wait while the catalog is unreachable; nil disables spooling
     /// (an SQLite catalog is never "unreachable").
-    init(catalog: any CatalogStore, spoolPath: String? = nil, replayIntervalSeconds: Double = 2, logger: Logger) {
+    init(catalog: any CatalogStore, spoolPath: String? = nil, replayIntervalSeconds: Double = 2, clock: any TimeSource = SystemTimeSource(),
+         logger: Logger) {
         self.catalog = catalog
+        self.clock = clock
         self.spoolPath = spoolPath
         self.replayInterval = replayIntervalSeconds
         self.logger = logger
@@ -115,7 +119,7 @@ final class CatalogWriter: @unchecked Sendable {
             logger.error("catalog cannot take writes: they go to the local spool until it does", metadata: [
                 "error": "\(error)", "spool": "\(spoolPath)",
             ])
-            lastReplayAttempt = .now()
+            lastReplayAttempt = clock.now()
             scheduleReplay()
             return opened
         } catch {
@@ -144,8 +148,8 @@ final class CatalogWriter: @unchecked Sendable {
 
     private func replayIfDue(force: Bool = false) {
         guard let spool, !spool.isEmpty else { return }
-        guard force || DispatchTime.now().uptimeNanoseconds >= lastReplayAttempt.uptimeNanoseconds + UInt64(replayInterval * 1e9) else { return }
-        lastReplayAttempt = .now()
+        guard force || clock.now() >= lastReplayAttempt.adding(nanoseconds: Int64(replayInterval * 1e9)) else { return }
+        lastReplayAttempt = clock.now()
         defer { publishSpoolSize() }
         do throws(CatalogError) {
             let result = try spool.replay(into: catalog)

@@ -121,7 +121,7 @@ struct ConnectionShutdown {
         var endContext = media.context
         endContext.endReason = end.reason
         let (recordings, core) = (media.recordings, media.core)
-        let boundary = media.times.withLockedValue { $0.lastFrame } ?? JoinSession.monotonicNow()
+        let boundary = media.times.withLockedValue { $0.lastFrame } ?? session.clock.now()
         let ended = (try? await media.transport.eventLoop.submit(confined: (recordings, core)) { confined -> [(SenderRecorder, ReceiveCounters)] in
             let (recordings, core) = confined
             let recorders = interrupted ? recordings.endForInterruption(boundary: boundary) : recordings.endAll()

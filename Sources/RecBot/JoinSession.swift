@@ -27,7 +27,9 @@ public final class JoinSession: @unchecked Sendable {
     private var phase = SessionPhase.starting
     private var writer: CatalogWriter?
     private var finalTotals: SessionTotals?
-    private let started = Date()
+    private let clock: any TimeSource
+    /// When the process began the session, on both clocks (status and metrics).
+    private let started: (time: MonotonicTime, wallClockMilliseconds: Int64)
     private let stopRequest = StopRequest()
     /// Everything that reaches the current connection while it records; a stop jumps the
     /// queue. Each connection has its own, so nothing of an old one leaks into the next.
@@ -38,8 +40,12 @@ public final class JoinSession: @unchecked Sendable {
     public init(options: JoinOptions, logger: Logger) {
         self.options = options
         self.logger = logger
+        clock = options.clock
+        started = (clock.now(), clock.wallClockMilliseconds())
         inbox = Self.makeInbox(logger: logger)
     }
+
+    private var uptimeSeconds: Double { Double(clock.now().nanoseconds - started.time.nanoseconds) / 1e9 }
 
     private static func makeInbox(logger: Logger) -> SessionInbox {
         SessionInbox { logger.error("signaling messages dropped: more arrive than can be handled (counted; summary at the end)") }
@@ -63,8 +69,8 @@ public final class JoinSession: @unchecked Sendable {
                 }
             }.get()) ?? []
         }
-        var status = JoinStatus(elapsedSeconds: Date().timeIntervalSince(started), phase: phase, senders: senders)
-        if let summary = media?.interruptions.summary(now: Self.monotonicNow()) {
+        var status = JoinStatus(elapsedSeconds: uptimeSeconds, phase: phase, senders: senders)
+        if let summary = media?.interruptions.summary(now: clock.now()) {
             status.interruptions = summary.count
             status.mediaLostSeconds = Double(summary.mediaLostNanoseconds) / 1e9
         }
@@ -76,7 +82,7 @@ public final class JoinSession: @unchecked Sendable {
     public func totals() async -> SessionTotals {
         let (live, phase, writer, final, media) = stateLock.withLock { (self.live, self.phase, self.writer, self.finalTotals, self.media) }
         if let final { return final }
-        var totals = SessionTotals(phase: phase, startedAtUnixSeconds: started.timeIntervalSince1970, uptimeSeconds: Date().timeIntervalSince(started))
+        var totals = SessionTotals(phase: phase, startedAtUnixSeconds: Double(started.wallClockMilliseconds) / 1_000, uptimeSeconds: uptimeSeconds)
         if let media {
             let ended = media.endedConnections
             (totals.transport, totals.received, totals.receiver) = (ended.transport, ended.received, ended.receiver)
@@ -84,7 +90,7 @@ public final class JoinSession: @unchecked Sendable {
             if let sample = try? await media.loop.submit(confined: recordings, { ($0.totals, $0.recorders.count) }).get() {
                 (totals.recording, totals.sendersRecording) = sample
             }
-            let summary = media.interruptions.summary(now: Self.monotonicNow())
+            let summary = media.interruptions.summary(now: clock.now())
             totals.interruptions = summary.count
             totals.rejoins = summary.rejoins
             totals.interruptedSeconds = Double(summary.interruptedNanoseconds) / 1e9
@@ -137,9 +143,9 @@ public final class JoinSession: @unchecked Sendable {
             logger.error("catalog unusable", metadata: ["error": "\(error)"])
             return JoinOutcome(cause: error.endCause, endReason: "storage: \(error)", sessionID: nil)
         }
-        let startedAt = Self.nowMilliseconds()
+        let startedAt = clock.wallClockMilliseconds()
         let sessionID = ULID.generate(now: UInt64(startedAt)).string
-        let writer = CatalogWriter(catalog: catalog, spoolPath: options.dataDirectory.spoolPath(session: sessionID), logger: logger)
+        let writer = CatalogWriter(catalog: catalog, spoolPath: options.dataDirectory.spoolPath(session: sessionID), clock: clock, logger: logger)
         stateLock.withLock { self.writer = writer }
         do {
             try catalog.insertSession(SessionRecord(
@@ -154,7 +160,7 @@ public final class JoinSession: @unchecked Sendable {
         logger[metadataKey: "channel"] = "\(options.connect.channelID)"
         logger.notice("joining", metadata: ["urls": "\(options.urls.joined(separator: ","))"])
 
-        let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: Self.monotonicNow(), writer: writer, logger: logger)
+        let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: clock.now(), writer: writer, logger: logger, clock: clock)
         var ending = await record(start)
         stopRequest.close()
         stateLock.withLock { inbox }.close()
@@ -172,7 +178,7 @@ public final class JoinSession: @unchecked Sendable {
         ending.counters.catalogWritesDropped = Int64(writer.dropped)
         // Through the writer, so an unreachable catalog gets them from the spool later.
         writer.submit(.sessionCounters(id: sessionID, ending.counters))
-        writer.submit(.endSession(id: sessionID, endedAt: Self.nowMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
+        writer.submit(.endSession(id: sessionID, endedAt: clock.wallClockMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
         let drained = writer.finish(timeoutSeconds: options.finalizeTimeoutSeconds)
         // The last totals were taken before these last writes: the catalog's part of them is
         // what the writer holds now (what waits in the spool for `recbot repair`).
@@ -201,6 +207,7 @@ public final class JoinSession: @unchecked Sendable {
         var startTime: MonotonicTime
         var writer: CatalogWriter
         var logger: Logger
+        var clock: any TimeSource
     }
 
     // MARK: - Phases
@@ -240,7 +247,7 @@ public final class JoinSession: @unchecked Sendable {
                 dropped.bytes += next.inboxDropped.bytes
             }
         }
-        let ending = Self.sessionEnding(outcome.ending, interruptions: media.interruptions.summary(now: Self.monotonicNow()),
+        let ending = Self.sessionEnding(outcome.ending, interruptions: media.interruptions.summary(now: clock.now()),
                                         failOnInterruption: options.failOnInterruption)
         setPhase(.finalizing)
         var final = await SessionFinish(session: session, options: options, media: media).finish(ending, inboxDropped: dropped)
@@ -256,10 +263,10 @@ public final class JoinSession: @unchecked Sendable {
         let inbox = Self.makeInbox(logger: session.logger)
         stateLock.withLock { self.inbox = inbox }
         if let reason = stopRequest.requested { inbox.post(control: .stop(reason: reason)) }  // a stop that came in between
-        let interruptions = media.interruptions
+        let (interruptions, clock) = (media.interruptions, clock)
         let outcome = await SessionConnection(session: session, options: options, media: media, stopRequest: stopRequest, inbox: inbox, host: self,
                                               rejoin: rejoin)
-            .run(onRecording: { connectionID, now in interruptions.recovered(connectionID: connectionID, now: now, wallClock: Self.nowMilliseconds()) },
+            .run(onRecording: { connectionID, now in interruptions.recovered(connectionID: connectionID, now: now, wallClock: clock.wallClockMilliseconds()) },
                  onFirstFrame: { interruptions.firstFrame(at: $0) })
         interruptions.connectionEnded()
         stateLock.withLock { inboxDroppedBefore.messages += inbox.dropped.messages; inboxDroppedBefore.bytes += inbox.dropped.bytes }
@@ -274,7 +281,7 @@ public final class JoinSession: @unchecked Sendable {
         let logger = session.logger
         let interruptions = media.interruptions
         var decision = interruptions.begin(cause: failed.ending.reason, connectedAt: recordingSince, lastMediaAt: failed.lastFrame,
-                                           now: Self.monotonicNow(), wallClock: Self.nowMilliseconds())
+                                           now: clock.now(), wallClock: clock.wallClockMilliseconds())
         var last = failed
         var attempt = 0
         while true {
@@ -286,18 +293,18 @@ public final class JoinSession: @unchecked Sendable {
                 return last
             }
             attempt += 1
-            let delay = max(0, at.nanoseconds - Self.monotonicNow().nanoseconds)
+            let delay = max(0, at.nanoseconds - clock.now().nanoseconds)
             logger.warning("connection to Sora lost; joining again", metadata: [
                 "cause": "\(last.ending.reason)", "attempt": "\(attempt)", "in_ms": "\(delay / 1_000_000)",
             ])
             setPhase(.rejoining(attempt: attempt))
             guard await RejoinWait.wait(until: at, probing: last.unreachable ? options.urls : [], stopRequest: stopRequest,
-                                        loop: media.loop) else { return nil }
+                                        loop: media.loop, clock: clock) else { return nil }
             interruptions.attemptStarted()
             last = await connect(session, media: media, rejoin: true)
             if last.recordingSince != nil { return last }
             guard last.rejoinable, stopRequest.requested == nil else { last.rejoinable = false; return last }
-            decision = interruptions.attemptFailed(now: Self.monotonicNow())
+            decision = interruptions.attemptFailed(now: clock.now())
         }
     }
 
@@ -319,8 +326,6 @@ public final class JoinSession: @unchecked Sendable {
         return ending
     }
 
-    static func nowMilliseconds() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
-    static func monotonicNow() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
 }
 
 /// How a session ended: its cause, the reason for the catalog, and how many files it left.

@@ -6,6 +6,7 @@ import Outcomes
 import Recorder
 import SoraSignaling
 import Transport
+import WireCoding
 
 /// A moment's view of a running session, for the live status.
 public struct JoinStatus: Sendable {
@@ -86,6 +87,8 @@ public struct JoinOutcome: Sendable {
 }
 
 public struct JoinOptions: Sendable {
+    /// Where the session's time comes from (tests give a simulated one).
+    public var clock: any TimeSource = SystemTimeSource()
     public var urls: [String]
     public var connect: ConnectOptions
     public var durationMilliseconds: Int64?

@@ -89,7 +89,7 @@ final class MediaPath: @unchecked Sendable {
         let transport: UDPTransport
         let negotiation: RecvOnlyNegotiation
         do {
-            transport = try await UDPTransport.bind(addresses: hosts, on: media.loop, logger: logger)
+            transport = try await UDPTransport.bind(addresses: hosts, on: media.loop, clock: session.clock, logger: logger)
             let sdp = try SessionDescription(parsing: start.offer.sdp)
             var generator = SystemRandomNumberGenerator()
             // The media core NACKs gaps (RTX or plain retransmission) and asks for keyframes
@@ -140,7 +140,7 @@ final class MediaPath: @unchecked Sendable {
 
     func start(inbox: SessionInbox, observers: Observers) {
         let (recordings, core, finisher, context, logger, transport) = (recordings, core, finisher, context, logger, transport)
-        let (transportFailure, times) = (self.transportFailure, self.times)
+        let (transportFailure, times, clock) = (self.transportFailure, self.times, session.clock)
         transport.run(core, relayTrust: relayTrust) { event in
             switch event {
             case .frames(let frames):
@@ -172,7 +172,7 @@ final class MediaPath: @unchecked Sendable {
                 observers.phase(.ice(state))
             case .dtlsConnected(let profile):
                 logger.info("DTLS connected", metadata: ["srtp": "\(profile)"])
-                let now = JoinSession.monotonicNow()
+                let now = clock.now()
                 times.withLockedValue { $0.recordingSince = $0.recordingSince ?? now }
                 observers.phase(.recording)
                 observers.recording(now)
@@ -190,7 +190,7 @@ final class MediaPath: @unchecked Sendable {
             }
         }
         let servers = Self.stunServers(offer.iceServers)
-        if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: JoinSession.monotonicNow()) } }
+        if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: clock.now()) } }
     }
 
     /// A signaling message where it belongs: the WebSocket, or a data channel.
@@ -202,7 +202,8 @@ final class MediaPath: @unchecked Sendable {
     }
 
     func sendOnDataChannel(_ text: String, label: String) {
-        transport.withCore { $0.sendOnDataChannel(Array(text.utf8), label: label, binary: false, now: JoinSession.monotonicNow()) }
+        let clock = session.clock
+        transport.withCore { $0.sendOnDataChannel(Array(text.utf8), label: label, binary: false, now: clock.now()) }
     }
 
     func addRemoteCandidate(_ text: String) {
@@ -256,7 +257,7 @@ final class MediaPath: @unchecked Sendable {
         while !Task.isCancelled {
             try? await Task.sleep(nanoseconds: seconds * 1_000_000_000)
             guard !Task.isCancelled else { return }
-            let now = JoinSession.monotonicNow()
+            let now = session.clock.now()
             let rows = (try? await transport.eventLoop.submit(confined: recordings) { recordings in
                 recordings.recorders.values.compactMap { recorder in
                     recorder.progress(now: now).map { progress in

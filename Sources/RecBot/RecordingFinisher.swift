@@ -3,6 +3,7 @@ import DiskLayout
 import Foundation
 import Media
 import Recorder
+import WireCoding
 
 /// Finishes senders' files (blocking file I/O: never on the event loop nor on Swift's
 /// cooperative threads), catalogs each, and keeps them for the report.
@@ -20,7 +21,10 @@ final class RecordingFinisher: @unchecked Sendable {
     /// The host the files are cataloged under (`JoinOptions.host`).
     private let host: String
 
-    init(sessionID: String, host: String, writer: CatalogWriter) {
+    private let clock: any TimeSource
+
+    init(sessionID: String, host: String, writer: CatalogWriter, clock: any TimeSource) {
+        self.clock = clock
         self.sessionID = sessionID
         self.host = host
         self.writer = writer
@@ -46,7 +50,7 @@ final class RecordingFinisher: @unchecked Sendable {
                 }
                 group.leave()
             }
-            let finished = recorder.finish(stoppedAtMilliseconds: JoinSession.nowMilliseconds(), now: JoinSession.monotonicNow(),
+            let finished = recorder.finish(stoppedAtMilliseconds: clock.wallClockMilliseconds(), now: clock.now(),
                                            context: context, reception: counts)
             // Before the group is left: whoever waits for the finishing then sees these totals.
             onFinished?(ObjectIdentifier(recorder), RecordingTotals(recorder))

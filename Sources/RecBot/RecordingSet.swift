@@ -86,12 +86,14 @@ final class RecordingSet {
     private let interleaveNanoseconds: Int64
     private let logger: Logger
     private let onRecordingStarted: (SenderRecorder) -> Void
+    private let clock: any TimeSource
     /// A recorder created its file (the catalog then gets its `recording` row).
     var onFileStarted: ((SenderRecorder) -> Void)?
 
     init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
-         logger: Logger, onRecordingStarted: @escaping (SenderRecorder) -> Void) {
+         clock: any TimeSource = SystemTimeSource(), logger: Logger, onRecordingStarted: @escaping (SenderRecorder) -> Void) {
         self.archive = archive
+        self.clock = clock
         self.recordingStartMilliseconds = recordingStartMilliseconds
         self.recordingStartTime = recordingStartTime
         self.interleaveNanoseconds = interleaveNanoseconds
@@ -217,7 +219,7 @@ final class RecordingSet {
             let recorder = try SenderRecorder(connectionID: sender, tracks: tracks, layout: archive,
                                               recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
                                               segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
-                                              startsAt: boundary, refusedVideoCodec: refusedVideo[sender])
+                                              startsAt: boundary, refusedVideoCodec: refusedVideo[sender], clock: clock)
             recorders[sender] = recorder
             recordersStarted += 1
             recorder.onFileStarted = onFileStarted

@@ -13,7 +13,8 @@ enum RejoinWait {
     static let probeIntervalNanoseconds: UInt64 = 500_000_000
 
     /// True when it is time to join again; false when a stop came first.
-    static func wait(until deadline: MonotonicTime, probing urls: [String], stopRequest: StopRequest, loop: EventLoop) async -> Bool {
+    static func wait(until deadline: MonotonicTime, probing urls: [String], stopRequest: StopRequest, loop: EventLoop,
+                     clock: any TimeSource) async -> Bool {
         let targets = urls.compactMap(ProbeTarget.init(url:))
         return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
             let first = FirstOutcome()
@@ -26,7 +27,7 @@ enum RejoinWait {
                 tasks.cancelAll()
             }
             tasks.add(Task {
-                let delay = max(0, deadline.nanoseconds - JoinSession.monotonicNow().nanoseconds)
+                let delay = max(0, deadline.nanoseconds - clock.now().nanoseconds)
                 try? await Task.sleep(nanoseconds: UInt64(delay))
                 if !Task.isCancelled, state.deadlinePassed() { finish(true) }
             })

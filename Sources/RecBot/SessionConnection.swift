@@ -137,7 +137,7 @@ struct SessionConnection {
                 pending.insert(contentsOf: signaling.handle(.renegotiated(request, answerSDP: answer)), at: 0)
             case .collectStats(let request):
                 let packets = await path.packetsReceived()
-                pending.insert(contentsOf: signaling.handle(.stats(request, packetsReceived: packets, timestamp: JoinSession.nowMilliseconds())), at: 0)
+                pending.insert(contentsOf: signaling.handle(.stats(request, packetsReceived: packets, timestamp: session.clock.wallClockMilliseconds())), at: 0)
             }
         }
     }

@@ -18,7 +18,7 @@ struct SessionFinish {
     /// failed or were cut short turn it into a storage failure.
     func finish(_ ending: SessionEnding, inboxDropped: SessionInbox.Dropped) async -> SessionEnding {
         var (cause, reason) = (ending.cause, ending.reason)
-        let stoppedAt = JoinSession.nowMilliseconds()
+        let stoppedAt = session.clock.wallClockMilliseconds()
         let unfinished = await media.finisher.waitForAll(timeoutSeconds: options.finalizeTimeoutSeconds)
         if !unfinished.isEmpty {
             logger.error("finishing files took too long; run `recbot repair` to finalize the rest",
@@ -46,7 +46,7 @@ struct SessionFinish {
         final.counters.eventsRefused = Int64(eventLog.refused)
         final.counters.eventsRefusedBytes = Int64(eventLog.refusedBytes)
         final.counters.messagesDropped = Int64(inboxDropped.messages)
-        if !all.isEmpty || !unfinished.isEmpty || media.interruptions.summary(now: JoinSession.monotonicNow()).count > 0 {
+        if !all.isEmpty || !unfinished.isEmpty || media.interruptions.summary(now: session.clock.now()).count > 0 {
             do {
                 try writeReport(finished: finished, failed: failed.map(\.connectionID) + unfinished, context: endContext, stoppedAt: stoppedAt)
             } catch {
@@ -75,7 +75,7 @@ struct SessionFinish {
         report["events_refused"] = eventLog.refused
         report["events_refused_bytes"] = eventLog.refusedBytes
         report["events_dropped"] = session.writer.droppedEvents  // the catalog could not keep up
-        report["interruptions"] = media.interruptions.summary(now: JoinSession.monotonicNow()).rows.map(Self.reportEntry)
+        report["interruptions"] = media.interruptions.summary(now: session.clock.now()).rows.map(Self.reportEntry)
         try ArchiveLayout.writeJSON(report, to: layout.reportPath)
     }
 

@@ -6,6 +6,7 @@ import Media
 import NIOCore
 import Recorder
 import Transport
+import WireCoding
 
 /// What one session keeps across its connections to Sora, so a rejoin carries on the same
 /// archive: the recorders (confined to the session's media event loop, which every connection's
@@ -41,16 +42,16 @@ final class SessionMedia: @unchecked Sendable {
         self.signalingLoop = signalingLoop
         let (writer, sessionID) = (session.writer, session.id)
         let layout = options.dataDirectory.layout(session: session.id)
-        let host = options.host
+        let (host, clock) = (options.host, session.clock)
         self.layout = layout
-        finisher = RecordingFinisher(sessionID: session.id, host: options.host, writer: writer)
-        eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, limits: options.eventLimits)
+        finisher = RecordingFinisher(sessionID: session.id, host: options.host, writer: writer, clock: session.clock)
+        eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, clock: session.clock, limits: options.eventLimits)
         interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
         recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
                                   interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
-                                  logger: session.logger) { recorder in
+                                  clock: session.clock, logger: session.logger) { recorder in
             writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
-                                                             firstSeenAt: JoinSession.nowMilliseconds(), role: "sendonly")))
+                                                             firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))
         }
         // The catalog learns of each file when it is created, so a kill leaves a row to repair.
         recordings.onFileStarted = { recorder in

@@ -4,11 +4,13 @@ import Foundation
 import Logging
 import Recorder
 import SoraSignaling
+import WireCoding
 
 /// Stores what Sora says: every notify and push, raw, and any message recbot does not act on,
 /// up to the session's event limits; beyond them events are counted (and logged once), not stored.
 final class SignalingEventLog {
     let sessionID: String
+    private let clock: any TimeSource
     let writer: CatalogWriter
     let logger: Logger
     let limits: EventLimits
@@ -17,8 +19,9 @@ final class SignalingEventLog {
     private(set) var refused = 0
     private(set) var refusedBytes = 0
 
-    init(sessionID: String, writer: CatalogWriter, logger: Logger, limits: EventLimits = EventLimits()) {
+    init(sessionID: String, writer: CatalogWriter, logger: Logger, clock: any TimeSource, limits: EventLimits = EventLimits()) {
         self.sessionID = sessionID
+        self.clock = clock
         self.writer = writer
         self.logger = logger
         self.limits = limits
@@ -48,7 +51,7 @@ final class SignalingEventLog {
         case .dataChannelMessage(let label, let sender, let isBinary, let data):
             recordDataChannelMessage(label: label, sender: sender, isBinary: isBinary, data: data)
         case .malformed(let text):
-            store(EventRecord(sessionID: sessionID, kind: .signaling, eventType: "malformed", receivedAt: JoinSession.nowMilliseconds(),
+            store(EventRecord(sessionID: sessionID, kind: .signaling, eventType: "malformed", receivedAt: clock.wallClockMilliseconds(),
                               payload: .text(text)))
         }
     }
@@ -56,7 +59,7 @@ final class SignalingEventLog {
     /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
     /// `label`: the data channel it came on (nil: the WebSocket).
     func record(_ message: IncomingMessage, label: String? = nil) {
-        let receivedAt = JoinSession.nowMilliseconds()
+        let receivedAt = clock.wallClockMilliseconds()
         let event: EventRecord
         switch message {
         case .notify(let type, let raw):
@@ -82,7 +85,7 @@ final class SignalingEventLog {
         let object: [String: Any] = ["connection_id": sender, "codecs": codecs, "reason": "WebM cannot hold this video codec; audio is still recorded"]
         guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
         let event = EventRecord(sessionID: sessionID, kind: .recbot, eventType: "video.refused", senderConnectionID: sender,
-                                receivedAt: JoinSession.nowMilliseconds(), payload: .json(String(decoding: data, as: UTF8.self)))
+                                receivedAt: clock.wallClockMilliseconds(), payload: .json(String(decoding: data, as: UTF8.self)))
         store(event)
     }
 
@@ -97,7 +100,7 @@ final class SignalingEventLog {
             payload = .binary(data)
         }
         let event = EventRecord(sessionID: sessionID, kind: .datachannel, label: label, senderConnectionID: sender,
-                                receivedAt: JoinSession.nowMilliseconds(), payload: payload)
+                                receivedAt: clock.wallClockMilliseconds(), payload: payload)
         store(event)
     }
 }

@@ -1,6 +1,7 @@
 import Archive
 import ArgumentParser
 import Foundation
+import WireCoding
 
 /// A length of time: `45s`, `15m`, `2h`, `3d`, `1w`, `1h30m`; a bare number is seconds.
 public struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
@@ -50,7 +51,7 @@ public struct TimeArgument: ExpressibleByArgument, Sendable, Equatable {
     public init(milliseconds: Int64) { self.milliseconds = milliseconds }
 
     public init?(argument: String) {
-        self.init(argument, now: Int64(Date().timeIntervalSince1970 * 1000))
+        self.init(argument, now: SystemTimeSource().wallClockMilliseconds())
     }
 
     public init?(_ text: String, now: Int64) {

@@ -1,6 +1,7 @@
 import DiskLayout
 import Foundation
 import WebM
+import WireCoding
 
 /// The I/O half of a sender's recording: creates the file and applies the muxer's writes on a
 /// serial queue of its own, bounded by bytes; survives a write error by cutting the file back
@@ -34,8 +35,12 @@ final class RecordingFile: @unchecked Sendable {
     /// Called on the queue, once, with the first error (its errno in the text).
     var onWriteFailed: (@Sendable (String) -> Void)?
 
-    init(label: String, maximumPendingBytes: Int, budget: WriteBudget) {
+    /// What ages a batch.
+    private let clock: any TimeSource
+
+    init(label: String, maximumPendingBytes: Int, budget: WriteBudget, clock: any TimeSource) {
         queue = DispatchQueue(label: label)
+        self.clock = clock
         self.maximumPendingBytes = maximumPendingBytes
         self.budget = budget
     }
@@ -76,23 +81,23 @@ final class RecordingFile: @unchecked Sendable {
     /// receive path's CPU, and most frames only join the muxer's open cluster).
     private var batch: [WebMWrite] = []
     private var batchReservedBytes = 0
-    private var batchStartedAt: UInt64 = 0
+    private var batchStartedAt = MonotonicTime(nanoseconds: 0)
     /// A batch goes to the queue once it holds this much…
     static let batchMaximumBytes = 256 << 10
     /// …or is this old, so a kill loses little more than the muxer's own hold.
-    static let batchMaximumAgeNanoseconds: UInt64 = 200_000_000
+    static let batchMaximumAgeNanoseconds: Int64 = 200_000_000
 
     /// Queues writes in order; `size` is what `admit` reserved for them. Call from one thread
     /// (the caller's event loop, or the finisher once the loop has let go of the recording).
     func submit(_ writes: [WebMWrite], releasing size: Int) {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = clock.now()
         if batch.isEmpty { batchStartedAt = now }
         batch.append(contentsOf: writes)
         batchReservedBytes += size
         // Bytes to write (a closed cluster, an in-place update) go at once, so a kill costs no
         // more than the muxer's open cluster; frames the muxer only buffered carry just their
         // reservation, which travels with the next batch.
-        if !writes.isEmpty || batchReservedBytes >= Self.batchMaximumBytes || now &- batchStartedAt >= Self.batchMaximumAgeNanoseconds {
+        if !writes.isEmpty || batchReservedBytes >= Self.batchMaximumBytes || now.nanoseconds &- batchStartedAt.nanoseconds >= Self.batchMaximumAgeNanoseconds {
             flush()
         }
     }

@@ -178,7 +178,8 @@ public final class SenderRecorder: @unchecked Sendable {
 
     public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
                 recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000, part: Int = 0,
-                startsAt boundary: MonotonicTime? = nil, refusedVideoCodec: String? = nil, writeBudget: WriteBudget = .shared) throws(RecorderError) {
+                startsAt boundary: MonotonicTime? = nil, refusedVideoCodec: String? = nil, writeBudget: WriteBudget = .shared,
+                clock: any TimeSource = SystemTimeSource()) throws(RecorderError) {
         guard ArchiveLayout.isSafeConnectionID(connectionID) else { throw .unsafeConnectionID(connectionID) }
         self.connectionID = connectionID
         self.tracks = tracks
@@ -191,7 +192,7 @@ public final class SenderRecorder: @unchecked Sendable {
         notBeforeSeconds = boundary.map { max(0, $0.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000 }
         self.refusedVideoCodec = refusedVideoCodec
         file = RecordingFile(label: "recbot.recorder.\(connectionID)", maximumPendingBytes: SenderRecorder.maximumPendingBytes,
-                             budget: writeBudget)
+                             budget: writeBudget, clock: clock)
         file.onWriteFailed = { [unowned self] error in onWriteFailed?(self, error) }
     }
 

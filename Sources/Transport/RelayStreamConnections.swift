@@ -50,7 +50,7 @@ extension UDPTransport {
                 streamChannels[link] = channel
                 logger.debug("TURN connection open", metadata: ["server": "\(server.name)"])
                 guard let core else { return }
-                apply(core.relayConnected(link: link, now: Self.now()))
+                apply(core.relayConnected(link: link, now: clock.now()))
             case .failure(let error):
                 relayConnectionFailed(link, "cannot connect to \(server.name): \(error)")
             }
@@ -67,13 +67,13 @@ extension UDPTransport {
         eventLoop.preconditionInEventLoop()
         streamChannels[link] = nil
         guard let core else { return }
-        apply(core.relayConnectionFailed(link: link, reason: reason, now: Self.now()))
+        apply(core.relayConnectionFailed(link: link, reason: reason, now: clock.now()))
     }
 
     func receiveStream(_ bytes: [UInt8], link: Int) {
         eventLoop.preconditionInEventLoop()
         guard let core else { return }
-        apply(core.handle(stream: bytes, link: link, now: Self.now()))
+        apply(core.handle(stream: bytes, link: link, now: clock.now()))
     }
 
     func applyStreams(_ output: TransportOutput) {

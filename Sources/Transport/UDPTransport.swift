@@ -29,10 +29,13 @@ public final class UDPTransport: @unchecked Sendable {
     /// datagram (it showed in profiles).
     private var timerStale = false
     private var overload = OverloadLog()
+    /// The time the core is given; its deadlines are scheduled as delays from it.
+    let clock: any TimeSource
 
     private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], readers: MultiThreadedEventLoopGroup,
-                 backlog: ReceiveBacklog, logger: Logger) {
+                 backlog: ReceiveBacklog, clock: any TimeSource, logger: Logger) {
         self.eventLoop = eventLoop
+        self.clock = clock
         self.channels = channels
         self.readers = readers
         self.backlog = backlog
@@ -67,6 +70,7 @@ public final class UDPTransport: @unchecked Sendable {
 
     /// Binds one UDP socket (ephemeral port) per address.
     public static func bind(addresses: [IPAddress], on eventLoop: EventLoop, backlogLimits: ReceiveBacklog.Limits = .init(),
+                            clock: any TimeSource = SystemTimeSource(),
                             logger: Logger = Logger(label: "recbot.transport")) async throws -> UDPTransport {
         var channels: [TransportAddress: Channel] = [:]
         let box = HandlerBox()
@@ -82,7 +86,7 @@ public final class UDPTransport: @unchecked Sendable {
             guard let local = bound.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { continue }
             channels[local] = bound
         }
-        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, readers: readers, backlog: backlog, logger: logger)
+        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, readers: readers, backlog: backlog, clock: clock, logger: logger)
         box.transport = transport
         return transport
     }
@@ -119,7 +123,7 @@ public final class UDPTransport: @unchecked Sendable {
             self.core = core
             self.onEvent = onEvent
             self.relayTrust = relayTrust
-            self.apply(core.start(now: Self.now()))
+            self.apply(core.start(now: self.clock.now()))
             // Datagrams read before the core was here (their drain found no transport).
             self.drainBacklog()
             for server in core.relayStreams { self.connectRelay(server) }
@@ -154,8 +158,6 @@ public final class UDPTransport: @unchecked Sendable {
         for channel in streams { try? await channel.close() }
     }
 
-    static func now() -> MonotonicTime { MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)) }
-
     /// Handles what the sockets' thread read: every control datagram, then a turn's share of
     /// media; schedules itself again while more wait, so due timers interleave.
     fileprivate func drainBacklog() {
@@ -163,7 +165,7 @@ public final class UDPTransport: @unchecked Sendable {
         let batch = backlog.take(maxMedia: Self.mediaPerTurn)
         if batch.more { eventLoop.execute { self.drainBacklog() } }
         guard let core else { return }
-        let now = Self.now()
+        let now = clock.now()
         for datagram in batch.datagrams {
             apply(core.handle(datagram: datagram.bytes, from: datagram.from, to: datagram.to, now: now), inReadBatch: true)
         }
@@ -197,12 +199,12 @@ public final class UDPTransport: @unchecked Sendable {
         timer?.cancel()
         timerDeadline = next
         guard let next else { return }
-        let (difference, overflow) = next.nanoseconds.subtractingReportingOverflow(Self.now().nanoseconds)
+        let (difference, overflow) = next.nanoseconds.subtractingReportingOverflow(clock.now().nanoseconds)
         let delay = overflow ? (next.nanoseconds < 0 ? 0 : Int64.max) : max(0, difference)
         timer = eventLoop.scheduleTask(in: .nanoseconds(delay)) { [self] in
             timerDeadline = nil
             guard let core = self.core else { return }
-            apply(core.handleTimeout(now: Self.now()))
+            apply(core.handleTimeout(now: clock.now()))
         }
     }
 }

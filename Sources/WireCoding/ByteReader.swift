@@ -97,21 +97,3 @@ public struct ByteWriter {
         bytes.replaceSubrange(offset..<(offset + data.count), with: data)
     }
 }
-
-/// A point on a monotonic clock, in nanoseconds from an arbitrary origin. Protocol cores
-/// take it as input instead of reading a clock, so tests can drive them with simulated time.
-public struct MonotonicTime: Comparable, Hashable, Sendable, CustomStringConvertible {
-    public var nanoseconds: Int64
-
-    public init(nanoseconds: Int64) { self.nanoseconds = nanoseconds }
-
-    public static func milliseconds(_ value: Int64) -> MonotonicTime { MonotonicTime(nanoseconds: value * 1_000_000) }
-
-    public static func < (lhs: MonotonicTime, rhs: MonotonicTime) -> Bool { lhs.nanoseconds < rhs.nanoseconds }
-
-    public func adding(milliseconds: Int64) -> MonotonicTime { MonotonicTime(nanoseconds: nanoseconds + milliseconds * 1_000_000) }
-    public func adding(nanoseconds delta: Int64) -> MonotonicTime { MonotonicTime(nanoseconds: nanoseconds + delta) }
-    public func milliseconds(since earlier: MonotonicTime) -> Int64 { (nanoseconds - earlier.nanoseconds) / 1_000_000 }
-
-    public var description: String { "\(Double(nanoseconds) / 1e9)s" }
-}

@@ -2,6 +2,7 @@ import Archive
 import Foundation
 import Logging
 import Testing
+import TestSupport
 @testable import RecBot
 
 /// The catalog queue under an event flood: events are batched into transactions, and what
@@ -13,7 +14,8 @@ import Testing
         let catalog = try Catalog(path: root + "/catalog.sqlite")
         try catalog.insertSession(SessionRecord(id: "01JD0000000000000000000000", channelID: "flood", startedAt: 0))
         let writer = CatalogWriter(catalog: catalog, logger: Logger(label: "test"))
-        let log = SignalingEventLog(sessionID: "01JD0000000000000000000000", writer: writer, logger: Logger(label: "test"))
+        let clock = ManualTimeSource(wallClockMilliseconds: 1_764_000_000_000)
+        let log = SignalingEventLog(sessionID: "01JD0000000000000000000000", writer: writer, logger: Logger(label: "test"), clock: clock)
         let total = 60_000  // more than the queue's 50,000 places, as fast as the caller can go
         for index in 0..<total {
             log.recordDataChannelMessage(label: "#chat", sender: "A", isBinary: false, data: Array("{\"n\":\(index)}".utf8))
@@ -23,5 +25,8 @@ import Testing
         #expect(inCatalog == log.stored, "the report's events_stored is what the catalog holds")
         #expect(log.stored + writer.droppedEvents == total)
         #expect(writer.error == nil)
+        // Every event carries the injected clock's time, not the machine's.
+        let times = try catalog.events(EventFilter(sessionID: "01JD0000000000000000000000", limit: 10)).map(\.receivedAt)
+        #expect(!times.isEmpty && times.allSatisfy { $0 == 1_764_000_000_000 }, "\(times)")
     }
 }

@@ -8,6 +8,7 @@ import Outcomes
 import RecBot
 import Recorder
 import Verification
+import WireCoding
 
 struct VerifyCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -82,7 +83,7 @@ struct VerifyCommand: ParsableCommand {
             return .uploaded(objectURL: upload.objectURL)
         }
         if let id = recording.id {
-            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let now = SystemTimeSource().wallClockMilliseconds()
             try catalog.query { c throws(CatalogError) in try c.recordMissing(recordingID: id, at: now) }
         }
         return .missing
@@ -136,7 +137,7 @@ struct VerifyCommand: ParsableCommand {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         let text = (try? encoder.encode(report)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = SystemTimeSource().wallClockMilliseconds()
         try catalog.query { c throws(CatalogError) in
             try c.recordVerification(recordingID: recordingID, status: report.ok ? .verified : .failed, at: now, report: text)
         }
