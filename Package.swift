@@ -4,7 +4,7 @@ import PackageDescription
 // recbot: a recording and archival bot for the WebRTC SFU Sora.
 // Targets follow ../shared/docs/architecture.md: C modules for system libraries at
 // the bottom, pure (sans-IO) cores above them, the command-line interface on top.
-// RECBOT_FUZZ=1 (set by deploy/fuzz.sh, with its own --scratch-path) instruments the parsers for
+// RECBOT_FUZZ=1 (set by dev/fuzz.sh, with its own --scratch-path) instruments the parsers for
 // libFuzzer and links the fuzz targets with it. Per-target flags, because -Xswiftc would also
 // reach the build-plugin tool, which must stay a normal executable.
 let fuzzing = Context.environment["RECBOT_FUZZ"] == "1"
@@ -184,7 +184,7 @@ let package = Package(
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
         ]),
-        // The floor of the packet path (receive, SRTP, append), measured beside recbot by deploy/bench.sh.
+        // The floor of the packet path (receive, SRTP, append), measured beside recbot by bench/bench.sh.
         .executableTarget(name: "recbot-floor", dependencies: [
             "LoadGen", "SRTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -192,7 +192,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
 
-        // MARK: Fuzz targets (deploy/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
+        // MARK: Fuzz targets (dev/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
         .target(name: "FuzzSupport", swiftSettings: fuzzSwiftSettings),
         .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzTURN", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding", "FuzzSupport"],

@@ -10,7 +10,7 @@ set -euo pipefail
 # GStreamer's webrtcbin (usrsctp, libnice) is the second independent WebRTC peer for the
 # data-channel interop test; its Python bindings come from Debian, for /usr/bin/python3.
 # GStreamer's rtpvp9depay and vp9dec (plugins-good) check the test server's VP9 packets.
-# deploy/bench/gst_recorder.py, the webrtcbin baseline recorder for deploy/bench.sh, speaks Sora
+# bench/gst_recorder.py, the webrtcbin baseline recorder for bench/bench.sh, speaks Sora
 # signaling with the websockets package for /usr/bin/python3 (webmmux: plugins-good, opusparse: bad).
 # coturn: the TURN server the relay tests record through (its service stays disabled; tests start it).
 # iproute2 and nftables: as root, a relay test runs recbot in a network namespace whose firewall

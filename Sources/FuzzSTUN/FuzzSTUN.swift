@@ -1,4 +1,4 @@
-// libFuzzer target for the STUN codec (deploy/fuzz.sh).
+// libFuzzer target for the STUN codec (dev/fuzz.sh).
 import FuzzSupport
 import STUN
 

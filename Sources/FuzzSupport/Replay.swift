@@ -12,7 +12,7 @@ func LLVMFuzzerRunDriver(
 ) -> Int32
 #endif
 
-/// The fuzz executables' main: libFuzzer when built by deploy/fuzz.sh (FUZZING), otherwise
+/// The fuzz executables' main: libFuzzer when built by dev/fuzz.sh (FUZZING), otherwise
 /// a replay of the files or directories given (a corpus, or a crash reproducer).
 public func runFuzzTarget(_ target: FuzzTarget) -> Never {
     #if FUZZING

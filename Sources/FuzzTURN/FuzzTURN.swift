@@ -1,4 +1,4 @@
-// libFuzzer target for the TURN client and its stream framer (deploy/fuzz.sh).
+// libFuzzer target for the TURN client and its stream framer (dev/fuzz.sh).
 // The input is what a hostile TURN server sends: it is framed as a TCP stream (in chunks the
 // first byte picks), and every frame goes to a client that an honest server first brought to a
 // real allocation with a permission and a bound channel, so the data path and the response

@@ -5,7 +5,7 @@ import NIOCore
 import NIOPosix
 import SRTP
 
-/// `recbot-floor`: the floor of recbot's packet path, for `deploy/bench.sh`. It receives what
+/// `recbot-floor`: the floor of recbot's packet path, for `bench/bench.sh`. It receives what
 /// `recbot-loadgen --floor` sends, with the same batched reads as recbot (recvmmsg, 32 per
 /// call), decrypts each packet in place with libsrtp and appends it to one file, and does
 /// nothing else: no parsing, no jitter buffer, no depacketizing, no muxing, no feedback. Its

@@ -43,7 +43,7 @@ func syncMarkers(_ path: String) throws -> (video: [Double], audio: [Double]) {
         #expect(decoded.firstIsKeyframe && decoded.errors == 0, "\(decoded.errors) of \(decoded.frames) frames failed to decode")
         let sent = try #require(publisher["video_frames_sent"] as? Int)
         // Frames sent while recbot was still connecting or already leaving count as missing here;
-        // the benchmark (deploy/loss-bench.sh) measures the share against a clean run instead.
+        // the benchmark (bench/loss-bench.py) measures the share against a clean run instead.
         #expect(Double(decoded.frames) >= minimumShare * Double(sent), "\(decoded.frames) of \(sent) video frames at \(lossPercent) % loss")
         #expect(recording.packetsRecovered > 0 && recording.nacksSent >= recording.packetsRecovered, "\(recording)")
         #expect(recording.framesDropped < sent / 10, "\(recording)")

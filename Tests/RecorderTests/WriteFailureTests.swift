@@ -49,7 +49,7 @@ import WireCoding
     }
 
     /// Needs a small tmpfs: root, and a system that lets it mount one (otherwise nothing to check here;
-    /// `deploy/faults.sh` runs the same end to end).
+    /// `dev/faults.sh` runs the same end to end).
     @Test(.enabled(if: getuid() == 0)) func aFullDiskEndsTheFileAtItsLastWholeCluster() throws {
         let mountPoint = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-full-\(UUID())").path
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Loss-recovery and A/V-sync benchmark: recbot against the bundled test server on loopback.
 
-  deploy/loss-bench.py [--recbot PATH] [--loss 0,5,20] [--seconds 20] [--seeds 1,2] [--delay-audio-ms 300]
+  bench/loss-bench.py [--recbot PATH] [--loss 0,5,20] [--seconds 20] [--seeds 1,2] [--delay-audio-ms 300]
                        [--harsh 15:4:60,30:6:120] [--server-arg=--audio-nack] [--server-arg=--no-rtx]
 
 For each loss level (and seed) the test server's publisher (aiortc: VP8 + RTX, Opus) sends

@@ -1,4 +1,4 @@
-"""The cost of a TURN relay (issue 14), for `deploy/bench.sh --relay N[,N...]`: for each N,
+"""The cost of a TURN relay (issue 14), for `bench/bench.sh --relay N[,N...]`: for each N,
 recbot records the same synthetic channel directly, then relay-only through coturn over UDP and
 over TCP (a coturn started for the run on loopback). Columns as in the capacity table, then:
   xdirect   recbot's CPU and peak RSS relayed, as multiples of the direct run's
@@ -8,16 +8,14 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dev"))
+from ports import free_port  # noqa: E402  (the one port picker)
+
 TURN_USER, TURN_PASSWORD = "bench", "bench-relay"
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class Coturn:

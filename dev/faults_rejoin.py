@@ -1,4 +1,4 @@
-"""The network parts of the fault campaign (deploy/faults.py): recbot's connection broken on
+"""The network parts of the fault campaign (dev/faults.py): recbot's connection broken on
 purpose, and fifty rejoins in one session.
 
   rejoin   one `recbot join` per fault of the test server (ws-abort, ws-silence, dc-close,
@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-common = None  # deploy/faults.py, which imports this module and sets it (its helpers and process list)
+common = None  # dev/faults.py, which imports this module and sets it (its helpers and process list)
 
 # (name, the server's fault, how long it takes the network away, the recording's length: a
 # silent WebSocket and lost consent take 5-10 s to notice, and the rejoin must fit in the window)

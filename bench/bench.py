@@ -2,7 +2,7 @@
 """Capacity benchmark (issue 13): recbot against a GStreamer webrtcbin remux recorder on the
 same synthetic channel, from recbot-loadgen, for each publisher count N.
 
-  deploy/bench.sh [--publishers 32,64,128] [--duration 30] [--no-gstreamer] [--no-extend] [--loss 0] [--faults 32]
+  bench/bench.sh [--publishers 32,64,128] [--duration 30] [--no-gstreamer] [--no-extend] [--loss 0] [--faults 32]
                   [--burst-loss 15:4] [--jitter-ms 60]
 
 --burst-loss PERCENT:BURST and --jitter-ms N put every publisher's path through bursty loss
@@ -158,7 +158,7 @@ class CPULimit:
             sys.exit(f"bench: --recbot-cpus needs a writable cgroup (root, cgroup v2 or v1 cpu): {error}")
 
     def set_cores(self, cpus):
-        """Changes the quota while recbot runs (deploy/bench/recovery.py: the load drops)."""
+        """Changes the quota while recbot runs (bench/recovery.py: the load drops)."""
         quota = max(1000, int(cpus * self.period))
         file, value = ("cpu.max", f"{quota} {self.period}") if self.v2 else ("cpu.cfs_quota_us", str(quota))
         with open(os.path.join(self.path, file), "w") as handle:
@@ -311,7 +311,7 @@ def main():
     parser.add_argument("--faults", type=int, default=32, help="publishers in the fault runs (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep each run's files")
     parser.add_argument("--json", help="also write every run's numbers here")
-    parser.add_argument("--relay", metavar="N[,N...]", help="instead: the TURN relay's cost at these publisher counts (deploy/bench/relay.py)")
+    parser.add_argument("--relay", metavar="N[,N...]", help="instead: the TURN relay's cost at these publisher counts (bench/relay.py)")
     args = parser.parse_args()
     args.cpu_limit = CPULimit(args.recbot_cpus) if args.recbot_cpus else None
     try:

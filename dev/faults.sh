@@ -4,12 +4,12 @@
 # connections broken on purpose and a network blackout, 50 rejoins in one session, and a fleet's
 # catalog, storage and jobs failing) and prints a table of what survived. Exits non-zero when a
 # part fails.
-#   deploy/faults.sh [--recbot PATH] [--kills 50] [--short] [--seed N] [--work DIR]
+#   dev/faults.sh [--recbot PATH] [--kills 50] [--short] [--seed N] [--work DIR]
 #                    [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet] [--max-loss SECONDS]
 # Without --recbot it builds one (swift build --product recbot). --short is the CI version (5 kills,
 # 5 concurrent joins, 5 s hostile runs, two rejoin faults, 10 forced rejoins). The disk-full part needs root (it mounts a tmpfs). Every
 # run's logs stay in the work directory (default: a new temporary one), whose path is printed.
-# The parts and their checks are described in deploy/faults.py.
+# The parts and their checks are described in dev/faults.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,4 +26,4 @@ if [ -z "$recbot" ]; then
   swift build --product recbot >/dev/null
   recbot="$(swift build --show-bin-path)/recbot"
 fi
-exec python3 deploy/faults.py --recbot "$recbot" "${args[@]+"${args[@]}"}"
+exec python3 dev/faults.py --recbot "$recbot" "${args[@]+"${args[@]}"}"

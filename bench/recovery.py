@@ -4,7 +4,7 @@
 the load had dropped. Reports each publisher's video frames before the switch and from
 --settle s after it to the end, against the clip's frame rate (ffprobe reads the files).
 
-  python3 deploy/bench/recovery.py --recbot R --loadgen L [--publishers 256] [--low 0.25]
+  python3 bench/recovery.py --recbot R --loadgen L [--publishers 256] [--low 0.25]
                                    [--high 1.5] [--switch-at 22] [--duration 60]
 
 Needs root and a cgroup with the cpu controller (as bench.py --recbot-cpus). Passes when every

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Side-by-side capacity benchmark (issue 13): recbot and a GStreamer webrtcbin remux recorder,
 # each fed the same synthetic channel by recbot-loadgen, for each publisher count.
-#   deploy/bench.sh [--publishers 32,64,128,256,512] [--duration 30] [--no-gstreamer] [--no-extend]
+#   bench/bench.sh [--publishers 32,64,128,256,512] [--duration 30] [--no-gstreamer] [--no-extend]
 #                   [--recbot PATH --loadgen PATH --floor PATH] [--loss PERCENT] [--burst-loss PERCENT:BURST] [--jitter-ms N] [--faults N]
-#   deploy/bench.sh --relay 16,32 [--duration 20]     the TURN relay's cost instead (coturn, UDP and TCP)
-#   deploy/bench.sh --soak 60m [--publishers 64]      one recbot for an hour: RSS, fds, files, catalog, metrics (soak.py)
-#   deploy/bench.sh --big-file [--gib 4.1]            one 40 Mbit/s publisher past 4 GiB, killed, repaired, verified, uploaded (bigfile.py)
-# Builds both release binaries unless given, then runs deploy/bench/bench.py (see its docstring
+#   bench/bench.sh --relay 16,32 [--duration 20]     the TURN relay's cost instead (coturn, UDP and TCP)
+#   bench/bench.sh --soak 60m [--publishers 64]      one recbot for an hour: RSS, fds, files, catalog, metrics (soak.py)
+#   bench/bench.sh --big-file [--gib 4.1]            one 40 Mbit/s publisher past 4 GiB, killed, repaired, verified, uploaded (bigfile.py)
+# Builds both release binaries unless given, then runs bench/bench.py (see its docstring
 # for what each column means) and prints one table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,7 +20,7 @@ if [ "$need_build" = 1 ]; then
   bin="$(swift build -c release --show-bin-path)"
   args=(--recbot "$bin/recbot" --loadgen "$bin/recbot-loadgen" --floor "$bin/recbot-floor" "${args[@]}")
 fi
-# --soak DURATION (1h, 30m, 90s) runs deploy/bench/soak.py instead, with the same binaries.
+# --soak DURATION (1h, 30m, 90s) runs bench/soak.py instead, with the same binaries.
 soak=""
 big_file=""
 rest=()
@@ -37,9 +37,9 @@ if [ -n "$soak" ]; then
   case "$soak" in
     *h) seconds=$(( ${soak%h} * 3600 )) ;; *m) seconds=$(( ${soak%m} * 60 )) ;; *s) seconds=${soak%s} ;; *) seconds=$soak ;;
   esac
-  exec /usr/bin/python3 deploy/bench/soak.py --duration "$seconds" "${rest[@]}"
+  exec /usr/bin/python3 bench/soak.py --duration "$seconds" "${rest[@]}"
 fi
 if [ -n "$big_file" ]; then
-  exec /usr/bin/python3 deploy/bench/bigfile.py "${rest[@]}"
+  exec /usr/bin/python3 bench/bigfile.py "${rest[@]}"
 fi
-exec /usr/bin/python3 deploy/bench/bench.py "${rest[@]}" ${floor_args[@]+"${floor_args[@]}"}
+exec /usr/bin/python3 bench/bench.py "${rest[@]}" ${floor_args[@]+"${floor_args[@]}"}

@@ -2,7 +2,7 @@
 """Big-file run (issue 28): one publisher at about 40 Mbit/s until its file passes 4 GiB; then
 recbot is SIGKILLed, and the file is repaired, verified and uploaded in multipart to SeaweedFS.
 
-  deploy/bench.sh --big-file [--gib 4.1]    (or: bigfile.py --recbot R --loadgen L)
+  bench/bench.sh --big-file [--gib 4.1]    (or: bigfile.py --recbot R --loadgen L)
 
 The clip is made once with ffmpeg (1080p30 VP8 with noise, so the encoder cannot undershoot)
 and cached. Checks, each a line of the verdict:
@@ -25,8 +25,8 @@ import sys
 import tempfile
 import time
 
-DEPLOY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, DEPLOY)
+DEV = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dev")
+sys.path.insert(0, DEV)
 import faults as common  # noqa: E402  (spawn, run_json, timed, peak_rss_mb)
 import faults_fleet  # noqa: E402  (SeaweedFS)
 

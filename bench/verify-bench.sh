@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # How fast `recbot verify` reads and decodes a recording, on one core, against real time and
 # against ffmpeg decoding the same file on the same core in the same run (the baseline).
-#   deploy/verify-bench.sh [--recbot PATH] [--seconds 60] [--size 640x360] [--fps 30] [--codec vp8|vp9|av1|h264]
+#   bench/verify-bench.sh [--recbot PATH] [--seconds 60] [--size 640x360] [--fps 30] [--codec vp8|vp9|av1|h264]
 # Makes a clip with ffmpeg (video + Opus), runs `recbot verify --json` and `ffmpeg -threads 1 -f null`
 # pinned to CPU 0, and prints media seconds, CPU seconds, × real time, and recbot/ffmpeg CPU.
 set -euo pipefail

@@ -1,4 +1,4 @@
-"""The fleet part of the fault campaign (deploy/faults.py): what a shared PostgreSQL catalog, S3
+"""The fleet part of the fault campaign (dev/faults.py): what a shared PostgreSQL catalog, S3
 storage and the repair/verify/upload jobs go through in a fleet, one row per fault.
 
   fleet   with a real PostgreSQL 15 and SeaweedFS (S3) started here:
@@ -27,44 +27,16 @@ import subprocess
 import sys
 import time
 
-common = None  # deploy/faults.py, which imports this module and sets it
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402
+
+common = None  # dev/faults.py, which imports this module and sets it
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 PEERS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "Tests", "Peers")
 S3_ACCESS_KEY = "recbot-faults"
 S3_SECRET_KEY = "recbot-faults-secret"
 BUCKET = "recbot-faults"
-
-
-_GIVEN_PORTS = set()
-
-
-def free_port():
-    """A free loopback port below the kernel's ephemeral range: a port from bind(0) can be handed
-    to an outgoing connection (weed's own gRPC clients) before the server binds it."""
-    import random
-    import socket
-    try:
-        with open("/proc/sys/net/ipv4/ip_local_port_range") as handle:
-            low = int(handle.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        low = 32768
-    if low < 11000:  # nothing below the range: the kernel's choice, race and all
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            return probe.getsockname()[1]
-    for _ in range(200):
-        port = random.randint(10000, low - 1)
-        if port in _GIVEN_PORTS:
-            continue
-        _GIVEN_PORTS.add(port)
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 class Postgres:

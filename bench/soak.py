@@ -2,7 +2,7 @@
 """Soak run (issue 28): one recbot records N publishers (default 64) from recbot-loadgen for a
 long time (default an hour), and what a fleet's host must not do over hours is measured.
 
-  deploy/bench.sh --soak 60m [--publishers 64]     (or: soak.py --recbot R --loadgen L --duration 3600)
+  bench/bench.sh --soak 60m [--publishers 64]     (or: soak.py --recbot R --loadgen L --duration 3600)
 
 Every 30 s: recbot's RSS and open file descriptors (/proc), and its Prometheus metrics. Checks:
   rss growth    RSS after the first 5 minutes grows by at most --max-rss-growth MB (default 5)
@@ -20,18 +20,14 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "dev"))
+from ports import free_port  # noqa: E402  (the one port picker)
 
 
 def rss_and_fds(pid):

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The fault campaign behind deploy/faults.sh: runs recbot against the bundled Sora-compatible test
+"""The fault campaign behind dev/faults.sh: runs recbot against the bundled Sora-compatible test
 server under faults and prints what survived, one row per part.
 
   faults.py --recbot PATH [--kills 50] [--short] [--seed N] [--work DIR]
@@ -32,11 +32,11 @@ Parts:
   rejoin      recbot's connection broken on purpose (each test-server fault, and as root a 20 s
               blackout), and the median time from the network's return to the first frame on disk;
   hygiene     50 forced rejoins in one session: fds and RSS stay where the first rejoin left them
-              (both described in deploy/faults_rejoin.py).
+              (both described in dev/faults_rejoin.py).
   fleet       a shared PostgreSQL catalog turned read-only, restarted and slowed mid-session; S3
               answering SlowDown for a minute; upload, repair and verify SIGKILLed; (root) the disk
               full during repair and upload: nothing lost, mislabelled or deleted early, no crash,
-              and the next run finishes the work (deploy/faults_fleet.py).
+              and the next run finishes the work (dev/faults_fleet.py).
 
 Every run's logs stay under the work directory, whose path is printed. Exit status 1 when a part fails.
 """

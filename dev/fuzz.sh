@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds recbot's libFuzzer targets and runs each from the seed corpus in Tests/Fuzz/corpus/<name>.
-#   ./deploy/fuzz.sh                          every target, 60 s each (CI: debug build with AddressSanitizer)
-#   ./deploy/fuzz.sh 300 sdp                  only the SDP target, 5 minutes
-#   ./deploy/fuzz.sh --long --runs 10000000   every target to 10 million executions
+#   ./dev/fuzz.sh                          every target, 60 s each (CI: debug build with AddressSanitizer)
+#   ./dev/fuzz.sh 300 sdp                  only the SDP target, 5 minutes
+#   ./dev/fuzz.sh --long --runs 10000000   every target to 10 million executions
 # --long builds optimized and without AddressSanitizer (RECBOT_FUZZ_SANITIZERS=fuzzer): Swift's own
 # bounds and overflow checks still trap, and a long run gets about 3-10x the executions per second.
 # --runs N stops each target after N executions instead of after SECONDS.

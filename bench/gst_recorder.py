@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""gst_recorder.py: a baseline Sora recorder built on GStreamer's webrtcbin, for deploy/bench.sh.
+"""gst_recorder.py: a baseline Sora recorder built on GStreamer's webrtcbin, for bench/bench.sh.
 
 Why: issue 13 asks how recbot's CPU and memory compare with an off-the-shelf stack doing the same
 job on the same load. This is that other stack: a recvonly Sora client that remuxes every
@@ -8,7 +8,7 @@ against identical sessions of the test server (Tests/Peers/sora_test_server.py) 
 It is independent of recbot: GStreamer does ICE (libnice), DTLS-SRTP, jitter buffering, NACK and
 RTX; Python only does the signaling and builds the pipeline.
 
-  /usr/bin/python3 deploy/bench/gst_recorder.py --url ws://127.0.0.1:PORT/signaling \
+  /usr/bin/python3 bench/gst_recorder.py --url ws://127.0.0.1:PORT/signaling \
       --channel CHANNEL --out DIR [--duration SECONDS]
 
 Run it with Debian's /usr/bin/python3 (python3-gi, the GStreamer typelibs and python3-websockets
