@@ -54,7 +54,6 @@ let package = Package(
         .target(name: "WireCoding", swiftSettings: fuzzSwiftSettings),
         .target(name: "MessageAuthentication", dependencies: ["COpenSSL"], swiftSettings: fuzzSwiftSettings),
         .target(name: "STUN", dependencies: ["WireCoding", "COpenSSL", "CZlib", "MessageAuthentication"], swiftSettings: fuzzSwiftSettings),
-        .target(name: "SDP", swiftSettings: fuzzSwiftSettings),
         .target(name: "RTP", dependencies: ["WireCoding"], swiftSettings: fuzzSwiftSettings),
         // Codec bitstream headers (AV1 OBUs and headers), shared by depacketizing and muxing.
         .target(name: "Bitstreams", swiftSettings: fuzzSwiftSettings),
@@ -63,9 +62,11 @@ let package = Package(
 
         // MARK: Transport state machines (sans-IO)
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
-        .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "SDP", "WireCoding"]),
-        .target(name: "SRTP", dependencies: ["CSRTP", "DTLS"]),
-        .target(name: "ICE", dependencies: ["STUN", "SDP", "WireCoding"]),
+        .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "SRTP", "WireCoding"]),
+        .target(name: "SRTP", dependencies: ["CSRTP"]),
+        .target(name: "ICE", dependencies: ["STUN", "WireCoding"]),
+        // SDP reads and writes the protocols' own types (ICE candidates, DTLS fingerprints): it depends on them.
+        .target(name: "SDP", dependencies: ["ICE", "DTLS"], swiftSettings: fuzzSwiftSettings),
         .target(name: "TURN", dependencies: ["STUN", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "Transport", dependencies: [
             "ICE", "TURN", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding", "TLSFailure",
@@ -197,7 +198,7 @@ let package = Package(
         .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzTURN", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding", "FuzzSupport"],
                           swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "ICE", "DTLS", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
@@ -262,7 +263,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
-        .testTarget(name: "SDPTests", dependencies: ["SDP"]),
+        .testTarget(name: "SDPTests", dependencies: ["SDP", "ICE", "DTLS"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP"]),
         .testTarget(name: "RecorderTests", dependencies: ["DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP", "TestSupport", "WireCoding"]),
@@ -277,7 +278,7 @@ let package = Package(
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "InteropTests", dependencies: [
-            "Transport", "DTLS", "ICE", "RTP", "SDP", "STUN", "SCTP",
+            "Transport", "DTLS", "ICE", "RTP", "SDP", "SRTP", "STUN", "SCTP",
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim"]),

@@ -1,6 +1,5 @@
 import COpenSSL
 import COpenSSLShim
-import SDP
 
 public struct DTLSCertificateError: Error, CustomStringConvertible, Sendable {
     public var description: String

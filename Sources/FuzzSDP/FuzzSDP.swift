@@ -1,5 +1,7 @@
 // libFuzzer target for the SDP parser, the candidate/fingerprint grammar and the answer builder.
+import DTLS
 import FuzzSupport
+import ICE
 import SDP
 
 @_cdecl("LLVMFuzzerTestOneInput")

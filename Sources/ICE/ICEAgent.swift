@@ -1,4 +1,3 @@
-import SDP
 import STUN
 import WireCoding
 

@@ -1,4 +1,5 @@
 import DTLS
+import SRTP
 import WireCoding
 
 /// The SRTP keys of the floor benchmark: `recbot-loadgen --floor` protects with them and

@@ -2,6 +2,7 @@ import Archive
 import DTLS
 import DiskLayout
 import Foundation
+import ICE
 import Logging
 import Media
 import NIOCore

@@ -1,3 +1,6 @@
+import DTLS
+import ICE
+
 /// What recbot can receive. Only what is actually implemented goes into an answer.
 public struct ReceiverCapabilities: Sendable {
     public static let midExtension = "urn:ietf:params:rtp-hdrext:sdes:mid"

@@ -1,5 +1,4 @@
 import CSRTP
-import DTLS
 
 public enum SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
     case setup(code: UInt32)

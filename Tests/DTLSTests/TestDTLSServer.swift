@@ -2,6 +2,7 @@ import COpenSSL
 import COpenSSLShim
 @testable import DTLS
 import SDP
+import SRTP
 
 /// A DTLS server on OpenSSL (server role, its own certificate), the peer of `DTLSEndpoint` in tests.
 final class TestDTLSServer {

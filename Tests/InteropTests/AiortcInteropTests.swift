@@ -6,6 +6,7 @@ import NIOPosix
 import RTP
 import SCTP
 import SDP
+import SRTP
 import STUN
 import Testing
 import Transport

@@ -1,4 +1,6 @@
+import DTLS
 import Foundation
+import ICE
 import Testing
 @testable import SDP
 
