@@ -8,8 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./deploy/install-deps.sh
-swift build -c release --product recbot
-bin=$(swift build -c release --show-bin-path)
+# A debug build, the one ./dev/run-tests.sh builds on: the demo is ready in minutes and the
+# tests after it reuse every module. For production, build with -c release (README).
+swift build --product recbot
+bin=$(swift build --show-bin-path)
 
 work=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
