@@ -66,7 +66,7 @@ public func fuzzMediaReceiver(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int
             builder.marker = operation & 0x80 != 0
             if operation & 0x40 != 0 { builder.extensions = [(1, [0x30 + (selector & 1)])] }  // MID "0" or "1"
             guard let packet = try? RTPPacket(parsing: builder.build(payload: script.take(Int(length % 64)))) else { break }
-            check(receiver.handle(rtp: packet, arrival: MonotonicTime(nanoseconds: now)))
+            check(receiver.handle(rtp: packet, now: MonotonicTime(nanoseconds: now)))
         case 2:
             guard let step = script.uint16() else { break }
             now += Int64(step) * 1_000_000
@@ -80,10 +80,10 @@ public func fuzzMediaReceiver(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int
             guard let selector = script.byte(), let high = script.uint32(), let low = script.uint32(), let rtp = script.uint32() else { break }
             let report = RTCPPacket.senderReport(ssrc: ssrcs[Int(selector) % ssrcs.count], ntpTimestamp: UInt64(high) << 32 | UInt64(low),
                                                  rtpTimestamp: rtp, packetCount: 0, octetCount: 0, reports: [])
-            check(receiver.handle(rtcp: [report], arrival: MonotonicTime(nanoseconds: now)))
+            check(receiver.handle(rtcp: [report], now: MonotonicTime(nanoseconds: now)))
         case 4:
             guard let selector = script.byte() else { break }
-            check(receiver.handle(rtcp: [.goodbye(ssrcs: [ssrcs[Int(selector) % ssrcs.count]])], arrival: MonotonicTime(nanoseconds: now)))
+            check(receiver.handle(rtcp: [.goodbye(ssrcs: [ssrcs[Int(selector) % ssrcs.count]])], now: MonotonicTime(nanoseconds: now)))
         default:
             guard let selector = script.byte(), let rtp = script.uint32() else { break }
             check(receiver.frameLostDownstream(ssrc: ssrcs[Int(selector) % ssrcs.count], rtpTimestamp: rtp, now: MonotonicTime(nanoseconds: now)))

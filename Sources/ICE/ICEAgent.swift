@@ -43,11 +43,14 @@ public final class ICEAgent {
     private var nominating: PairKey?
     private let random: () -> UInt64
 
-    /// `hosts`: the addresses of the sockets recbot listens on (the bases).
-    public init(configuration: ICEConfiguration, hosts: [TransportAddress], random: @escaping () -> UInt64) {
+    /// `hosts`: the addresses of the sockets recbot listens on (the bases); `remoteCandidates`:
+    /// the offer's (later ones trickle in through `handle(remoteCandidate:now:)`).
+    public init(configuration: ICEConfiguration, hosts: [TransportAddress], remoteCandidates: [ICECandidate] = [],
+                random: @escaping () -> UInt64) {
         self.configuration = configuration
         self.random = random
         localCandidates = ICEAgent.hostCandidates(hosts)
+        for candidate in remoteCandidates { add(candidate) }
     }
 
     /// The host candidates an agent on these sockets advertises (earlier hosts preferred).
@@ -70,8 +73,14 @@ public final class ICEAgent {
         return output
     }
 
-    /// Adds a candidate from the offer or trickled later. Unusable ones are counted and ignored.
-    public func addRemoteCandidate(_ candidate: ICECandidate) {
+    /// A candidate trickled after the offer. Unusable ones are counted and ignored; a usable one
+    /// is paired, and its checks go out on the pacing timer (so the output is empty today).
+    public func handle(remoteCandidate candidate: ICECandidate, now: MonotonicTime) -> ICEOutput {
+        add(candidate)
+        return ICEOutput()
+    }
+
+    private func add(_ candidate: ICECandidate) {
         guard candidate.transport == "udp", candidate.component == 1, candidate.kind != .prflx,
               let ip = IPAddress(candidate.address),
               remoteCandidates.count < configuration.maximumRemoteCandidates
@@ -185,10 +194,12 @@ public final class ICEAgent {
         state == .connected ? lastConsent?.adding(milliseconds: configuration.consentTimeoutMilliseconds) : nil
     }
 
-    public func close() {
+    /// Stops checking and answering; nothing is sent (ICE has no goodbye).
+    public func close(now: MonotonicTime) -> ICEOutput {
         state = .closed
         transactions.removeAll()
         triggered.removeAll()
+        return ICEOutput()
     }
 
     // MARK: - Requests

@@ -143,7 +143,7 @@ public final class MediaReceiver {
 
     // MARK: - Input
 
-    public func handle(rtp packet: RTPPacket, arrival: MonotonicTime) -> MediaOutput {
+    public func handle(rtp packet: RTPPacket, now arrival: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
         ownCounters.rtpPackets += 1
         if nextReport == nil { scheduleReport(after: arrival) }
@@ -174,7 +174,7 @@ public final class MediaReceiver {
         return output
     }
 
-    public func handle(rtcp packets: [RTCPPacket], arrival: MonotonicTime) -> MediaOutput {
+    public func handle(rtcp packets: [RTCPPacket], now arrival: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
         ownCounters.rtcpPackets += 1
         for packet in packets {

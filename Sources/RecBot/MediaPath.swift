@@ -212,10 +212,8 @@ final class MediaPath: @unchecked Sendable {
             logger.warning("unusable remote candidate ignored", metadata: ["candidate": "\(text.prefix(200))"])
             return
         }
-        transport.withCore { core in
-            core.addRemoteCandidate(candidate)
-            return TransportOutput()
-        }
+        let clock = session.clock
+        transport.withCore { $0.handle(remoteCandidate: candidate, now: clock.now()) }
     }
 
     func packetsReceived() async -> Int {

@@ -49,7 +49,7 @@ public final class DataChannelEndpoint {
         self.association = association
     }
 
-    public func connect(now: MonotonicTime) -> DataChannelOutput { translate(association.connect(now: now), now: now) }
+    public func start(now: MonotonicTime) -> DataChannelOutput { translate(association.start(now: now), now: now) }
 
     public func handle(packet: [UInt8], now: MonotonicTime) -> DataChannelOutput {
         translate(association.handle(packet: packet, now: now), now: now)

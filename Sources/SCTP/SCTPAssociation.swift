@@ -64,7 +64,7 @@ public final class SCTPAssociation {
     // MARK: - Inputs
 
     /// Starts the association from our side (INIT). The peer may start too; both work.
-    public func connect(now: MonotonicTime) -> SCTPOutput {
+    public func start(now: MonotonicTime) -> SCTPOutput {
         var output = SCTPOutput()
         guard state == .closed else { return output }
         let initiation = SCTPInit(initiateTag: localTag, advertisedReceiverWindow: SCTPAssociation.receiveWindow, outboundStreams: 65_535,

@@ -162,7 +162,12 @@ public final class PeerConnectionCore {
         return routed(output, now: now)
     }
 
-    public func addRemoteCandidate(_ candidate: ICECandidate) { ice.addRemoteCandidate(candidate) }
+    /// A remote candidate trickled after the offer.
+    public func handle(remoteCandidate candidate: ICECandidate, now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        absorb(ice.handle(remoteCandidate: candidate, now: now), now: now, &output)
+        return routed(output, now: now)
+    }
 
     /// Asks each STUN server (from the offer's `iceServers`) for our server-reflexive address,
     /// from every host socket of the same family; found candidates arrive as `.localCandidate`.
@@ -281,7 +286,7 @@ public final class PeerConnectionCore {
         // Frames still waiting for their sender's SRs go to the recorder before the end.
         if let media { absorb(media.releaseHeldFrames(now: lastNow), &output) }
         absorb(dtls.close(), now: MonotonicTime(nanoseconds: 0), &output)
-        ice.close()
+        absorb(ice.close(now: lastNow), now: lastNow, &output)
         output = routed(output, now: lastNow)
         closeRelays(&output)
         return output
@@ -303,7 +308,7 @@ public final class PeerConnectionCore {
             }
             counters.rtcpPackets += 1
             if let media {
-                absorb(media.handle(rtcp: packets, arrival: now), &output)
+                absorb(media.handle(rtcp: packets, now: now), &output)
             } else {
                 output.events.append(.rtcp(packets))
             }
@@ -315,7 +320,7 @@ public final class PeerConnectionCore {
             }
             counters.rtpPackets += 1
             if let media {
-                absorb(media.handle(rtp: packet, arrival: now), &output)
+                absorb(media.handle(rtp: packet, now: now), &output)
             } else {
                 output.events.append(.rtp(RTPPacketBox(packet: packet)))
             }
@@ -376,7 +381,7 @@ public final class PeerConnectionCore {
                     fail(.srtp(error), &output)
                 }
                 // As the DTLS client we start SCTP (the peer may start too; either works).
-                if let dataChannels { absorb(dataChannels.connect(now: now), now: now, &output) }
+                if let dataChannels { absorb(dataChannels.start(now: now), now: now, &output) }
             case .applicationData(let data):
                 if let dataChannels {
                     absorb(dataChannels.handle(packet: data, now: now), now: now, &output)

@@ -62,8 +62,7 @@ public struct RecvOnlyNegotiation {
         // every 2 s, and a path with no answer for 10 s is lost (the session then joins again).
         configuration.consentIntervalMilliseconds = 2_000
         configuration.consentTimeoutMilliseconds = 10_000
-        let ice = ICEAgent(configuration: configuration, hosts: hosts, random: random)
-        for candidate in answer.remote.candidates { ice.addRemoteCandidate(candidate) }
+        let ice = ICEAgent(configuration: configuration, hosts: hosts, remoteCandidates: answer.remote.candidates, random: random)
         if answer.remote.endOfCandidates { ice.setRemoteEndOfCandidates() }
         let dtls: DTLSEndpoint
         do {

@@ -42,8 +42,8 @@ final class SimulatedNetwork {
         configB.consentIntervalMilliseconds = 5_000
         a = ICEAgent(configuration: configA, hosts: [addressA], random: counterRandom(seed: 1))
         b = ICEAgent(configuration: configB, hosts: [addressB], random: counterRandom(seed: 2))
-        a.addRemoteCandidate(candidate(addressB))
-        b.addRemoteCandidate(candidate(addressA))
+        _ = a.handle(remoteCandidate: candidate(addressB), now: .milliseconds(0))
+        _ = b.handle(remoteCandidate: candidate(addressA), now: .milliseconds(0))
     }
 
     func absorb(_ output: ICEOutput, into events: inout [ICEEvent]) {
@@ -236,7 +236,7 @@ final class SimulatedNetwork {
     @Test func aCandidateBeforeAnyCheckIsDueAtOnceNotAtTheStartOfTime() throws {
         let ice = agent()
         _ = ice.start(now: .milliseconds(5_000))
-        ice.addRemoteCandidate(try #require(ICECandidate(sdp: "candidate:1 1 udp 2130706431 192.0.2.1 9 typ host")))
+        _ = ice.handle(remoteCandidate: try #require(ICECandidate(sdp: "candidate:1 1 udp 2130706431 192.0.2.1 9 typ host")), now: .milliseconds(5_000))
         let next = try #require(ice.nextTimeout)
         #expect(next.nanoseconds >= 0 && next <= .milliseconds(5_000))
     }
@@ -323,7 +323,7 @@ final class SimulatedNetwork {
         let ice = agent()
         for text in ["candidate:1 1 tcp 1 127.0.0.1 9 typ host tcptype active", "candidate:1 2 udp 1 127.0.0.1 9 typ host",
                      "candidate:1 1 udp 1 3f2a-host.local 9 typ host", "candidate:1 1 udp 1 ::1 9 typ host"] {
-            ice.addRemoteCandidate(ICECandidate(sdp: text)!)
+            _ = ice.handle(remoteCandidate: ICECandidate(sdp: text)!, now: .milliseconds(0))
         }
         #expect(ice.counters.ignoredRemoteCandidates == 3)
         #expect(ice.pairs.isEmpty, "the IPv6 candidate has no IPv6 host to pair with")

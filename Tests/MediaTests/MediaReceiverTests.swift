@@ -493,7 +493,7 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
             for sequence in 0..<5 {
                 let packet = RTPPacketBuilder(payloadType: 111, sequenceNumber: UInt16(sequence), timestamp: UInt32(sequence * 960), ssrc: ssrc)
                     .build(payload: [0xFC, 0x01, 0x02])
-                _ = receiver.handle(rtp: try! RTPPacket(parsing: packet), arrival: .milliseconds(Int64(index * 1_000 + sequence * 20)))
+                _ = receiver.handle(rtp: try! RTPPacket(parsing: packet), now: .milliseconds(Int64(index * 1_000 + sequence * 20)))
                 packets += 1
             }
             // The sender that just left still has its counters, for its recording's row.

@@ -50,12 +50,12 @@ final class Harness {
     @discardableResult
     func receive(_ packet: RTPPacket, at time: MonotonicTime? = nil) -> [ReceivedFrame] {
         if let time { advance(to: time) }
-        return absorb(receiver.handle(rtp: packet, arrival: now))
+        return absorb(receiver.handle(rtp: packet, now: now))
     }
 
     func receive(rtcp: [RTCPPacket], at time: MonotonicTime? = nil) {
         if let time { advance(to: time) }
-        absorb(receiver.handle(rtcp: rtcp, arrival: now))
+        absorb(receiver.handle(rtcp: rtcp, now: now))
     }
 
     /// Runs every timer due up to `time`.

@@ -13,7 +13,7 @@ final class EndpointLink {
     let now = MonotonicTime.milliseconds(0)
 
     init() {
-        fromPeer(peer.connect(now: now))
+        fromPeer(peer.start(now: now))
     }
 
     func fromPeer(_ output: SCTPOutput) {

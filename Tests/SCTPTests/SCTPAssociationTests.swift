@@ -47,7 +47,7 @@ final class Link {
 @Suite struct SCTPAssociationTests {
     @Test func handshakeAndMessagesIncludingFragmentedOnes() {
         let link = Link()
-        link.run(link.a.connect(now: link.now), fromA: true)
+        link.run(link.a.start(now: link.now), fromA: true)
         #expect(link.a.state == .established && link.b.state == .established)
         #expect(link.eventsA.contains(.established) && link.eventsB.contains(.established))
 
@@ -65,7 +65,7 @@ final class Link {
 
     @Test func lostFragmentIsRetransmittedAndOrderIsKept() {
         let link = Link()
-        link.run(link.a.connect(now: link.now), fromA: true)
+        link.run(link.a.start(now: link.now), fromA: true)
         var dataPackets = 0
         link.drop = { toB, packet in
             guard toB, let parsed = try? SCTPPacket(parsing: packet), case .data = parsed.chunks.first else { return false }
@@ -83,7 +83,7 @@ final class Link {
 
     @Test func oversizedMessagesAreDroppedAndCounted() {
         let link = Link(aMaySend: 0)  // A ignores B's limit, as a hostile peer would
-        link.run(link.a.connect(now: link.now), fromA: true)
+        link.run(link.a.start(now: link.now), fromA: true)
         link.run(link.a.send([UInt8](repeating: 9, count: 70 * 1024), streamID: 0, payloadProtocol: 53, now: link.now), fromA: true)
         link.run(link.a.send([7], streamID: 0, payloadProtocol: 53, now: link.now), fromA: true)
         #expect(link.b.counters.oversizedMessages >= 1)
@@ -101,7 +101,7 @@ final class Link {
             if towardB { toB.append(packet) } else { toA.append(packet) }
             return false
         }
-        link.run(link.a.connect(now: link.now), fromA: true)
+        link.run(link.a.start(now: link.now), fromA: true)
         let aTag = try SCTPPacket(parsing: try #require(toA.last)).verificationTag
         // A's message is lost on the way; SACKs are forged instead of B's.
         link.drop = { towardB, packet in
@@ -128,7 +128,7 @@ final class Link {
 
     @Test func ownMessagesLargerThanThePeerAcceptsAreNotSent() {
         let link = Link(aMaySend: 1_000)
-        link.run(link.a.connect(now: link.now), fromA: true)
+        link.run(link.a.start(now: link.now), fromA: true)
         link.run(link.a.send([UInt8](repeating: 1, count: 1_001), streamID: 1, payloadProtocol: 53, now: link.now), fromA: true)
         link.run(link.a.send([UInt8](repeating: 2, count: 1_000), streamID: 1, payloadProtocol: 53, now: link.now), fromA: true)
         #expect(link.messagesB().map(\.data.count) == [1_000])

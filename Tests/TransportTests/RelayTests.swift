@@ -33,7 +33,7 @@ private final class RelayedSession {
         var state: UInt64 = 9
         let random: () -> UInt64 = { state = state &* 6_364_136_223_846_793_005 &+ 1; return state }
         let ice = ICEAgent(configuration: configuration, hosts: [local], random: random)
-        ice.addRemoteCandidate(ICECandidate(foundation: "1", priority: 2_130_706_431, address: "127.0.0.1", port: 50_000, kind: .host))
+        _ = ice.handle(remoteCandidate: ICECandidate(foundation: "1", priority: 2_130_706_431, address: "127.0.0.1", port: 50_000, kind: .host), now: .milliseconds(0))
         let fingerprint = DTLSFingerprint(algorithm: "sha-256", bytes: Array(repeating: 7, count: 32))!
         let relay = RelayServer(id: 1, client: TURNClientConfiguration(server: turnServer, transport: transport,
                                                                        credentials: TURNCredentials(username: "recbot", password: password)),
