@@ -5,7 +5,6 @@ import Logging
 import Media
 import NIOCore
 import NIOPosix
-import ArchivePostgres
 import Outcomes
 import Recorder
 import SDP
@@ -138,10 +137,11 @@ public final class JoinSession: @unchecked Sendable {
 
     public func run() async -> JoinOutcome {
         let catalog: any CatalogStore
-        let location = options.catalog ?? .sqlite(path: options.dataDirectory.catalogPath)
-        do { catalog = try location.open(logger: logger) } catch {
+        let path = options.dataDirectory.catalogPath
+        let open: CatalogOpener = options.openCatalog ?? { logger in try Catalog(path: path, logger: logger) }
+        do { catalog = try open(logger) } catch {
             logger.error("catalog unusable", metadata: ["error": "\(error)"])
-            return JoinOutcome(cause: error.endCause, endReason: "storage: \(error)", sessionID: nil)
+            return JoinOutcome(cause: (error as? CatalogError)?.endCause ?? .storageFailed, endReason: "storage: \(error)", sessionID: nil)
         }
         let startedAt = clock.wallClockMilliseconds()
         let sessionID = ULID.generate(now: UInt64(startedAt)).string

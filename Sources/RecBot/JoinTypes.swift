@@ -1,6 +1,7 @@
 import Archive
 import DiskLayout
 import Foundation
+import Logging
 import Media
 import Outcomes
 import Recorder
@@ -86,6 +87,9 @@ public struct JoinOutcome: Sendable {
     }
 }
 
+/// Opens a catalog for a session; it fails with a `CatalogError`.
+public typealias CatalogOpener = @Sendable (Logger) throws -> any CatalogStore
+
 public struct JoinOptions: Sendable {
     /// Where the session's time comes from (tests give a simulated one).
     public var clock: any TimeSource = SystemTimeSource()
@@ -95,8 +99,10 @@ public struct JoinOptions: Sendable {
     public var insecure = false
     /// Recordings, and the catalog unless `catalog` names another.
     public var dataDirectory: DataDirectory
-    /// The catalog: nil is catalog.sqlite in the data directory.
-    public var catalog: CatalogLocation?
+    /// Opens (creating and migrating) the session's catalog. The command line chooses which
+    /// (an SQLite file, or a shared PostgreSQL through ArchivePostgres); nil is catalog.sqlite in
+    /// the data directory. The session itself knows no catalog kind.
+    public var openCatalog: CatalogOpener?
     public var connectTimeoutSeconds: Double = 30
     public var hostPolicy = HostAddressPolicy()
     /// TURN: ICE servers and transport policy overrides, and the CA for `turns:`.

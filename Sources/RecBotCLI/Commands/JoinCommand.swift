@@ -214,7 +214,8 @@ struct JoinCommand: AsyncParsableCommand {
             connect.dataChannelsJSON = String(decoding: data, as: UTF8.self)
         }
         var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
-        options.catalog = try common.catalogLocation(settings: settings)
+        let catalog = try common.catalogLocation(settings: settings)  // SQLite or PostgreSQL: chosen here, opened by the session
+        options.openCatalog = { logger in try catalog.open(logger: logger) }
         options.host = try hostOptions.name(settings: settings)
         if let duration = duration ?? settings[.duration].map({ DurationArgument(argument: $0) }) ?? nil {
             guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
