@@ -176,7 +176,7 @@ let package = Package(
         ]),
 
         // MARK: Load generator (issue 13): synthetic Sora publishers for benchmarks and fault runs
-        .target(name: "LoadGen", dependencies: ["DTLS", "SRTP", "STUN", "RTP", "SDP", "WebMReader", "WireCoding"]),
+        .target(name: "LoadGen", dependencies: ["DTLS", "SRTP", "STUN", "RTP", "SDP", "WebMReader", "WireCoding"], path: "Sources/Bench/LoadGen"),
         .executableTarget(name: "recbot-loadgen", dependencies: [
             "LoadGen", "DTLS", "Transport", "STUN", "WireCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -184,40 +184,40 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
-        ]),
+        ], path: "Sources/Bench/recbot-loadgen"),
         // The floor of the packet path (receive, SRTP, append), measured beside recbot by bench/bench.sh.
         .executableTarget(name: "recbot-floor", dependencies: [
             "LoadGen", "SRTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
-        ]),
+        ], path: "Sources/Bench/recbot-floor"),
 
         // MARK: Fuzz targets (dev/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
-        .target(name: "FuzzSupport", swiftSettings: fuzzSwiftSettings),
-        .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .target(name: "FuzzSupport", path: "Sources/Fuzz/FuzzSupport", swiftSettings: fuzzSwiftSettings),
+        .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], path: "Sources/Fuzz/FuzzSTUN", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzTURN", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding", "FuzzSupport"],
-                          swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "ICE", "DTLS", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSignaling", dependencies: ["SoraSignaling", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+                          path: "Sources/Fuzz/FuzzTURN", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "ICE", "DTLS", "FuzzSupport"], path: "Sources/Fuzz/FuzzSDP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzRTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzAV1", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzSCTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSignaling", dependencies: ["SoraSignaling", "FuzzSupport"], path: "Sources/Fuzz/FuzzSignaling", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzDepacketizers", dependencies: ["Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzDepacketizers", dependencies: ["Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzDepacketizers", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzRepair", dependencies: ["Repair", "WebMReader", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzRepair", dependencies: ["Repair", "WebMReader", "FuzzSupport"], path: "Sources/Fuzz/FuzzRepair", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzVerify", dependencies: ["Verification", "FuzzSupport"], swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzVerify", dependencies: ["Verification", "FuzzSupport"], path: "Sources/Fuzz/FuzzVerify", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzVP9", dependencies: ["Media", "Bitstreams", "FuzzSupport"], swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzMediaReceiver", dependencies: ["Media", "RTP", "FuzzSupport", "WireCoding"], swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzVP9", dependencies: ["Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzVP9", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzMediaReceiver", dependencies: ["Media", "RTP", "FuzzSupport", "WireCoding"], path: "Sources/Fuzz/FuzzMediaReceiver", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSCTPReassembly", dependencies: ["SCTP", "FuzzSupport", "WireCoding"], swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzSCTPReassembly", dependencies: ["SCTP", "FuzzSupport", "WireCoding"], path: "Sources/Fuzz/FuzzSCTPReassembly", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
 
         // MARK: Benchmarks (`swift run -c release BenchSCTP`)
-        .executableTarget(name: "BenchSCTP", dependencies: ["SCTP", "WireCoding"]),
+        .executableTarget(name: "BenchSCTP", dependencies: ["SCTP", "WireCoding"], path: "Sources/Bench/BenchSCTP"),
 
         // MARK: Command line
         .target(
