@@ -14,15 +14,7 @@ struct Scenario {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers")
     }
 
-    static var recbot: String {
-        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        while directory.path != "/" {
-            let candidate = directory.appendingPathComponent("recbot").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return "recbot"
-    }
+    static var recbot: String { builtProduct("recbot") }
 
     /// A scenario whose server runs elsewhere (e.g. the load generator): `join` needs its URL.
     init(existingDirectory: URL) {

@@ -1,12 +1,13 @@
 import Archive
 import Foundation
 import Testing
+import TestSupport
 
 /// `recbot join` against the native load generator (`recbot-loadgen`): publishers that come and
 /// go by re-offer, 5 % seeded loss repaired by NACK and RTX, and a ground truth of every frame
 /// sent, which each publisher's file must hold.
 @Suite(.serialized) struct LoadGenScenarioTests {
-    static var loadgen: String { URL(fileURLWithPath: Scenario.recbot).deletingLastPathComponent().appendingPathComponent("recbot-loadgen").path }
+    static var loadgen: String { builtProduct("recbot-loadgen") }
 
     @Test func everyFrameSentReachesItsPublishersFileUnderLossAndChurn() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-loadgen-\(UUID())").path

@@ -5,18 +5,7 @@ import Testing
 
 /// Runs the built `recbot` binary, as an operator or a script would.
 struct RecBotBinary {
-    static var path: String {
-        if let override = ProcessInfo.processInfo.environment["RECBOT_BINARY"] { return override }
-        // The test bundle sits beside the package's products in the build directory.
-        let testBinary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
-        var directory = testBinary.deletingLastPathComponent()
-        while directory.path != "/" {
-            let candidate = directory.appendingPathComponent("recbot").path
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-            directory = directory.deletingLastPathComponent()
-        }
-        return "recbot"
-    }
+    static var path: String { builtProduct("recbot") }
 
     struct Result {
         var status: Int32

@@ -1,6 +1,7 @@
 import Foundation
 import Outcomes
 import Testing
+import TestSupport
 
 /// One exit decision (issue 29): "not found" is one code in every command, and the tables that
 /// document the codes list exactly the codes `ExitStatus` has.
@@ -34,7 +35,7 @@ import Testing
     }
 
     @Test func theDocumentedTablesListExactlyTheCodes() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = repositoryRoot
         let codes = Set(ExitStatus.allCases.map(\.rawValue))
         for document in ["README.md", "docs/usage.md"] {
             let text = try String(contentsOf: root.appendingPathComponent(document), encoding: .utf8)

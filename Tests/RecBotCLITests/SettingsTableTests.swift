@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import RecBotCLI
 
 /// Every `RECBOT_*` setting comes from one table (`SettingName`); the options tables in
 /// docs/usage.md must list each of them with the flag it pairs with, and nothing else.
 @Suite struct SettingsTableTests {
     @Test func theUsageDocumentsEverySettingWithItsFlag() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let root = repositoryRoot
         let usage = try String(contentsOf: root.appendingPathComponent("docs/usage.md"), encoding: .utf8)
         let byVariable = Dictionary(uniqueKeysWithValues: SettingName.all.map { ($0.variable, $0) })
         var documented = Set<String>()
