@@ -37,6 +37,12 @@ import TestSupport
         #expect(settings.isOn(.insecure) && !settings.isOn(.noRejoin) && settings.isOn(.deleteAfterUpload) && !settings.isOn(.failOnInterruption))
     }
 
+    @Test func listsSplitOnCommasAndSpaces() throws {
+        let settings = try Settings.load(environment: ["RECBOT_URLS": "wss://a/signaling, wss://b/signaling wss://c/signaling"], configPath: nil)
+        #expect(settings.list(.urls) == ["wss://a/signaling", "wss://b/signaling", "wss://c/signaling"])
+        #expect(settings.list(.allowAddresses).isEmpty)
+    }
+
     static func matches(_ pattern: String, in text: String) -> [String] {
         let expression = try! NSRegularExpression(pattern: pattern)
         return expression.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { Range($0.range, in: text).map { String(text[$0]) } }

@@ -164,8 +164,7 @@ struct JoinCommand: AsyncParsableCommand {
         guard let channel = channel ?? settings[.channel], !channel.isEmpty else {
             throw ValidationError("--channel (or RECBOT_CHANNEL) is required")
         }
-        let urls = !self.urls.isEmpty ? self.urls
-            : (settings[.urls] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+        let urls = !self.urls.isEmpty ? self.urls : settings.list(.urls)
         guard !urls.isEmpty else { throw ValidationError("--url (or RECBOT_URLS) is required") }
         for url in urls where !(url.prefix(5).lowercased() == "ws://" || url.prefix(6).lowercased() == "wss://") {
             throw ValidationError("signaling URL \(url) must start with ws:// or wss://")
@@ -255,7 +254,7 @@ struct JoinCommand: AsyncParsableCommand {
             options.eventLimits.maximumBytes = bytes
         }
         func prefixes(_ flags: [String], _ name: SettingName) throws -> [IPPrefix] {
-            let texts = !flags.isEmpty ? flags : (settings[name] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+            let texts = !flags.isEmpty ? flags : settings.list(name)
             return try texts.map { text in
                 guard let prefix = IPPrefix(text) else { throw ValidationError("\(text) is not an address prefix (e.g. 10.0.0.0/8)") }
                 return prefix

@@ -32,6 +32,11 @@ struct Settings {
     /// The value, when set and not empty.
     subscript(name: SettingName) -> String? { values[name.variable].flatMap { $0.isEmpty ? nil : $0 } }
 
+    /// A list setting (URLs, address prefixes): items separated by commas or spaces.
+    func list(_ name: SettingName) -> [String] {
+        (self[name] ?? "").split(whereSeparator: { $0 == "," || $0 == " " }).map(String.init)
+    }
+
     /// An on/off setting: on when `1` or `true`.
     func isOn(_ name: SettingName) -> Bool {
         precondition(name.isSwitch, "\(name.variable) is not a switch")
