@@ -68,8 +68,14 @@ let package = Package(
         // SDP reads and writes the protocols' own types (ICE candidates, DTLS fingerprints): it depends on them.
         .target(name: "SDP", dependencies: ["ICE", "DTLS"], swiftSettings: fuzzSwiftSettings),
         .target(name: "TURN", dependencies: ["STUN", "WireCoding"], swiftSettings: fuzzSwiftSettings),
+        // One peer connection as a state machine: ICE, TURN, DTLS, SRTP and SCTP composed, bytes and time in.
+        .target(name: "PeerConnection", dependencies: [
+            "ICE", "TURN", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding",
+        ]),
+
+        // MARK: I/O drivers (SwiftNIO): sockets and timers around the cores
         .target(name: "Transport", dependencies: [
-            "ICE", "TURN", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding", "TLSFailure",
+            "PeerConnection", "STUN", "WireCoding", "TLSFailure",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -156,7 +162,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "Archive", "DiskLayout", "Outcomes", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
+            "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -178,7 +184,7 @@ let package = Package(
         // MARK: Load generator (issue 13): synthetic Sora publishers for benchmarks and fault runs
         .target(name: "LoadGen", dependencies: ["DTLS", "SRTP", "STUN", "RTP", "SDP", "WebMReader", "WireCoding"], path: "Sources/Bench/LoadGen"),
         .executableTarget(name: "recbot-loadgen", dependencies: [
-            "LoadGen", "DTLS", "Transport", "STUN", "WireCoding",
+            "LoadGen", "DTLS", "PeerConnection", "Transport", "STUN", "WireCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -273,12 +279,12 @@ let package = Package(
         .target(name: "TURNTestSupport", dependencies: ["STUN", "TURN", "WireCoding"], path: "Tests/TURNTestSupport"),
         .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
-            "Transport", "ICE", "DTLS", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
+            "PeerConnection", "Transport", "ICE", "DTLS", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding", .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "InteropTests", dependencies: [
-            "Transport", "DTLS", "ICE", "RTP", "SDP", "SRTP", "STUN", "SCTP",
+            "PeerConnection", "Transport", "DTLS", "ICE", "RTP", "SDP", "SRTP", "STUN", "SCTP",
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim"]),

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Media
 import Outcomes
+import PeerConnection
 import Recorder
 import SoraSignaling
 import Transport

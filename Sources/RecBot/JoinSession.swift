@@ -6,6 +6,7 @@ import Media
 import NIOCore
 import NIOPosix
 import Outcomes
+import PeerConnection
 import Recorder
 import SDP
 import SoraSignaling

@@ -2,9 +2,9 @@ import Foundation
 import Logging
 import NIOCore
 import NIOPosix
+import PeerConnection
 import SoraSignaling
 import STUN
-import Transport
 import TURN
 
 /// How the join reaches relays: which ICE servers (the offer's, or an override), whether only

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Media
 import NIOCore
+import PeerConnection
 import Recorder
 import Transport
 import WireCoding

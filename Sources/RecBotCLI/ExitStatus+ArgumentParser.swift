@@ -1,6 +1,5 @@
 import ArgumentParser
 import Outcomes
-import RecBot
 
 extension ExitStatus {
     public var exitCode: ExitCode { ExitCode(rawValue) }

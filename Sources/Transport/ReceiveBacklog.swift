@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import NIOCore
+import PeerConnection
 import STUN
 
 /// Datagrams read from the sockets and not yet handled by the peer connection core.
@@ -23,23 +24,7 @@ public final class ReceiveBacklog: Sendable {
         }
     }
 
-    public struct Counters: Equatable, Sendable {
-        public var mediaDropped = 0
-        public var controlDropped = 0
-        /// The most bytes waiting at once (media and control), and the bytes waiting when read.
-        public var peakBytes = 0
-        public var waitingBytes = 0
-        public init() {}
-
-        public static func + (lhs: Counters, rhs: Counters) -> Counters {
-            var sum = lhs
-            sum.mediaDropped += rhs.mediaDropped
-            sum.controlDropped += rhs.controlDropped
-            sum.peakBytes = max(lhs.peakBytes, rhs.peakBytes)
-            sum.waitingBytes = rhs.waitingBytes
-            return sum
-        }
-    }
+    public typealias Counters = ReceiveBacklogCounters
 
     public struct Datagram: Sendable {
         public var bytes: [UInt8]

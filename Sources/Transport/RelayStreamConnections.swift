@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import NIOSSL
+import PeerConnection
 import STUN
 import TLSFailure
 

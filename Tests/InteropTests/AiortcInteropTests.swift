@@ -3,6 +3,7 @@ import Foundation
 import ICE
 import NIOCore
 import NIOPosix
+import PeerConnection
 import RTP
 import SCTP
 import SDP

@@ -1,10 +1,11 @@
 import DTLS
 import ICE
+@testable import PeerConnection
 import SDP
 import STUN
 import Testing
-import WireCoding
 @testable import Transport
+import WireCoding
 
 let local = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 40_000)
 let peer = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 50_000)

@@ -1,9 +1,10 @@
 import NIOCore
 import NIOPosix
+@testable import PeerConnection
 import STUN
 import Testing
-import WireCoding
 @testable import Transport
+import WireCoding
 
 /// The receive backlog between the sockets' thread and the core: control before media, media
 /// bounded and dropped first, one wake per idle period, and a log line per overload episode.

@@ -1,12 +1,13 @@
 import DTLS
 import ICE
+@testable import PeerConnection
 import SDP
 import STUN
+import Testing
+@testable import Transport
 import TURN
 import TURNTestSupport
-import Testing
 import WireCoding
-@testable import Transport
 
 private let turnServer = TransportAddress(ip: IPAddress("127.0.0.9")!, port: 3_478)
 private let relayed = TransportAddress(ip: IPAddress("127.0.0.9")!, port: 55_000)

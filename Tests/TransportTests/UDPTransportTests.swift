@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+@testable import PeerConnection
 import STUN
 import Testing
 @testable import Transport

@@ -3,6 +3,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
+import PeerConnection
 import STUN
 import Transport
 import WireCoding

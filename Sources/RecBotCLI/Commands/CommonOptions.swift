@@ -5,7 +5,6 @@ import DiskLayout
 import Foundation
 import Logging
 import Outcomes
-import RecBot
 import Recorder
 
 /// Options every command takes.

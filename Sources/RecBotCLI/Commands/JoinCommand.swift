@@ -4,6 +4,7 @@ import Dispatch
 import Foundation
 import Logging
 import Outcomes
+import PeerConnection
 import RecBot
 import RecBotMetrics
 import Recorder

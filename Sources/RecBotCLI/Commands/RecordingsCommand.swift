@@ -1,9 +1,8 @@
-import DiskLayout
-import Outcomes
-import RecBot
-import Recorder
 import Archive
 import ArgumentParser
+import DiskLayout
+import Outcomes
+import Recorder
 
 struct RecordingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,7 +2,6 @@ import Archive
 import ArgumentParser
 import Foundation
 import Outcomes
-import RecBot
 import Recorder
 import Repair
 

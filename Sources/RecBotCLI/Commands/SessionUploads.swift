@@ -5,7 +5,6 @@ import Foundation
 import Logging
 import ObjectStorage
 import Outcomes
-import RecBot
 import Recorder
 
 /// Uploads sessions one after another, for `upload` and `join --upload`: the bucket is

@@ -1,8 +1,7 @@
-import Outcomes
-import RecBot
-import Recorder
 import Archive
 import ArgumentParser
+import Outcomes
+import Recorder
 
 struct SessionsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,7 +3,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import ObjectStorage
-import RecBot
 import TLSFailure
 
 /// Where and how uploads go, for `upload` and `join --upload`. Credentials are never flags

@@ -4,7 +4,6 @@ import ArgumentParser
 import Foundation
 import Logging
 import Outcomes
-import RecBot
 
 struct UploadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -9,58 +9,6 @@ import STUN
 import TURN
 import WireCoding
 
-/// What the receive path dropped, by reason (RFC 7983 demux and after).
-public struct TransportCounters: Equatable, Sendable {
-    public var datagramsReceived = 0
-    /// First byte outside STUN (0-3), DTLS (20-63) and RTP/RTCP (128-191).
-    public var droppedUnknownProtocol = 0
-    /// DTLS or SRTP from a transport address ICE never validated.
-    public var droppedUnvalidatedSource = 0
-    /// Relay-only: a datagram that reached a host socket directly, not from a TURN server.
-    public var droppedOutsideRelay = 0
-    /// Datagrams that arrived through a TURN relay (Data indications and ChannelData).
-    public var relayedDatagrams = 0
-    /// SRTP/SRTCP before the keys exist.
-    public var droppedBeforeKeys = 0
-    public var droppedMalformedRTP = 0
-    public var droppedMalformedRTCP = 0
-    public var rtpPackets = 0
-    public var rtcpPackets = 0
-    /// What the sockets' thread read while the core was behind (`ReceiveBacklog`): drops and
-    /// the deepest backlog. Filled in by the transport (`including(_:)`), not by the core.
-    public var backlog = ReceiveBacklog.Counters()
-    /// Datagrams the kernel dropped on the sockets (their buffer full), also from the transport.
-    public var kernelReceiveDrops = 0
-
-    public init() {}
-
-    /// These counters with a transport's backlog counters.
-    public func including(_ backlog: ReceiveBacklog.Counters, kernelReceiveDrops: Int?) -> TransportCounters {
-        var counters = self
-        counters.backlog = self.backlog + backlog
-        counters.kernelReceiveDrops += kernelReceiveDrops ?? 0
-        return counters
-    }
-
-    /// Counters of two connections (or periods), summed.
-    public static func + (lhs: TransportCounters, rhs: TransportCounters) -> TransportCounters {
-        var sum = lhs
-        sum.datagramsReceived += rhs.datagramsReceived
-        sum.droppedUnknownProtocol += rhs.droppedUnknownProtocol
-        sum.droppedUnvalidatedSource += rhs.droppedUnvalidatedSource
-        sum.droppedOutsideRelay += rhs.droppedOutsideRelay
-        sum.relayedDatagrams += rhs.relayedDatagrams
-        sum.droppedBeforeKeys += rhs.droppedBeforeKeys
-        sum.droppedMalformedRTP += rhs.droppedMalformedRTP
-        sum.droppedMalformedRTCP += rhs.droppedMalformedRTCP
-        sum.rtpPackets += rhs.rtpPackets
-        sum.rtcpPackets += rhs.rtcpPackets
-        sum.backlog = lhs.backlog + rhs.backlog
-        sum.kernelReceiveDrops += rhs.kernelReceiveDrops
-        return sum
-    }
-}
-
 public enum TransportFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case ice(String)
     case dtls(DTLSError)
