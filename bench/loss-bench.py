@@ -130,7 +130,7 @@ def main():
                   f"{row['packets_lost']:>6} {row['nacks_sent']:>7} {requests:>10.1f}")
 
     status, publisher, row, path = run_session(args.recbot, args.seconds, ["--delay-audio-ms", str(args.delay_audio_ms)])
-    checked = subprocess.run([sys.executable, os.path.join(PEERS, "av_sync_check.py"), path, "--json"], capture_output=True, text=True)
+    checked = subprocess.run([sys.executable, os.path.join(HERE, "..", "Tests", "Checkers", "av_sync_check.py"), path, "--json"], capture_output=True, text=True)
     sync = json.loads(checked.stdout)
     video, audio = sync.get("video_marker_times", []), sync.get("audio_marker_times", [])
     offsets = []

@@ -62,10 +62,10 @@ else
   echo "install-deps: all Debian packages present"
 fi
 
-# PyPI: independent WebRTC peers for the interop tests (pinned in Tests/Peers/requirements.txt).
+# PyPI: independent WebRTC peers for the interop tests (pinned in Tests/PythonSupport/requirements.txt).
 here="$(cd "$(dirname "$0")/.." && pwd)"
-requirements="$here/Tests/Peers/requirements.txt"
+requirements="$here/Tests/PythonSupport/requirements.txt"
 if [ -f "$requirements" ]; then
-  echo "install-deps: Python packages from Tests/Peers/requirements.txt"
+  echo "install-deps: Python packages from Tests/PythonSupport/requirements.txt"
   python3 -m pip install --disable-pip-version-check --quiet --root-user-action=ignore -r "$requirements"
 fi

@@ -52,7 +52,7 @@ import TestSupport
     /// rtpvp9depay, FFmpeg's AV1 RTP demuxer), every frame decoded: the publishers above send
     /// what other stacks accept, not just what recbot reads.
     @Test func theTestPublishersPassIndependentDepacketizers() throws {
-        #expect(throws: Never.self) { try runChecked(["/usr/bin/env", "python3", Scenario.peersDirectory.appendingPathComponent("depay_check.py").path]) }
+        #expect(throws: Never.self) { try runChecked(["/usr/bin/env", "python3", Scenario.checkersDirectory.appendingPathComponent("depay_check.py").path]) }
     }
 }
 

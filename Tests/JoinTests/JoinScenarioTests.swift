@@ -10,8 +10,11 @@ struct Scenario {
     let serverOutput = Pipe()
     var url = ""
 
-    static var peersDirectory: URL {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers")
+    /// The independent peers (the test server among them) and the checkers that judge output files.
+    static var peersDirectory: URL { testsDirectory.appendingPathComponent("Peers") }
+    static var checkersDirectory: URL { testsDirectory.appendingPathComponent("Checkers") }
+    private static var testsDirectory: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     }
 
     static var recbot: String { builtProduct("recbot") }

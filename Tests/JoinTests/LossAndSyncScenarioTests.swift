@@ -18,9 +18,9 @@ func decodeVP8Track(_ path: String) throws -> (frames: Int, errors: Int, firstIs
     return (video.count, errors, video.first?.isKeyframe ?? false)
 }
 
-/// The bundled A/V sync checker's view of a file (Tests/Peers/av_sync_check.py, PyAV).
+/// The bundled A/V sync checker's view of a file (Tests/Checkers/av_sync_check.py, PyAV).
 func syncMarkers(_ path: String) throws -> (video: [Double], audio: [Double]) {
-    let data = try runProcess("/usr/bin/env", ["python3", Scenario.peersDirectory.appendingPathComponent("av_sync_check.py").path, path, "--json"]).stdout
+    let data = try runProcess("/usr/bin/env", ["python3", Scenario.checkersDirectory.appendingPathComponent("av_sync_check.py").path, path, "--json"]).stdout
     let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "av_sync_check: \(String(decoding: data, as: UTF8.self))")
     return ((json["video_marker_times"] as? [Double]) ?? [], (json["audio_marker_times"] as? [Double]) ?? [])
 }

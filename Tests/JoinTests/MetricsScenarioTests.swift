@@ -8,7 +8,7 @@ import Testing
     typealias Scrape = (status: Int, contentType: String, notFound: Int, types: [String: String], samples: [String: Double])
 
     static func scrape(_ arguments: [String]) throws -> Scrape {
-        let result = try runProcess("/usr/bin/env", ["python3", Scenario.peersDirectory.appendingPathComponent("scrape_metrics.py").path] + arguments)
+        let result = try runProcess("/usr/bin/env", ["python3", Scenario.checkersDirectory.appendingPathComponent("scrape_metrics.py").path] + arguments)
         let data = result.stdout, problem = result.stderrText
         #expect(result.status == 0, "scrape_metrics: \(problem)")
         let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "scrape_metrics: \(problem)")

@@ -12,6 +12,7 @@ few seconds, then prints a report of what it sent:
 import argparse
 import asyncio
 import json
+import os
 import sys
 
 import aioice.ice
@@ -28,6 +29,7 @@ from aiortc import (  # noqa: E402
 )
 from aiortc import rtcsctptransport  # noqa: E402
 from aiortc.rtcconfiguration import RTCBundlePolicy  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "PythonSupport"))  # the shared media and codec modules
 from synthetic_media import PatternVideo, ToneAudio  # noqa: E402
 
 PROFILES = {

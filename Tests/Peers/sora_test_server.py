@@ -89,6 +89,7 @@ from aiortc.rtp import RTP_HISTORY_SIZE, RtcpPsfbPacket, RtcpRrPacket, RtcpRtpfb
 from aiortc.sdp import candidate_from_sdp  # noqa: E402
 from websockets.asyncio.server import serve  # noqa: E402
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "PythonSupport"))  # the shared media and codec modules
 import video_codecs  # noqa: E402
 from hostile_publisher import HOSTILE_KINDS, HostileTraffic  # noqa: E402
 from synthetic_media import MediaClock, PatternVideo, ToneAudio  # noqa: E402

@@ -15,7 +15,7 @@ func hex(_ text: String) -> [UInt8] {
 }
 
 func python(_ arguments: [String], input: String = "") throws -> Any {
-    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Peers/sctp_vectors.py").path
+    let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Checkers/sctp_vectors.py").path
     return try JSONSerialization.jsonObject(with: runProcess("/usr/bin/env", ["python3", script] + arguments, standardInput: Data(input.utf8)).stdout)
 }
 

@@ -10,7 +10,7 @@
 #      the unprivileged user against a fresh data directory;
 #   4. kubernetes-validate --strict on deploy/k8s/*.yaml.
 # Needs root for steps 2-3 (apt-get, useradd); hadolint and kubernetes-validate come from PyPI
-# (Tests/Peers/requirements.txt).
+# (Tests/PythonSupport/requirements.txt).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 binary=""

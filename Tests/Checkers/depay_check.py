@@ -306,7 +306,7 @@ def main():
         gstreamer_side(args.gstreamer, args.codec)
         return 0
 
-    sys.path.insert(0, HERE)
+    sys.path.insert(0, os.path.join(HERE, "..", "PythonSupport"))
     try:
         import av
 
