@@ -93,6 +93,8 @@ let package = Package(
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
         .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
+        // `recbot export`: a session's events as JSON Lines and as WebVTT captions on each recording's timeline.
+        .target(name: "SessionExport", dependencies: ["Archive", "DiskLayout"]),
         // What ended a run, and the one decision from it to an exit code: a leaf every layer may report into.
         .target(name: "Outcomes"),
         .target(
@@ -231,7 +233,7 @@ let package = Package(
             dependencies: [
                 "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
                 "WireCoding",
-                "Transport", "Verification", "Repair", "TLSFailure",
+                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -245,6 +247,7 @@ let package = Package(
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "DiskLayoutTests", dependencies: ["DiskLayout"]),
+        .testTarget(name: "SessionExportTests", dependencies: ["SessionExport", "Archive"]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "Archive", "DiskLayout", "Recorder"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
         .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),

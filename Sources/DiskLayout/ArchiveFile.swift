@@ -11,9 +11,21 @@ public enum ArchiveFile: Equatable, Sendable {
     case splitEnd(connectionID: String)
     /// `report-<recording id>.json`: the whole recording, written last.
     case report(recordingID: String)
+    /// `archive-<id>.messages.vtt` (or a split part's): the session's messages as captions for that file.
+    case messages(connectionID: String, part: Int)
+    /// `events.jsonl`: the session's notify, push and data-channel messages on its timeline.
+    case eventLog
+
+    static let messagesSuffix = ".messages.vtt"
+    static let eventLogName = "events.jsonl"
 
     public init?(name: String) {
-        if let base = Self.strip(name, suffix: ".webm") {
+        if name == Self.eventLogName {
+            self = .eventLog
+        } else if let base = Self.strip(name, suffix: Self.messagesSuffix) {
+            guard let (id, part) = Self.sender(base) else { return nil }
+            self = .messages(connectionID: id, part: part)
+        } else if let base = Self.strip(name, suffix: ".webm") {
             guard let (id, part) = Self.sender(base) else { return nil }
             self = .media(connectionID: id, part: part)
         } else if let base = Self.strip(name, suffix: ".json") {
@@ -32,14 +44,15 @@ public enum ArchiveFile: Equatable, Sendable {
     }
 
     /// The order a session's files go to object storage: media, the sidecars that describe it,
-    /// the split end markers, the report last (a consumer takes a sidecar to mean its media is
-    /// there, and the report to mean everything is).
+    /// the split end markers, the exported events and captions, the report last (a consumer
+    /// takes a sidecar to mean its media is there, and the report to mean everything is).
     public var uploadRank: Int {
         switch self {
         case .media: 0
         case .sidecar: 1
         case .splitEnd: 2
-        case .report: 3
+        case .messages, .eventLog: 3
+        case .report: 4
         }
     }
 

@@ -22,7 +22,7 @@ public struct ArchiveLayout: Sendable {
     }
 
     /// The one place a directory and a name become a path.
-    static func join(_ directory: String, _ name: String) -> String {
+    public static func join(_ directory: String, _ name: String) -> String {
         directory.hasSuffix("/") ? directory + name : directory + "/" + name
     }
     /// A file of this session as the catalog names it: relative to the data directory, so the
@@ -32,6 +32,10 @@ public struct ArchiveLayout: Sendable {
     /// Part 0 is the sender's one file; parts from 1 are split parts (a codec change starts one).
     public func mediaFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ".webm" }
     public func sidecarFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ".json" }
+    /// The session's messages as WebVTT captions on this media file's timeline (`recbot export`).
+    public func messagesFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ArchiveFile.messagesSuffix }
+    /// Every notify, push and data-channel message of the session, one JSON object a line (`recbot export`).
+    public var eventLogFilename: String { ArchiveFile.eventLogName }
     /// Marks the last split part of a sender (JSON only).
     public func splitEndFilename(connectionID: String) -> String { "split-archive-end-\(connectionID).json" }
 
@@ -60,6 +64,11 @@ public struct ArchiveLayout: Sendable {
     /// Writes JSON atomically (temporary file, fsync, rename), as the uploader expects.
     public static func writeJSON(_ object: Any, to path: String) throws {
         let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        try writeAtomically(data, to: path)
+    }
+
+    /// Writes a file atomically: a reader (the uploader) sees the old contents or the new, never a part.
+    public static func writeAtomically(_ data: Data, to path: String) throws {
         let temporary = path + ".tmp"
         guard FileManager.default.createFile(atPath: temporary, contents: data) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary])

@@ -8,7 +8,9 @@ import Testing
         for (id, part) in [("SENDER1", 0), ("SENDER1", 1), ("a_b-C", 12), ("X", 9_999), ("X", 10_000)] {
             #expect(ArchiveFile(name: layout.mediaFilename(connectionID: id, part: part)) == .media(connectionID: id, part: part))
             #expect(ArchiveFile(name: layout.sidecarFilename(connectionID: id, part: part)) == .sidecar(connectionID: id, part: part))
+            #expect(ArchiveFile(name: layout.messagesFilename(connectionID: id, part: part)) == .messages(connectionID: id, part: part))
         }
+        #expect(ArchiveFile(name: layout.eventLogFilename) == .eventLog)
         #expect(ArchiveFile(name: layout.splitEndFilename(connectionID: "SENDER1")) == .splitEnd(connectionID: "SENDER1"))
         #expect(ArchiveFile(name: layout.reportFilename) == .report(recordingID: "01JD2G0000AAAAAAAAAAAAAAAA"))
     }
@@ -19,6 +21,7 @@ import Testing
             "split-archive-SENDER1_0000.webm", "split-archive-SENDER1.webm", "split-archive-SENDER1_x.webm", "report-.json",
             "catalog.sqlite", "archive-SENDER1.mkv", "", "split-archive-end-.json",
             "archive-" + String(repeating: "A", count: 65) + ".webm",
+            "archive-SENDER1.vtt", "archive-.messages.vtt", "archive-a b.messages.vtt", "events.jsonl.tmp", "events.json",
         ]
         for name in strangers { #expect(ArchiveFile(name: name) == nil, "\(name)") }
     }
@@ -29,6 +32,13 @@ import Testing
         #expect(ArchiveFile(name: "split-archive-a_b_0002.webm") == .media(connectionID: "a_b", part: 2))
         #expect(ArchiveFile(name: "split-archive-end-a_b.json") == .splitEnd(connectionID: "a_b"))
         #expect(ArchiveFile(name: "archive-end-a.json") == .sidecar(connectionID: "end-a", part: 0))
+    }
+
+    /// Exports go up after the media and sidecars and before the report, which says "all here".
+    @Test func exportsUploadBeforeTheReport() {
+        let ranks = ["archive-X.webm", "archive-X.json", "archive-X.messages.vtt", "events.jsonl", "report-R.json"].map { ArchiveFile(name: $0)!.uploadRank }
+        #expect(ranks == ranks.sorted())
+        #expect(ranks[2] == ranks[3] && ranks[3] < ranks[4] && ranks[1] < ranks[2])
     }
 
     @Test func pathsStayInTheSessionDirectory() {

@@ -1,0 +1,69 @@
+import Archive
+import Foundation
+
+/// What goes into a recording's caption file besides the chat.
+public struct CaptionOptions: Sendable {
+    /// Also show connection.created / connection.destroyed notifications.
+    public var connectionEvents: Bool
+    /// How long a message stays on screen (cut short by the end of the file).
+    public var cueMilliseconds: Int64
+
+    public init(connectionEvents: Bool = false, cueMilliseconds: Int64 = 5_000) {
+        self.connectionEvents = connectionEvents
+        self.cueMilliseconds = max(1, cueMilliseconds)
+    }
+}
+
+/// A session's messages as WebVTT captions for one recording: cue times are on that file's
+/// timeline (the clock of its blocks, whose zero is the recording's `started_at`), so a player
+/// shows each message over the frames captured when it arrived.
+public enum MessageCaptions {
+    /// The caption file, or nil when no message falls within the recording.
+    public static func render(recording: RecordingRecord, events: [EventRecord], options: CaptionOptions = CaptionOptions()) -> String? {
+        let start = recording.startedAt
+        let length = recording.durationMs ?? recording.endedAt.map { $0 - start } ?? 0
+        guard length > 0 else { return nil }
+        var cues: [String] = []
+        for event in events.sorted(by: { $0.receivedAt < $1.receivedAt }) {
+            let offset = event.receivedAt - start
+            guard offset >= 0, offset < length, let text = caption(event, options: options) else { continue }
+            let end = min(length, offset + options.cueMilliseconds)
+            cues.append("\(WebVTTText.timestamp(milliseconds: offset)) --> \(WebVTTText.timestamp(milliseconds: end))\n\(text)")
+        }
+        guard !cues.isEmpty else { return nil }
+        let header = "WEBVTT - messages of session \(WebVTTText.voiceName(recording.sessionID)) over \(WebVTTText.voiceName(recording.connectionID))"
+        return ([header] + cues).joined(separator: "\n\n") + "\n"
+    }
+
+    /// A message of a messaging channel (a label starting with "#": Sora's), with its sender and
+    /// label; a connection event when asked for; nil for everything else.
+    static func caption(_ event: EventRecord, options: CaptionOptions) -> String? {
+        switch event.kind {
+        case .datachannel:
+            guard let label = event.label, label.hasPrefix("#") else { return nil }
+            let sender = WebVTTText.voiceName(event.senderConnectionID ?? "unknown sender")
+            return "<v \(sender)>\(WebVTTText.cueText(label, limit: 64)): \(WebVTTText.cueText(describe(event.payload)))</v>"
+        case .notify:
+            guard options.connectionEvents, let type = event.eventType,
+                  ["connection.created", "connection.destroyed"].contains(type) else { return nil }
+            let who = connectionID(in: event.payload).map { " " + $0 } ?? ""
+            return WebVTTText.cueText("[\(type)\(who)]")
+        default:
+            return nil
+        }
+    }
+
+    /// Text as it is; JSON as its text; bytes as a short description, never raw.
+    static func describe(_ payload: EventPayload) -> String {
+        switch payload {
+        case .text(let text), .json(let text): text
+        case .binary(let bytes): "[binary message, \(bytes.count) bytes]"
+        }
+    }
+
+    private static func connectionID(in payload: EventPayload) -> String? {
+        guard case .json(let text) = payload,
+              let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
+        return object["connection_id"] as? String
+    }
+}
