@@ -896,6 +896,16 @@ class Session:
         if label == "stats" and parsed.get("type") == "stats":
             self.truth["stats_replies"] = self.truth.get("stats_replies", 0) + 1
 
+    def send_late_chat(self, sender):
+        for setting in self.channel_settings:
+            channel = self.channels.get(setting["label"])
+            if not setting["label"].startswith("#") or channel is None or channel.readyState != "open":
+                continue
+            payload = f"late message on {setting['label']} <b>&"
+            body = (sender if setting.get("header") else "").encode() + payload.encode()
+            channel.send(zlib.compress(body) if setting["compress"] else body.decode())
+            self.truth.setdefault("late_chat", []).append({"label": setting["label"], "payload": payload, "sent_at_ms": int(time.time() * 1000)})
+
     async def switch_to_data_channels(self, ws, channel_id, ignore_disconnect):
         """Waits for the channels, sends switched, then talks over data channels as Sora does."""
         for _ in range(100):
@@ -928,6 +938,8 @@ class Session:
                 self.channels[setting["label"]].send(body if setting["compress"] or index == 2 else body.decode())
                 self.truth["datachannel_sent"].append({"label": setting["label"], "payload": payload, "sender": sender if setting.get("header") else None})
         self.channels["stats"].send(json.dumps({"type": "req-stats"}))
+        if self.args.late_chat > 0:
+            asyncio.get_running_loop().call_later(self.args.late_chat, self.send_late_chat, sender)
         if ignore_disconnect:
             await asyncio.sleep(0.5)
             self.truth["websocket_closed_after_switch"] = True
@@ -1092,6 +1104,9 @@ async def main():
     parser.add_argument("--offer-channel", action="append", default=[], metavar="LABEL[:compress][:unordered]",
                         help="with data_channel_signaling: also offer this channel though nobody asked for it "
                              "(unordered means ordered=false, max_retransmits=0)")
+    parser.add_argument("--late-chat", type=float, default=0, metavar="SECONDS",
+                        help="with data_channel_signaling: this long after the switch, one more text message on each "
+                             "`#` channel (its send time in the truth file, for the caption timing test)")
     parser.add_argument("--end-without-close-message", action="store_true",
                         help="with --end-after after the switch: close the data channels without the `close` message")
     parser.add_argument("--silent", action="store_true", help="accept connect, then never send an offer")

@@ -8,6 +8,7 @@ import PeerConnection
 import RecBot
 import RecBotMetrics
 import Recorder
+import SessionExport
 import SoraSignaling
 import Transport
 
@@ -29,6 +30,8 @@ struct JoinCommand: AsyncParsableCommand {
     @OptionGroup var hostOptions: HostOptions
     @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
     @OptionGroup(title: "TURN relays") var relayArguments: RelayArguments
+    @Flag(help: "When the session ends, write its events.jsonl and WebVTT captions into its directory (see `recbot export`).")
+    var export = false
     @OptionGroup(title: "Upload when the session ends") var uploadArguments: UploadArguments
     @Option(name: .customLong("upload"), help: ArgumentHelp(
         "When the session ends, upload it to s3://bucket[/prefix] (see `recbot upload`; also RECBOT_UPLOAD_URL).", valueName: "url"))
@@ -97,11 +100,13 @@ struct JoinCommand: AsyncParsableCommand {
         let options: JoinOptions
         let metricsOptions: MetricsOptions
         let upload: UploadConfiguration?
+        let exportAtEnd: Bool
         do {
             options = try makeOptions(environment: environment)
             let settings = try common.settings(environment: environment)
             metricsOptions = try metricsArguments.options(settings: settings)
             upload = try uploadArguments.configuration(destination: uploadDestination, settings: settings, environment: environment)
+            exportAtEnd = export || settings.isOn(.export)
         } catch {
             throw Console.fail(error, cause: .invalidConfiguration)
         }
@@ -127,10 +132,29 @@ struct JoinCommand: AsyncParsableCommand {
             StandardStreams.err("recbot: \(outcome.endReason)\n")
         }
         if let id = outcome.sessionID { Console.print("session \(id): \(outcome.endReason)") }
-        guard let upload, let id = outcome.sessionID else { throw CommandEnd(cause: outcome.cause) }
+        var cause = outcome.cause
+        if let id = outcome.sessionID, exportAtEnd {
+            let exported = exportSession(id)
+            // The recording's own failure says more than the export's.
+            if cause.isSuccess && !exported.isSuccess { cause = exported }
+        }
+        guard let upload, let id = outcome.sessionID else { throw CommandEnd(cause: cause) }
         let uploaded = await uploadSession(id, configuration: upload)
-        // The recording's own failure says more than the upload's.
-        throw CommandEnd(cause: outcome.cause.isSuccess ? uploaded : outcome.cause)
+        throw CommandEnd(cause: cause.isSuccess ? uploaded : cause)
+    }
+
+    /// `--export`: the session's events and captions beside its files, before any upload takes them.
+    private func exportSession(_ id: String) -> EndCause {
+        do {
+            guard let catalog = try common.openCatalogForQuery() else { return .notFound }
+            let written = try SessionExporter(catalog: catalog, dataDirectory: common.dataDirectory)
+                .export(id, formats: Set(ExportFormat.allCases), into: nil)
+            Console.print("session \(id): exported \(written.count) files")
+            return .completed
+        } catch {
+            Console.note("session \(id) not exported now: `recbot export \(id)` can do it later")
+            return (error as? CommandEnd)?.cause ?? .storageFailed
+        }
     }
 
     /// `--upload`: the session just recorded, once its files are final. A catalog that cannot

@@ -51,6 +51,8 @@ extension SettingName {
     // Metrics.
     static let metricsListen = SettingName("RECBOT_METRICS_LISTEN", flag: "--metrics-listen")
     static let metricsTextfile = SettingName("RECBOT_METRICS_TEXTFILE", flag: "--metrics-textfile")
+    // Export.
+    static let export = SettingName("RECBOT_EXPORT", flag: "--export", isSwitch: true)
     // Upload.
     static let uploadURL = SettingName("RECBOT_UPLOAD_URL", flag: "--upload")
     static let s3Endpoint = SettingName("RECBOT_S3_ENDPOINT", flag: "--s3-endpoint")
@@ -70,7 +72,7 @@ extension SettingName {
     static let all: [SettingName] = [
         config, dataDirectory, catalogURL, host, channel, urls, metadata, duration, clientID, bundleID, insecure, connectTimeout,
         allowAddresses, denyAddresses, iceServers, iceTransportPolicy, turnCAFile, maxRecoveryDelay, maxEvents, maxEventBytes,
-        finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, uploadURL,
+        finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, export, uploadURL,
         s3Endpoint, s3Region, s3CAFile, uploadPartSize, uploadRetries, deleteAfterUpload, s3AccessKeyID, s3SecretAccessKey, umask,
         logLevel,
     ]
