@@ -210,6 +210,17 @@ public final class MediaReceiver {
         return output
     }
 
+    /// A keyframe is wanted on `ssrc` though nothing was lost (the next split part starts at
+    /// one): asked for under the same rate limit and feedback budget as any request, and the
+    /// stream goes on delivering its frames meanwhile.
+    public func requestKeyframe(ssrc: UInt32, now: MonotonicTime) -> MediaOutput {
+        var output = MediaOutput()
+        guard let stream = streams[ssrc],
+              let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget, wanted: true) else { return output }
+        output.rtcp += compounds(feedback: [request], reports: [])
+        return output
+    }
+
     // MARK: - Timers
 
     public var nextTimeout: MonotonicTime? {

@@ -347,8 +347,9 @@ final class ReceiveStream {
 
     /// The RTCP request for a keyframe, when one is needed and allowed now (rate-limited;
     /// never while NACK may still repair the loss, because only a given-up loss asks).
-    func keyframeRequest(localSSRC: UInt32, now: MonotonicTime, budget: inout FeedbackBudget) -> RTCPPacket? {
-        guard kind == .video, assembler.waitingForKeyframe, codec.feedback.canRequestKeyframe else { return nil }
+    /// `wanted`: asked for although nothing was lost (a split part must start at a keyframe).
+    func keyframeRequest(localSSRC: UInt32, now: MonotonicTime, budget: inout FeedbackBudget, wanted: Bool = false) -> RTCPPacket? {
+        guard kind == .video, assembler.waitingForKeyframe || wanted, codec.feedback.canRequestKeyframe else { return nil }
         if let last = lastKeyframeRequest, now.nanoseconds - last.nanoseconds < ReceiveStream.keyframeRequestInterval { return nil }
         guard budget.allowKeyframeRequest(now: now) else { return nil }
         lastKeyframeRequest = now

@@ -206,6 +206,13 @@ public final class PeerConnectionCore {
         return routed(output, now: now)
     }
 
+    /// A keyframe is wanted on `ssrc` (a split boundary): see `MediaReceiver.requestKeyframe`.
+    public func requestKeyframe(ssrc: UInt32, now: MonotonicTime) -> TransportOutput {
+        var output = TransportOutput()
+        if let media { absorb(media.requestKeyframe(ssrc: ssrc, now: now), &output) }
+        return routed(output, now: now)
+    }
+
     /// Sends DTLS application data (SCTP) on the selected pair.
     public func sendApplicationData(_ data: [UInt8], now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()

@@ -123,11 +123,13 @@ struct ConnectionShutdown {
         endContext.endReason = end.reason
         let (recordings, core) = (media.recordings, media.core)
         let boundary = media.times.withLockedValue { $0.lastFrame } ?? session.clock.now()
-        let ended = (try? await media.transport.eventLoop.submit(confined: (recordings, core)) { confined -> [(SenderRecorder, ReceiveCounters)] in
+        let (ended, retired) = (try? await media.transport.eventLoop.submit(confined: (recordings, core)) { confined -> ([(SenderRecorder, ReceiveCounters)], [SenderRecorder]) in
             let (recordings, core) = confined
             let recorders = interrupted ? recordings.endForInterruption(boundary: boundary) : recordings.endAll()
-            return recorders.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
-        }.get()) ?? []
+            return (recorders.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }, recordings.takeRetired())
+        }.get()) ?? ([], [])
+        // Parts a split boundary or codec change ended and nobody finished yet: not a sender's last.
+        for part in retired { media.finisher.finish(part, counts: ReceiveCounters(), context: endContext, isLastPart: false) }
         for (recorder, counts) in ended.sorted(by: { $0.0.connectionID < $1.0.connectionID }) {
             media.finisher.finish(recorder, counts: counts, context: endContext, isLastPart: !interrupted)
         }

@@ -124,6 +124,12 @@ public struct JoinOptions: Sendable {
     /// Exit non-zero (69) when the session had any interruption, even one a rejoin ended.
     public var failOnInterruption = false
 
+    /// Time-split recording (`--split-duration`, `--split-only`); nil: one file per sender.
+    public var split: SplitPolicy?
+    /// `--recording-metadata`: JSON text, returned as `recording_metadata` in the report,
+    /// the sidecars and the split end markers.
+    public var recordingMetadata: String?
+
     /// How long finishing the files may take at the end; past it recbot exits with 74 and
     /// leaves the rest to `recbot repair` (a hung disk must not hang a cron job for ever).
     public var finalizeTimeoutSeconds: Double = 60

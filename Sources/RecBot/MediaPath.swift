@@ -57,8 +57,7 @@ final class MediaPath: @unchecked Sendable {
         self.session = session
         self.media = media
         core = negotiation.core
-        context = SidecarContext(recordingID: session.id, channelID: options.connect.channelID, soraSessionID: offer.sessionID,
-                                 botConnectionID: offer.connectionID, recbotVersion: options.recbotVersion)
+        context = SidecarContext(session: session.id, options: options, soraSessionID: offer.sessionID, botConnectionID: offer.connectionID)
     }
 
     /// Binds the transport, answers the offer and sends the answer; a failure is the session's end.
@@ -120,10 +119,11 @@ final class MediaPath: @unchecked Sendable {
         path.refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
         let (recordings, core, refused) = (path.recordings, path.core, path.refusals.bySender)
         // The recordings live on the session's loop (the transport's): their senders change there.
-        let gone = (try? await media.loop.submit(confined: (recordings, core)) { confined -> [SenderRecorder] in
+        let (gone, retired) = (try? await media.loop.submit(confined: (recordings, core)) { confined -> ([SenderRecorder], [SenderRecorder]) in
             let (recordings, core) = confined
-            return recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused)
-        }.get()) ?? []
+            return (recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused), recordings.takeRetired())
+        }.get()) ?? ([], [])
+        for recorder in retired { path.finisher.finish(recorder, counts: ReceiveCounters(), context: path.context, isLastPart: false) }
         for recorder in gone { path.finisher.finish(recorder, counts: ReceiveCounters(), context: path.context) }
         media.connectionStarted(context: path.context)
         return .success(path)
@@ -160,7 +160,11 @@ final class MediaPath: @unchecked Sendable {
                         transport.withCore { $0.frameLostDownstream(ssrc: dropped.ssrc, rtpTimestamp: dropped.rtpTimestamp, now: frame.completedAt) }
                     }
                 }
-                // Parts a codec change ended: finished off the loop; the sender goes on in its next part.
+                // A split boundary passed: the next part starts at a keyframe, asked for now.
+                for ssrc in recordings.takeKeyframesWanted() {
+                    transport.withCore { $0.requestKeyframe(ssrc: ssrc, now: frames.last?.completedAt ?? clock.now()) }
+                }
+                // Parts a codec change or a split boundary ended: finished off the loop; the sender goes on in its next part.
                 for part in recordings.takeRetired() {
                     finisher.finish(part, counts: core.media?.counters(sender: part.connectionID) ?? ReceiveCounters(), context: context, isLastPart: false)
                 }
@@ -239,10 +243,12 @@ final class MediaPath: @unchecked Sendable {
         refusals.note(media, eventLog: eventLog, logger: logger)
         let (refused, recordings, core) = (refusals.bySender, recordings, core)
         transport.withCore { $0.updateMedia(media) }  // runs on the loop before the submit below
-        let gone = (try? await transport.eventLoop.submit(confined: (recordings, core)) { confined -> [(SenderRecorder, ReceiveCounters)] in
+        let (gone, retired) = (try? await transport.eventLoop.submit(confined: (recordings, core)) { confined -> ([(SenderRecorder, ReceiveCounters)], [SenderRecorder]) in
             let (recordings, core) = confined
-            return recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused).map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }
-        }.get()) ?? []
+            let gone = recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused)
+            return (gone.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }, recordings.takeRetired())
+        }.get()) ?? ([], [])
+        for part in retired { finisher.finish(part, counts: ReceiveCounters(), context: context, isLastPart: false) }
         for (recorder, counts) in gone {
             logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
             finisher.finish(recorder, counts: counts, context: context)

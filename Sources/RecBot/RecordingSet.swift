@@ -71,28 +71,43 @@ final class RecordingSet {
     /// metrics never read a recorder being finished, and never miss its last frames.
     private var leaving: [ObjectIdentifier: RecordingTotals] = [:]
     private var recordersStarted = 0
-    private var layouts: [String: SenderLayout] = [:]
+    private(set) var layouts: [String: SenderLayout] = [:]
     private var refusedVideo: [String: String] = [:]
     /// Parts a codec change ended, for the caller to finish off the event loop.
-    private var retired: [SenderRecorder] = []
+    var retired: [SenderRecorder] = []
     /// The last part of each sender whose recorder ended while the session goes on: if the same
     /// connection id comes back, its media goes to the next part instead of colliding with the
     /// finished file's name.
     private var endedParts: [String: Int] = [:]
     private var unsafeSendersLogged: Set<String> = []
+    /// Time-split recording (nil: one file per sender; parts only at codec changes and rejoins).
+    let split: SplitPolicy?
+    /// Per sender: the split boundary that ends its current part.
+    var nextBoundaries: [String: MonotonicTime] = [:]
+    /// Senders between two split parts (see `SplitCut`).
+    var cuts: [String: SplitCut] = [:]
+    /// With a split that is not `only`: each sender's whole-file archive (part 0).
+    var wholeFiles: [String: SenderRecorder] = [:]
+    /// Senders whose whole-file archive ended (a codec change, a lost connection, a re-offer
+    /// without them): its name is taken, so it does not resume; the split parts carry on.
+    var wholeFileEnded: Set<String> = []
+    /// Video streams a keyframe is wanted from (a split boundary passed), for the caller to ask.
+    var keyframesWanted: [UInt32] = []
     private let archive: ArchiveLayout
     private let recordingStartMilliseconds: Int64
-    private let recordingStartTime: MonotonicTime
+    let recordingStartTime: MonotonicTime
     private let interleaveNanoseconds: Int64
-    private let logger: Logger
+    let logger: Logger
     private let onRecordingStarted: (SenderRecorder) -> Void
     private let clock: any TimeSource
     /// A recorder created its file (the catalog then gets its `recording` row).
     var onFileStarted: ((SenderRecorder) -> Void)?
 
     init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
-         clock: any TimeSource = SystemTimeSource(), logger: Logger, onRecordingStarted: @escaping (SenderRecorder) -> Void) {
+         split: SplitPolicy? = nil, clock: any TimeSource = SystemTimeSource(), logger: Logger,
+         onRecordingStarted: @escaping (SenderRecorder) -> Void) {
         self.archive = archive
+        self.split = split
         self.clock = clock
         self.recordingStartMilliseconds = recordingStartMilliseconds
         self.recordingStartTime = recordingStartTime
@@ -108,11 +123,13 @@ final class RecordingSet {
         self.refusedVideo = refusedVideo
         let gone = recorders.filter { senders[$0.key] == nil }
         for (sender, recorder) in gone {
+            endCut(sender)
             recorders[sender] = nil
+            nextBoundaries[sender] = nil
             endedParts[sender] = recorder.part
             leave(recorder)
         }
-        return Array(gone.values)
+        return Array(gone.values) + endWholeFiles { senders[$0] == nil }
     }
 
     /// The connection to Sora failed: every recorder ends, each file as a split part, and a
@@ -121,8 +138,10 @@ final class RecordingSet {
     /// part cannot start before (hisui drops a part that starts before the previous stops).
     /// Returns the recorders for the caller to finish off the event loop.
     func endForInterruption(boundary: MonotonicTime) -> [SenderRecorder] {
+        for sender in Array(cuts.keys) { endCut(sender) }
         let ended = Array(recorders.values)
         recorders.removeAll()
+        nextBoundaries.removeAll()
         for recorder in ended {
             leave(recorder)
             // A recorder that never had media leaves no file: its part number is not used up.
@@ -130,19 +149,20 @@ final class RecordingSet {
             recorder.endAsPart(boundary: boundary)
             endedParts[recorder.connectionID] = recorder.part
         }
-        return ended
+        return ended + endWholeFiles { _ in true }
     }
 
     /// The session ends: every recorder leaves the set (on the loop) before it is finished.
     /// Returns them for the caller to finish off the event loop.
     func endAll() -> [SenderRecorder] {
+        for sender in Array(cuts.keys) { endCut(sender) }
         let ended = Array(recorders.values)
         recorders.removeAll()
         for recorder in ended { leave(recorder) }
-        return ended
+        return ended + endWholeFiles { _ in true }
     }
 
-    private func leave(_ recorder: SenderRecorder) {
+    func leave(_ recorder: SenderRecorder) {
         leaving[ObjectIdentifier(recorder)] = RecordingTotals(recorder)
     }
 
@@ -155,11 +175,13 @@ final class RecordingSet {
     /// Everything produced so far, by current and ended recorders.
     var totals: RecordingTotals {
         var result = recorders.values.reduce(into: leaving.values.reduce(endedTotals, +)) { $0.add($1) }
+        for whole in wholeFiles.values { result.add(whole) }
         result.recordersStarted = recordersStarted
         return result
     }
 
-    /// Parts retired by codec changes since the last call.
+    /// Parts retired since the last call (by codec changes and split boundaries): not a
+    /// sender's last part, so the caller finishes them without a split end marker.
     func takeRetired() -> [SenderRecorder] {
         defer { retired.removeAll() }
         return retired
@@ -174,6 +196,7 @@ final class RecordingSet {
             guard let next = nextPart(after: recorder, videoCodec: incoming, at: received.mediaTime) else { return nil }
             recorder = next
         }
+        if split != nil { return addSplit(received, current: recorder, now: now) }
         return recorder.add(received.frame, video: video, mediaTime: received.mediaTime, arrival: now, ssrc: received.ssrc)
     }
 
@@ -181,6 +204,9 @@ final class RecordingSet {
     /// part 1 (or stays the part it was) and the next part starts.
     private func nextPart(after current: SenderRecorder, videoCodec: WebMVideoCodec, at boundary: MonotonicTime) -> SenderRecorder? {
         if current.changeVideoCodecBeforeStart(to: videoCodec) { return current }
+        endCut(current.connectionID)
+        // The whole-file archive cannot change its video codec either; it ends here.
+        retired += endWholeFiles { $0 == current.connectionID }
         current.endAsPart(boundary: boundary)
         retired.append(current)
         recorders[current.connectionID] = nil
@@ -205,14 +231,16 @@ final class RecordingSet {
         let layout = layouts[sender] ?? SenderLayout(videoCodec: nil, audioChannels: nil)
         let tracks = SenderTracks(videoCodec: layout.videoCodec.flatMap(WebMVideoCodec.init(sdpName:)), audioChannels: layout.audioChannels)
         guard tracks.videoCodec != nil || tracks.audioChannels != nil else { return nil }
-        guard let previous = endedParts[sender] else { return makeRecorder(sender, tracks: tracks, part: 0) }
+        guard let previous = endedParts[sender] else { return makeRecorder(sender, tracks: tracks, part: split == nil ? 0 : 1) }
         counters.returningSenders += 1
         logger.notice("a sender seen before (it left, or the connection to Sora was lost) is back; its recording continues in a new part",
                       metadata: ["sender": "\(sender)", "part": "\(previous + 1)"])
         return makeRecorder(sender, tracks: tracks, part: previous + 1)
     }
 
-    private func makeRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil) -> SenderRecorder? {
+    /// A new recorder for `sender`, as its current one unless `register` is false (a whole-file archive beside split parts).
+    func makeRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil,
+                      register: Bool = true) -> SenderRecorder? {
         var uid = [UInt8](repeating: 0, count: 16)
         for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
         do {
@@ -220,7 +248,7 @@ final class RecordingSet {
                                               recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
                                               segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
                                               startsAt: boundary, refusedVideoCodec: refusedVideo[sender], clock: clock)
-            recorders[sender] = recorder
+            if register { recorders[sender] = recorder }
             recordersStarted += 1
             recorder.onFileStarted = onFileStarted
             let logger = self.logger

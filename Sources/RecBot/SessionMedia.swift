@@ -50,7 +50,7 @@ final class SessionMedia: @unchecked Sendable {
         interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
         recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
                                   interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
-                                  clock: session.clock, logger: session.logger) { recorder in
+                                  split: options.split, clock: session.clock, logger: session.logger) { recorder in
             writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
                                                              firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))
         }

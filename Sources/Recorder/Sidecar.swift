@@ -11,6 +11,11 @@ public struct SidecarContext: Sendable {
     public var botConnectionID: String?
     public var recbotVersion: String
     public var endReason: String?
+    /// Sora's `split_duration` and `split_only`, when the recording is time-split.
+    public var splitDurationSeconds: Int64?
+    public var splitOnly: Bool?
+    /// The operator's `recording_metadata` (JSON text), repeated in every JSON file.
+    public var recordingMetadata: String?
 
     public init(recordingID: String, channelID: String, soraSessionID: String?, clientIDs: [String: String] = [:],
                 bundleIDs: [String: String] = [:], botConnectionID: String?, recbotVersion: String, endReason: String? = nil) {
@@ -37,11 +42,23 @@ public enum Sidecar {
             "client_id": null(context.clientIDs[connectionID]),
             "split_last_index": ArchiveLayout.splitIndex(lastPart),
             "recbot_version": context.recbotVersion,
+            "recording_metadata": context.recordingMetadataValue,
         ]
     }
 
     static func null(_ value: Any?) -> Any { value ?? NSNull() }
+}
 
+extension SidecarContext {
+    /// The metadata as a JSON value (null when none was given).
+    var recordingMetadataValue: Any {
+        guard let text = recordingMetadata,
+              let value = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed) else { return NSNull() }
+        return value
+    }
+}
+
+extension Sidecar {
     public static func object(_ r: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) -> [String: Any] {
         var object: [String: Any] = [
             "connection_id": r.connectionID,
@@ -67,6 +84,7 @@ public enum Sidecar {
             "stop_time": r.stoppedAtMilliseconds / 1000,
             "stop_timestamp": rfc3339(milliseconds: r.stoppedAtMilliseconds),
             "recbot_version": context.recbotVersion,
+            "recording_metadata": context.recordingMetadataValue,
             "stats": [
                 "video_frames": r.statistics.videoFrames,
                 "audio_frames": r.statistics.audioFrames,
@@ -112,11 +130,11 @@ public enum Sidecar {
                               startedAtMilliseconds: Int64, stoppedAtMilliseconds: Int64) -> [String: Any] {
         let senders = Dictionary(grouping: recordings, by: \.connectionID).map { $0.value.sorted { $0.part < $1.part } }
             .sorted { $0[0].connectionID < $1[0].connectionID }
-        return [
+        var report: [String: Any] = [
             "recording_id": context.recordingID,
             "channel_id": context.channelID,
             "session_id": null(context.soraSessionID),
-            "split_only": !senders.isEmpty && senders.allSatisfy { $0[0].part > 0 },
+            "split_only": context.splitOnly ?? (!senders.isEmpty && senders.allSatisfy { $0[0].part > 0 }),
             "created_at": stoppedAtMilliseconds / 1000,
             "start_timestamp": rfc3339(milliseconds: startedAtMilliseconds),
             "stop_timestamp": rfc3339(milliseconds: stoppedAtMilliseconds),
@@ -126,7 +144,10 @@ public enum Sidecar {
             "recbot_version": context.recbotVersion,
             "bot_connection_id": null(context.botConnectionID),
             "end_reason": null(context.endReason),
+            "recording_metadata": context.recordingMetadataValue,
         ]
+        if let seconds = context.splitDurationSeconds { report["split_duration"] = seconds }
+        return report
     }
 
     /// A sender's entry from its parts (one, unless a codec change split it), in part order.

@@ -30,6 +30,7 @@ struct JoinCommand: AsyncParsableCommand {
     @OptionGroup var hostOptions: HostOptions
     @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
     @OptionGroup(title: "TURN relays") var relayArguments: RelayArguments
+    @OptionGroup(title: "Split recordings") var splitArguments: SplitArguments
     @Flag(help: "When the session ends, write its events.jsonl and WebVTT captions into its directory (see `recbot export`).")
     var export = false
     @OptionGroup(title: "Upload when the session ends") var uploadArguments: UploadArguments
@@ -288,6 +289,7 @@ struct JoinCommand: AsyncParsableCommand {
         options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, .allowAddresses),
                                                deny: try prefixes(denyAddresses, .denyAddresses))
         options.relay = try relayArguments.settings(settings)
+        try splitArguments.apply(to: &options, settings: settings)
         return options
     }
 

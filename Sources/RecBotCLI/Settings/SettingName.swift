@@ -51,6 +51,10 @@ extension SettingName {
     // Metrics.
     static let metricsListen = SettingName("RECBOT_METRICS_LISTEN", flag: "--metrics-listen")
     static let metricsTextfile = SettingName("RECBOT_METRICS_TEXTFILE", flag: "--metrics-textfile")
+    // Layout on disk.
+    static let splitDuration = SettingName("RECBOT_SPLIT_DURATION", flag: "--split-duration")
+    static let splitOnly = SettingName("RECBOT_SPLIT_ONLY", flag: "--split-only", isSwitch: true)
+    static let recordingMetadata = SettingName("RECBOT_RECORDING_METADATA", flag: "--recording-metadata", format: "JSON or @file")
     // Export.
     static let export = SettingName("RECBOT_EXPORT", flag: "--export", isSwitch: true)
     // Upload.
@@ -72,7 +76,7 @@ extension SettingName {
     static let all: [SettingName] = [
         config, dataDirectory, catalogURL, host, channel, urls, metadata, duration, clientID, bundleID, insecure, connectTimeout,
         allowAddresses, denyAddresses, iceServers, iceTransportPolicy, turnCAFile, maxRecoveryDelay, maxEvents, maxEventBytes,
-        finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, export, uploadURL,
+        finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, splitDuration, splitOnly, recordingMetadata, export, uploadURL,
         s3Endpoint, s3Region, s3CAFile, uploadPartSize, uploadRetries, deleteAfterUpload, s3AccessKeyID, s3SecretAccessKey, umask,
         logLevel,
     ]

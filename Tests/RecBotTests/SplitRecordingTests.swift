@@ -1,0 +1,110 @@
+import CodecBindings
+import DiskLayout
+import Foundation
+import Logging
+import Media
+import Recorder
+import Testing
+import WebMReader
+import WireCoding
+@testable import RecBot
+
+/// Time-split recording (`--split-duration`): a VP8 + Opus sender through a split every 2 s.
+/// The simulated sender answers a keyframe request 60 ms later, as a publisher through Sora would.
+@Suite struct SplitRecordingTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-split-\(UUID())").path
+    var layout: ArchiveLayout { ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000") }
+    let context = SidecarContext(recordingID: "01JD0000000000000000000000", channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
+
+    /// 7 s of media; returns the set and how many keyframes the sender was asked for.
+    func record(only: Bool, seconds: Int = 7) throws -> (RecordingSet, Int) {
+        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
+                               split: SplitPolicy(seconds: 2, only: only), logger: Logger(label: "test")) { _ in }
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: 1)])
+        let audio = try OpusEncoder(channels: 1)
+        // No keyframe of its own after the first: every part's first keyframe is one recbot asked for.
+        let video = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 10_000)
+        var keyframeDue: MonotonicTime?
+        var requests = 0
+        for index in 0..<(seconds * 50) {
+            let t = MonotonicTime.milliseconds(Int64(index) * 20)
+            let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
+            _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+            if index % 2 == 0 {
+                let force = keyframeDue.map { t >= $0 } ?? false
+                if force { keyframeDue = nil }
+                for encoded in try video.encode(.testPattern(width: 96, height: 64, frame: index / 2), pts: Int64(index / 2), forceKeyframe: force) {
+                    let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index / 2 * 3_600), isKeyframe: encoded.isKeyframe,
+                                             width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
+                    _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP8", frame: frame, mediaTime: t, completedAt: t), now: t)
+                }
+            }
+            let wanted = set.takeKeyframesWanted()
+            #expect(wanted.allSatisfy { $0 == 1 }, "only the video stream is asked")
+            if !wanted.isEmpty && keyframeDue == nil {
+                keyframeDue = t.adding(milliseconds: 60)
+                requests += 1
+            }
+        }
+        return (set, requests)
+    }
+
+    func finishAll(_ set: RecordingSet, at end: Int64) throws -> [FinishedRecording] {
+        var finished = try set.takeRetired().map { try #require($0.finish(stoppedAtMilliseconds: end, now: .milliseconds(end), context: context)) }
+        for recorder in set.endAll() {
+            finished.append(try #require(recorder.finish(stoppedAtMilliseconds: end, now: .milliseconds(end), context: context)))
+        }
+        return finished.sorted { $0.part < $1.part }
+    }
+
+    /// Absolute times (ms on the recording's clock) of one track's blocks in a finished part.
+    func blockTimes(_ part: FinishedRecording, track: UInt64) -> [Int64] {
+        let parsed = WebMReader.parse(path: layout.directory + "/" + part.filename)
+        return parsed.frames.filter { $0.track == track }.map { $0.timecode + part.startOffsetSeconds * 1_000 }
+    }
+
+    @Test func partsTileTheTimelineAndEachStartsWithAKeyframe() throws {
+        let (set, requests) = try record(only: true)
+        let parts = try finishAll(set, at: 7_000)
+        #expect(parts.map(\.filename) == (1...4).map { "split-archive-PUB_000\($0).webm" })
+        #expect(requests == 3, "one keyframe asked for at each of the boundaries 2, 4 and 6 s")
+        #expect(parts.map(\.startOffsetSeconds) == [0, 2, 4, 6] && parts.map(\.stopOffsetSeconds) == [2, 4, 6, 7],
+                "each part stops at the boundary where the next starts")
+        for part in parts {
+            let parsed = WebMReader.parse(path: layout.directory + "/" + part.filename)
+            #expect(parsed.isComplete)
+            #expect(parsed.frames.first { $0.track == 1 }?.isKeyframe == true, "\(part.filename) starts with a keyframe")
+        }
+        for (previous, next) in zip(parts, parts.dropFirst()) {
+            let boundary = next.startOffsetSeconds * 1_000
+            // Audio is cut at the boundary: the next part's first block follows the previous part's last by one frame.
+            let (lastAudio, firstAudio) = (try #require(blockTimes(previous, track: 2).last), try #require(blockTimes(next, track: 2).first))
+            #expect(lastAudio < boundary && firstAudio >= boundary && firstAudio - lastAudio == 20, "audio \(lastAudio) | \(firstAudio)")
+            // Video is cut at the keyframe after it: no frame twice, none missing.
+            let (lastVideo, firstVideo) = (try #require(blockTimes(previous, track: 1).last), try #require(blockTimes(next, track: 1).first))
+            #expect(firstVideo >= boundary && firstVideo - lastVideo == 40, "video \(lastVideo) | \(firstVideo)")
+        }
+        #expect(parts.reduce(0) { $0 + $1.statistics.audioFrames } == 350 && parts.reduce(0) { $0 + $1.statistics.videoFrames } == 175)
+        #expect(FileManager.default.fileExists(atPath: layout.directory + "/split-archive-PUB_0004.json"))
+        #expect(!FileManager.default.fileExists(atPath: layout.directory + "/archive-PUB.webm"), "--split-only: no whole file")
+    }
+
+    /// Without `only`, the whole-file archive is written beside the parts, with every frame.
+    @Test func theWholeFileIsWrittenBesideTheParts() throws {
+        let (set, _) = try record(only: false)
+        let parts = try finishAll(set, at: 7_000)
+        #expect(parts.map(\.part) == [0, 1, 2, 3, 4])
+        let whole = parts[0]
+        #expect(whole.filename == "archive-PUB.webm" && whole.statistics.audioFrames == 350 && whole.statistics.videoFrames == 175)
+        #expect(parts.dropFirst().reduce(0) { $0 + $1.statistics.videoFrames } == 175)
+    }
+
+    @Test func boundariesSitOnTheSessionsTimeline() {
+        let policy = SplitPolicy(seconds: 10, only: false)
+        let start = MonotonicTime.milliseconds(5_000)
+        #expect(policy.boundary(after: .milliseconds(5_000), recordingStart: start) == .milliseconds(15_000))
+        #expect(policy.boundary(after: .milliseconds(14_999), recordingStart: start) == .milliseconds(15_000))
+        #expect(policy.boundary(after: .milliseconds(15_000), recordingStart: start) == .milliseconds(25_000))
+        #expect(policy.boundary(after: .milliseconds(0), recordingStart: start) == .milliseconds(15_000))
+    }
+}
