@@ -25,6 +25,11 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
     public var eventsRefusedBytes: Int64?
     public var messagesDropped: Int64?
     public var catalogWritesDropped: Int64?
+    /// Sora's `split_duration` (seconds) and `split_only`, when the session was time-split.
+    public var splitDuration: Int64?
+    public var splitOnly: Bool?
+    /// The operator's `recording_metadata` (JSON text).
+    public var recordingMetadata: String?
 
     public init(
         id: String, channelID: String, startedAt: Int64, soraSessionID: String? = nil, connectionID: String? = nil,
@@ -55,6 +60,7 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
         case endReason = "end_reason", exitStatus = "exit_status"
         case eventsStored = "events_stored", eventsRefused = "events_refused", eventsRefusedBytes = "events_refused_bytes"
         case messagesDropped = "messages_dropped", catalogWritesDropped = "catalog_writes_dropped"
+        case splitDuration = "split_duration", splitOnly = "split_only", recordingMetadata = "recording_metadata"
     }
 }
 

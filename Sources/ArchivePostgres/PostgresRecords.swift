@@ -58,7 +58,7 @@ extension SessionRecord {
     static let selectColumns = """
         id, channel_id, sora_session_id, connection_id, client_id, bundle_id, signaling_url, recbot_version, hostname, pid,
         started_at, ended_at, end_reason, exit_status, events_stored, events_refused, events_refused_bytes, messages_dropped,
-        catalog_writes_dropped
+        catalog_writes_dropped, split_duration, split_only, recording_metadata
         """
 
     init(postgres row: PostgresRow) throws {
@@ -73,6 +73,9 @@ extension SessionRecord {
         eventsRefusedBytes = try value("events_refused_bytes")
         messagesDropped = try value("messages_dropped")
         catalogWritesDropped = try value("catalog_writes_dropped")
+        splitDuration = try value("split_duration")
+        splitOnly = try value("split_only", as: Int64?.self).map { $0 != 0 }
+        recordingMetadata = try value("recording_metadata")
         self = catalogLoaded
     }
 
@@ -100,6 +103,9 @@ extension SessionRecord {
         columns.add("events_refused_bytes", eventsRefusedBytes)
         columns.add("messages_dropped", messagesDropped)
         columns.add("catalog_writes_dropped", catalogWritesDropped)
+        columns.add("split_duration", splitDuration)
+        columns.add("split_only", splitOnly.map { $0 ? Int64(1) : 0 })
+        columns.add("recording_metadata", recordingMetadata)
         return columns
     }
 }

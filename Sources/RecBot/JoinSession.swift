@@ -149,10 +149,12 @@ public final class JoinSession: @unchecked Sendable {
         let writer = CatalogWriter(catalog: catalog, spoolPath: options.dataDirectory.spoolPath(session: sessionID), clock: clock, logger: logger)
         stateLock.withLock { self.writer = writer }
         do {
-            try catalog.insertSession(SessionRecord(
+            var record = SessionRecord(
                 id: sessionID, channelID: options.connect.channelID, startedAt: startedAt, clientID: options.connect.clientID,
                 bundleID: options.connect.bundleID, recbotVersion: options.recbotVersion, hostname: ProcessInfo.processInfo.hostName,
-                pid: Int(getpid())))
+                pid: Int(getpid()))
+            (record.splitDuration, record.splitOnly, record.recordingMetadata) = (options.split?.seconds, options.split?.only, options.recordingMetadata)
+            try catalog.insertSession(record)
         } catch {
             return JoinOutcome(cause: .storageFailed, endReason: "storage: \(error)", sessionID: nil)
         }

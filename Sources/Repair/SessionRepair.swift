@@ -217,8 +217,10 @@ public struct SessionRepair {
             clientIDs[connection.connectionID] = connection.clientID
             bundleIDs[connection.connectionID] = connection.bundleID
         }
-        return SidecarContext(recordingID: session.id, channelID: session.channelID, soraSessionID: session.soraSessionID, clientIDs: clientIDs,
-                              bundleIDs: bundleIDs, botConnectionID: session.connectionID, recbotVersion: session.recbotVersion ?? "unknown",
-                              endReason: "crashed")
+        var context = SidecarContext(recordingID: session.id, channelID: session.channelID, soraSessionID: session.soraSessionID,
+                                     clientIDs: clientIDs, bundleIDs: bundleIDs, botConnectionID: session.connectionID,
+                                     recbotVersion: session.recbotVersion ?? "unknown", endReason: "crashed")
+        (context.splitDurationSeconds, context.splitOnly, context.recordingMetadata) = (session.splitDuration, session.splitOnly, session.recordingMetadata)
+        return context
     }
 }

@@ -99,6 +99,31 @@ import WireCoding
         #expect(parts.dropFirst().reduce(0) { $0 + $1.statistics.videoFrames } == 175)
     }
 
+    /// A codec change at 3 s ends the current part there and the whole-file archive with it;
+    /// the split parts carry on, on the same 2 s grid.
+    @Test func aCodecChangeEndsThePartAndTheWholeFile() throws {
+        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
+                               split: SplitPolicy(seconds: 2, only: false), logger: Logger(label: "test")) { _ in }
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: nil)])
+        let vp8 = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
+        let vp9 = try VPXEncoder(codec: .vp9, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
+        for index in 0..<125 {  // 5 s at 25 frames a second, VP9 from 3 s
+            let t = MonotonicTime.milliseconds(Int64(index) * 40)
+            let (encoder, codec) = index < 75 ? (vp8, "VP8") : (vp9, "VP9")
+            for encoded in try encoder.encode(.testPattern(width: 96, height: 64, frame: index), pts: Int64(index)) {
+                let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3_600), isKeyframe: encoded.isKeyframe,
+                                         width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
+                _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: codec, frame: frame, mediaTime: t, completedAt: t), now: t)
+            }
+        }
+        let parts = try finishAll(set, at: 5_000)
+        #expect(parts.map(\.part) == [0, 1, 2, 3, 4])
+        #expect(parts.map(\.startOffsetSeconds) == [0, 0, 2, 3, 4] && parts.dropFirst().map(\.stopOffsetSeconds) == [2, 3, 4, 5])
+        #expect(parts.map { $0.tracks.videoCodec } == [.vp8, .vp8, .vp8, .vp9, .vp9])
+        #expect(parts[0].statistics.videoFrames == 75, "the whole file ends at the codec change")
+        #expect(parts.dropFirst().reduce(0) { $0 + $1.statistics.videoFrames } == 125)
+    }
+
     @Test func boundariesSitOnTheSessionsTimeline() {
         let policy = SplitPolicy(seconds: 10, only: false)
         let start = MonotonicTime.milliseconds(5_000)

@@ -31,6 +31,9 @@ enum RecordJSON {
             ("events_refused_bytes", .int(s.eventsRefusedBytes)),
             ("messages_dropped", .int(s.messagesDropped)),
             ("catalog_writes_dropped", .int(s.catalogWritesDropped)),
+            ("split_duration", .int(s.splitDuration)),
+            ("split_only", s.splitOnly.map(JSONValue.bool) ?? .null),
+            ("recording_metadata", s.recordingMetadata.map { JSONValue.isValidJSON($0) ? .raw($0) : .string($0) } ?? .null),
         ]
     }
 

@@ -1,0 +1,61 @@
+import Archive
+import Foundation
+import Testing
+import TestSupport
+import WebMReader
+
+/// `--split-duration` against the test server: aiortc publishers that send a keyframe only when
+/// asked (VP8) or every 2 s (VP9), a split every 2 s, and the whole-file archive beside the parts.
+@Suite(.serialized) struct SplitScenarioTests {
+    @Test func partsTileEachSendersTimelineBesideTheWholeFile() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp9"])
+        defer { scenario.stop() }
+        let metadata = #"{"meeting":"weekly","n":12345678901234567890}"#
+        let result = try scenario.join(["--duration", "7s", "--split-duration", "2", "--recording-metadata", metadata])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        let directory = scenario.dataDirectory + "/recordings/" + session.id
+        let recordings = try catalog.recordings(RecordingFilter(sessionID: session.id))
+        let bySender = Dictionary(grouping: recordings, by: \.connectionID)
+        #expect(bySender.count == 2)
+
+        for (sender, files) in bySender {
+            let parts = files.map(\.part).sorted()
+            #expect(parts.first == 0, "\(sender): the whole-file archive")
+            let splits = Array(parts.dropFirst())
+            #expect(splits == Array(1...splits.count) && (3...5).contains(splits.count), "\(sender): parts \(parts)")
+            // The sidecars: each part starts where the previous stopped (hisui drops an overlap).
+            let sidecars = try splits.map { try json(directory + "/split-archive-\(sender)_" + String(format: "%04d", $0) + ".json") }
+            for (previous, next) in zip(sidecars, sidecars.dropFirst()) {
+                #expect(previous["stop_time_offset"] as? Int == next["start_time_offset"] as? Int, "\(sender): \(previous) | \(next)")
+                #expect((next["start_time_offset"] as? Int ?? 1) % 2 == 0, "parts start on the 2 s grid")
+            }
+            #expect(sidecars.allSatisfy { ($0["recording_metadata"] as? [String: Any])?["meeting"] as? String == "weekly" })
+            // Every part's video starts with a keyframe (VP8's asked for at its boundary).
+            for part in splits {
+                let parsed = WebMReader.parse(path: directory + "/split-archive-\(sender)_" + String(format: "%04d", part) + ".webm")
+                #expect(parsed.isComplete && parsed.frames.first { $0.track == 1 }?.isKeyframe == true, "\(sender) part \(part)")
+            }
+            let end = try json(directory + "/split-archive-end-\(sender).json")
+            #expect(end["split_last_index"] as? String == String(format: "%04d", splits.count))
+            // The parts together hold the whole file's frames, give or take the frames around a cut.
+            let whole = try #require(files.first { $0.part == 0 })
+            let inParts = files.filter { $0.part > 0 }.reduce(Int64(0)) { $0 + $1.videoFrames }
+            #expect(abs(inParts - whole.videoFrames) <= 2, "\(sender): \(inParts) video frames in parts, \(whole.videoFrames) in the whole file")
+        }
+
+        let report = try json(directory + "/report-\(session.id).json")
+        #expect(report["split_duration"] as? Int == 2 && report["split_only"] as? Bool == false)
+        let archives = try #require(report["archives"] as? [[String: Any]])
+        #expect(archives.count == 2 && archives.allSatisfy { $0["split_last_index"] is String })
+        // The operator's metadata comes back as written (the 20-digit number too).
+        #expect(try String(contentsOfFile: directory + "/report-\(session.id).json", encoding: .utf8).contains("12345678901234567890"))
+        let verify = try scenario.recbot(["verify", "--data-dir", scenario.dataDirectory, session.id])
+        #expect(verify.status == 0, "\(verify.stdout.suffix(3_000))\(verify.stderr.suffix(2_000))")
+    }
+
+    private func json(_ path: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any], "\(path)")
+    }
+}
