@@ -150,9 +150,11 @@ extension Sidecar {
         return report
     }
 
-    /// A sender's entry from its parts (one, unless a codec change split it), in part order.
+    /// A sender's entry from its files in part order: the whole-file archive when there is one
+    /// (beside time-split parts, which the entry names by `split_last_index`), else its parts.
     static func archiveEntry(_ parts: [FinishedRecording], context: SidecarContext) -> [String: Any] {
-        let first = parts[0], last = parts[parts.count - 1]
+        let described = parts[0].part == 0 ? [parts[0]] : parts
+        let first = described[0], last = described[described.count - 1], lastPart = parts[parts.count - 1]
         var entry: [String: Any] = [
             "connection_id": first.connectionID,
             "client_id": null(context.clientIDs[first.connectionID]),
@@ -163,9 +165,9 @@ extension Sidecar {
             "stop_time_offset": last.stopOffsetSeconds,
             "start_timestamp": rfc3339(milliseconds: first.startedAtMilliseconds),
             "stop_timestamp": rfc3339(milliseconds: last.stoppedAtMilliseconds),
-            "size": parts.reduce(UInt64(0)) { $0 + $1.size },
+            "size": described.reduce(UInt64(0)) { $0 + $1.size },
         ]
-        if last.part > 0 { entry["split_last_index"] = ArchiveLayout.splitIndex(last.part) }
+        if lastPart.part > 0 { entry["split_last_index"] = ArchiveLayout.splitIndex(lastPart.part) }
         if let refused = first.refusedVideoCodec { entry["video_refused_codec"] = refused }
         return entry
     }

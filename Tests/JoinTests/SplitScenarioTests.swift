@@ -49,6 +49,12 @@ import WebMReader
         #expect(report["split_duration"] as? Int == 2 && report["split_only"] as? Bool == false)
         let archives = try #require(report["archives"] as? [[String: Any]])
         #expect(archives.count == 2 && archives.allSatisfy { $0["split_last_index"] is String })
+        // Each entry describes the whole-file archive, as its sidecar does.
+        for entry in archives {
+            let sidecar = try json(directory + "/" + (entry["metadata_filename"] as? String ?? "-"))
+            #expect(entry["filename"] as? String == sidecar["filename"] as? String
+                    && entry["stop_time_offset"] as? Int == sidecar["stop_time_offset"] as? Int, "\(entry) | \(sidecar)")
+        }
         // The operator's metadata comes back as written (the 20-digit number too).
         #expect(try String(contentsOfFile: directory + "/report-\(session.id).json", encoding: .utf8).contains("12345678901234567890"))
         let verify = try scenario.recbot(["verify", "--data-dir", scenario.dataDirectory, session.id])
