@@ -61,6 +61,19 @@ public protocol CatalogStore: AnyObject, Sendable {
     func interruptions(sessionID: String) throws(CatalogError) -> [InterruptionRecord]
     /// Migration identifiers recorded as applied, in order.
     func appliedMigrations() throws(CatalogError) -> [String]
+
+    // MARK: The webhook outbox
+    /// Adds rows; one whose event id and URL are already there is skipped (a replayed write).
+    func enqueueWebhooks(_ rows: [WebhookRecord]) throws(CatalogError)
+    /// Pending rows in id order (due or not: the dispatcher keeps each recording's order).
+    func pendingWebhooks(limit: Int) throws(CatalogError) -> [WebhookRecord]
+    /// Stores an attempt's outcome (status, attempts, next attempt, delivery time, error).
+    func updateWebhook(_ row: WebhookRecord) throws(CatalogError)
+    /// Newest first.
+    func webhooks(_ filter: WebhookFilter) throws(CatalogError) -> [WebhookRecord]
+    func webhookCounts() throws(CatalogError) -> WebhookCounts
+    /// Failed rows (all, or these ids) go back to pending, due now, with a new window.
+    func retryFailedWebhooks(ids: [Int64]?, now: Int64, expiresAt: Int64) throws(CatalogError) -> Int
 }
 
 extension CatalogStore {

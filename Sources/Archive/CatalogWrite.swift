@@ -15,12 +15,14 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
     case endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?)
     /// An outage began, or ended (the same row, by session and ordinal).
     case interruption(InterruptionRecord)
+    /// Webhook events into the outbox (a replay adds none twice: event id and URL are unique).
+    case webhooks([WebhookRecord])
 
     /// The session's own rows and its recordings' rows: never dropped for lack of room (a
     /// flood of events must not cost the catalog its record of the files).
     public var isEssential: Bool {
         switch self {
-        case .updateSession, .startRecording, .completeRecording, .sessionCounters, .endSession, .interruption: true
+        case .updateSession, .startRecording, .completeRecording, .sessionCounters, .endSession, .interruption, .webhooks: true
         case .upsertConnection, .recordingProgress, .events: false
         }
     }
@@ -45,6 +47,7 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
         case .events: "events"
         case .sessionCounters, .endSession: "session end"
         case .interruption: "interruption"
+        case .webhooks: "webhooks"
         }
     }
 }
@@ -77,6 +80,8 @@ extension CatalogStore {
             try endSession(id: id, endedAt: endedAt, endReason: reason, exitStatus: status)
         case .interruption(let record):
             try saveInterruption(record)  // an upsert: a replay rewrites the same row
+        case .webhooks(let rows):
+            try enqueueWebhooks(rows)
         }
     }
 

@@ -88,7 +88,7 @@ extension PostgresCatalog {
         }
     }
 
-    private func fetch<Record>(_ query: FilteredQuery, _ decode: (PostgresRow) throws -> Record) throws(CatalogError) -> [Record] {
+    func fetch<Record>(_ query: FilteredQuery, _ decode: (PostgresRow) throws -> Record) throws(CatalogError) -> [Record] {
         try link.withConnection { db in
             try db.query(PostgresQuery(unsafeSQL: query.sql, binds: query.binds)).rows.map(decode)
         }
