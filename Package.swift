@@ -93,6 +93,16 @@ let package = Package(
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
         .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
+        // Webhooks with Sora's event names and payloads, from a durable outbox in the catalog.
+        .target(name: "Webhooks", dependencies: [
+            "Archive", "DiskLayout", "Recorder", "WireCoding",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // `recbot export`: a session's events as JSON Lines and as WebVTT captions on each recording's timeline.
         .target(name: "SessionExport", dependencies: ["Archive", "DiskLayout"]),
         // What ended a run, and the one decision from it to an exit code: a leaf every layer may report into.
@@ -164,7 +174,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
+            "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "Webhooks", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -233,7 +243,7 @@ let package = Package(
             dependencies: [
                 "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics", "Recorder", "SoraSignaling",
                 "WireCoding",
-                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure",
+                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -163,7 +163,12 @@ public final class JoinSession: @unchecked Sendable {
         logger[metadataKey: "channel"] = "\(options.connect.channelID)"
         logger.notice("joining", metadata: ["urls": "\(options.urls.joined(separator: ","))"])
 
-        let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: clock.now(), writer: writer, logger: logger, clock: clock)
+        let webhooks = options.webhooks.map {
+            SessionWebhooks(settings: $0, host: options.host, version: options.recbotVersion, writer: writer, catalog: catalog, clock: clock, logger: logger)
+        }
+        webhooks?.start()
+        let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: clock.now(), writer: writer, logger: logger, clock: clock,
+                                 webhooks: webhooks)
         var ending = await record(start)
         stopRequest.close()
         stateLock.withLock { inbox }.close()
@@ -183,6 +188,7 @@ public final class JoinSession: @unchecked Sendable {
         writer.submit(.sessionCounters(id: sessionID, ending.counters))
         writer.submit(.endSession(id: sessionID, endedAt: clock.wallClockMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
         let drained = writer.finish(timeoutSeconds: options.finalizeTimeoutSeconds)
+        await webhooks?.finish(seconds: JoinSession.webhookFlushSeconds)
         // The last totals were taken before these last writes: the catalog's part of them is
         // what the writer holds now (what waits in the spool for `recbot repair`).
         stateLock.withLock {
@@ -211,7 +217,11 @@ public final class JoinSession: @unchecked Sendable {
         var writer: CatalogWriter
         var logger: Logger
         var clock: any TimeSource
+        var webhooks: SessionWebhooks?
     }
+
+    /// How long the end of a session spends delivering its last webhooks (the rest stay queued).
+    static let webhookFlushSeconds = 5.0
 
     // MARK: - Phases
 

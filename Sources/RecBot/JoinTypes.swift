@@ -8,6 +8,7 @@ import PeerConnection
 import Recorder
 import SoraSignaling
 import Transport
+import Webhooks
 import WireCoding
 
 /// A moment's view of a running session, for the live status.
@@ -124,6 +125,8 @@ public struct JoinOptions: Sendable {
     /// Exit non-zero (69) when the session had any interruption, even one a rejoin ended.
     public var failOnInterruption = false
 
+    /// Webhooks with Sora's event names (`--webhook-url`); nil: none.
+    public var webhooks: WebhookSettings?
     /// Time-split recording (`--split-duration`, `--split-only`); nil: one file per sender.
     public var split: SplitPolicy?
     /// `--recording-metadata`: JSON text, returned as `recording_metadata` in the report,

@@ -35,6 +35,10 @@ final class RecordingFinisher: @unchecked Sendable {
     /// A recorder's finishing ended with these totals (called on the finishing thread). Set
     /// before the first recorder is finished.
     var onFinished: (@Sendable (ObjectIdentifier, RecordingTotals) -> Void)?
+    /// A file is finished and cataloged (its sidecar written, or its failure known); a split
+    /// sender's end marker is written. For the webhooks; set before the first recorder is finished.
+    var onArchive: (@Sendable (FinishedRecording, SidecarContext, ArchiveLayout) -> Void)?
+    var onSplitEnd: (@Sendable (FinishedRecording, SidecarContext, ArchiveLayout) -> Void)?
 
     /// `isLastPart`: the sender's recording ends here (it left, or the session ended); a split
     /// sender then gets its end marker. A part retired by a codec change is not the last.
@@ -60,6 +64,7 @@ final class RecordingFinisher: @unchecked Sendable {
                 if done.part > 0, done.part >= lastParts[name]?.part ?? 0 { lastParts[name] = (done.part, false) }
             }
             catalog(done, sender: recorder.connectionID, layout: recorder.layout, counts: counts)
+            onArchive?(done, context, recorder.layout)
             if isLastPart && done.part > 0 { writeSplitEnd(done, layout: recorder.layout, context: context) }
         }
     }
@@ -80,6 +85,7 @@ final class RecordingFinisher: @unchecked Sendable {
         do {
             try ArchiveLayout.writeJSON(Sidecar.splitEnd(connectionID: done.connectionID, lastPart: done.part, context: context),
                                         to: layout.path(of: layout.splitEndFilename(connectionID: done.connectionID)))
+            onSplitEnd?(done, context, layout)
         } catch {
             lock.withLock {
                 if let index = items.lastIndex(where: { $0.connectionID == done.connectionID && $0.part == done.part }) {

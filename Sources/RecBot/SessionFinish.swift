@@ -74,8 +74,10 @@ struct SessionFinish {
         report["events_refused"] = eventLog.refused
         report["events_refused_bytes"] = eventLog.refusedBytes
         report["events_dropped"] = session.writer.droppedEvents  // the catalog could not keep up
-        report["interruptions"] = media.interruptions.summary(now: session.clock.now()).rows.map(Self.reportEntry)
+        let interruptions = media.interruptions.summary(now: session.clock.now()).rows
+        report["interruptions"] = interruptions.map(Self.reportEntry)
         try ArchiveLayout.writeJSON(report, to: layout.reportPath)
+        session.webhooks?.recordingReport(report, context: context, layout: layout, interruptions: interruptions.count)
     }
 
     /// One outage in the report: times as Unix milliseconds and RFC 3339, like the archives'.

@@ -29,7 +29,8 @@ final class SessionMedia: @unchecked Sendable {
     let interruptions: InterruptionLog
     private let lock = NSLock()
     private var ended = ConnectionCounters()
-    private var context: SidecarContext?
+    /// The newest connection's sidecar context (shared with the file-start callback).
+    private let contextBox = LockedBox<SidecarContext>()
 
     /// The receive counters of the connections that ended, summed.
     struct ConnectionCounters: Sendable {
@@ -38,8 +39,12 @@ final class SessionMedia: @unchecked Sendable {
         var receiver = MediaReceiverCounters()
     }
 
+    let webhooks: SessionWebhooks?
+    private let sessionStartedAt: Int64
+
     init(session: JoinSession.SessionStart, options: JoinOptions, loop: EventLoop, signalingLoop: EventLoop) {
         self.loop = loop
+        (webhooks, sessionStartedAt) = (session.webhooks, session.startedAt)
         self.signalingLoop = signalingLoop
         let (writer, sessionID) = (session.writer, session.id)
         let layout = options.dataDirectory.layout(session: session.id)
@@ -55,6 +60,7 @@ final class SessionMedia: @unchecked Sendable {
                                                              firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))
         }
         // The catalog learns of each file when it is created, so a kill leaves a row to repair.
+        let contextBox = self.contextBox
         recordings.onFileStarted = { recorder in
             var row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
                                       path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
@@ -62,18 +68,26 @@ final class SessionMedia: @unchecked Sendable {
                                       status: .recording)
             row.host = host
             writer.submit(.startRecording(row))
+            if let webhooks = session.webhooks, let context = contextBox.value { webhooks.archiveStarted(recorder, context: context, sessionStartedAt: session.startedAt) }
         }
         // The set's books are kept on the loop: a finished recorder's final totals go there.
         let recordings = LoopConfined(self.recordings, loop: loop)
         finisher.onFinished = { recorder, totals in recordings.execute { $0.finished(recorder, totals: totals) } }
+        if let webhooks = session.webhooks {
+            finisher.onArchive = { done, context, layout in webhooks.archiveFinished(done, context: context, layout: layout) }
+            finisher.onSplitEnd = { done, context, layout in webhooks.splitArchiveEnd(done, context: context, layout: layout) }
+        }
     }
 
     var endedConnections: ConnectionCounters { lock.withLock { ended } }
 
     /// The sidecar context of the newest connection (for the report and the end markers).
-    var lastContext: SidecarContext? { lock.withLock { context } }
+    var lastContext: SidecarContext? { contextBox.value }
 
-    func connectionStarted(context: SidecarContext) { lock.withLock { self.context = context } }
+    func connectionStarted(context: SidecarContext) {
+        contextBox.value = context
+        webhooks?.connectionStarted(context: context, sessionStartedAt: sessionStartedAt)
+    }
 
     /// A connection's final counters join the session's.
     func connectionEnded(transport: TransportCounters, received: ReceiveCounters, receiver: MediaReceiverCounters) {
@@ -82,5 +96,16 @@ final class SessionMedia: @unchecked Sendable {
             ended.received = ended.received + received
             ended.receiver = ended.receiver + receiver
         }
+    }
+}
+
+/// One value behind a lock, for a callback made before its owner finished initializing.
+final class LockedBox<Value>: @unchecked Sendable {
+    // @unchecked: `stored` is only touched under `lock`.
+    private let lock = NSLock()
+    private var stored: Value?
+    var value: Value? {
+        get { lock.withLock { stored } }
+        set { lock.withLock { stored = newValue } }
     }
 }

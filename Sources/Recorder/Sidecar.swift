@@ -51,7 +51,7 @@ public enum Sidecar {
 
 extension SidecarContext {
     /// The metadata as a JSON value (null when none was given).
-    var recordingMetadataValue: Any {
+    public var recordingMetadataValue: Any {
         guard let text = recordingMetadata,
               let value = try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed) else { return NSNull() }
         return value

@@ -56,10 +56,11 @@ struct Scenario {
     }
 
     /// Starts `recbot join` without waiting for it (to signal or kill it).
-    func startJoin() throws -> Process {
+    func startJoin(_ extra: [String] = [], environment: [String: String] = [:]) throws -> Process {
         let join = Process()
         join.executableURL = URL(fileURLWithPath: Scenario.recbot)
-        join.arguments = ["join", "--channel", "sora", "--url", url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"]
+        join.arguments = ["join", "--channel", "sora", "--url", url, "--data-dir", dataDirectory, "--allow-address", "127.0.0.1/32"] + extra
+        if !environment.isEmpty { join.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 } }
         join.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
         join.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try join.run()
@@ -90,12 +91,8 @@ struct Scenario {
     }
 
     func stop() {
-        if server.isRunning { server.terminate() }
-        // A server that serves rejoins does not end by itself, and one started from a thread
-        // that blocks SIGTERM never sees it: kill it after a moment.
-        for _ in 0..<30 where server.isRunning { Thread.sleep(forTimeInterval: 0.1) }
-        if server.isRunning { kill(server.processIdentifier, SIGKILL) }
-        server.waitUntilExit()
+        // A server that serves rejoins does not end by itself: SIGTERM, then SIGKILL.
+        stopProcess(server)
     }
 
     func catalog() throws -> Catalog { try Catalog(path: dataDirectory + "/catalog.sqlite") }

@@ -62,8 +62,7 @@ struct Coturn {
 
     func stop() {
         // coturn takes its time over SIGTERM; its state is throwaway, so kill it.
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        stopProcess(process, graceSeconds: 0)
         try? FileManager.default.removeItem(at: directory)
     }
 

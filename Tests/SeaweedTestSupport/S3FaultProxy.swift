@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestSupport
 
 /// Tests/Peers/s3_fault_proxy.py in front of a SeaweedFS server: requests pass unchanged, and
 /// CompleteMultipartUpload answers are lost (and the retry told NoSuchUpload, if asked), replaced
@@ -63,8 +64,7 @@ public final class S3FaultProxy: @unchecked Sendable {
     }
 
     public func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
+        stopProcess(process, graceSeconds: 0)
         try? FileManager.default.removeItem(atPath: eventsPath)
         try? FileManager.default.removeItem(atPath: eventsPath + ".stderr")
     }

@@ -62,3 +62,14 @@ private final class ConcurrentRead: @unchecked Sendable {
         return data
     }
 }
+
+/// Stops a long-running child: SIGTERM, up to `graceSeconds` to leave, then SIGKILL. A child
+/// started from a thread that blocks SIGTERM never sees it, and a throwaway server's state is
+/// not worth waiting for.
+public func stopProcess(_ process: Process, graceSeconds: Double = 3) {
+    if process.isRunning && graceSeconds > 0 { process.terminate() }
+    let deadline = Date().addingTimeInterval(graceSeconds)
+    while process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+    process.waitUntilExit()
+}

@@ -31,6 +31,7 @@ struct JoinCommand: AsyncParsableCommand {
     @OptionGroup(title: "Metrics") var metricsArguments: MetricsArguments
     @OptionGroup(title: "TURN relays") var relayArguments: RelayArguments
     @OptionGroup(title: "Split recordings") var splitArguments: SplitArguments
+    @OptionGroup(title: "Webhooks") var webhookArguments: WebhookArguments
     @Flag(help: "When the session ends, write its events.jsonl and WebVTT captions into its directory (see `recbot export`).")
     var export = false
     @OptionGroup(title: "Upload when the session ends") var uploadArguments: UploadArguments
@@ -290,6 +291,7 @@ struct JoinCommand: AsyncParsableCommand {
                                                deny: try prefixes(denyAddresses, .denyAddresses))
         options.relay = try relayArguments.settings(settings)
         try splitArguments.apply(to: &options, settings: settings)
+        options.webhooks = try webhookArguments.recordingSettings(settings)
         return options
     }
 

@@ -4,8 +4,9 @@ import Foundation
 import Outcomes
 import Recorder
 import Repair
+import Webhooks
 
-struct RepairCommand: ParsableCommand {
+struct RepairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "repair",
         abstract: "Finish what a killed `recbot join` left: finalize its files, write sidecars and the report.",
@@ -17,7 +18,8 @@ struct RepairCommand: ParsableCommand {
             as `crashed`. Sessions whose recbot still runs on this host are left alone, so it is
             safe to run beside other joins (the systemd unit runs it before each join).
             Idempotent. First, catalog writes a join kept in its spool (data-dir/spool/) because
-            a PostgreSQL catalog was unreachable are applied, in order.
+            a PostgreSQL catalog was unreachable are applied, in order. Last, webhooks still
+            queued (a killed join's) are sent, for at most --webhook-seconds.
 
             """ + ExitStatus.helpLine([.success, .notFound, .storage, .catalogUnavailable, .catalogCredentials])
     )
@@ -25,6 +27,8 @@ struct RepairCommand: ParsableCommand {
     @OptionGroup var common: CommonOptions
     @OptionGroup var hostOptions: HostOptions
     @OptionGroup var output: OutputOptions
+    @OptionGroup(title: "Webhooks") var webhookArguments: WebhookArguments
+    @Option(name: .customLong("webhook-seconds"), help: "How long to spend sending queued webhooks (0: none).") var webhookSeconds: Int = 10
     @Argument(help: ArgumentHelp("Session ids to repair.", valueName: "session")) var sessions: [ULIDArgument] = []
     @Flag(help: "Repair every unfinished session.") var all = false
     @Flag(help: "Also repair a session recorded on another host (its process cannot be checked from here).") var force = false
@@ -35,7 +39,7 @@ struct RepairCommand: ParsableCommand {
         if sessions.isEmpty && !all { throw ValidationError("name a session, or pass --all") }
     }
 
-    func run() throws {
+    func run() async throws {
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
         let repair = SessionRepair(catalog: catalog, dataDirectory: directory, storageHost: try hostOptions.name(settings: try common.settings()))
@@ -70,9 +74,18 @@ struct RepairCommand: ParsableCommand {
         } else {
             Console.print(RepairCommand.table(outcomes).rendered())
         }
+        await sendQueuedWebhooks(catalog)
         if !held.isEmpty || outcomes.contains(where: { $0.action == .failed || $0.files.contains { $0.error != nil } }) {
             throw CommandEnd(cause: .storageFailed)
         }
+    }
+
+    /// A killed join's webhooks wait in the outbox: sent now (each row knows its URL).
+    private func sendQueuedWebhooks(_ catalog: any CatalogStore) async {
+        guard webhookSeconds > 0, let pending = try? catalog.webhookCounts().pending, pending > 0,
+              let settings = try? webhookArguments.deliverySettings(try common.settings()) else { return }
+        let report = await WebhookSender.drainQueued(catalog, settings: settings, seconds: Double(webhookSeconds))
+        Console.note("webhooks: \(report.delivered) of \(pending) queued delivered")
     }
 
     private static func isCredentials(_ error: CatalogError) -> Bool {

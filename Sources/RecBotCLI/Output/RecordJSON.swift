@@ -37,6 +37,24 @@ enum RecordJSON {
         ]
     }
 
+    static func webhook(_ w: WebhookRecord) -> [(String, JSONValue)] {
+        [
+            ("id", .int(w.id)),
+            ("event_id", .string(w.eventID)),
+            ("type", .string(w.eventType)),
+            ("session_id", .string(w.sessionID)),
+            ("url", .string(w.url)),
+            ("status", .string(w.status.rawValue)),
+            ("attempts", .int(Int64(w.attempts))),
+            ("created_at", time(w.createdAt)),
+            ("next_attempt_at", time(w.nextAttemptAt)),
+            ("expires_at", time(w.expiresAt)),
+            ("delivered_at", time(w.deliveredAt)),
+            ("last_error", .string(w.lastError)),
+            ("body", JSONValue.isValidJSON(w.body) ? .raw(w.body) : .string(w.body)),
+        ]
+    }
+
     static func interruption(_ i: InterruptionRecord) -> [(String, JSONValue)] {
         [
             ("ordinal", .int(Int64(i.ordinal))),

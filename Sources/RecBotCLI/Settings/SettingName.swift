@@ -55,6 +55,13 @@ extension SettingName {
     static let splitDuration = SettingName("RECBOT_SPLIT_DURATION", flag: "--split-duration")
     static let splitOnly = SettingName("RECBOT_SPLIT_ONLY", flag: "--split-only", isSwitch: true)
     static let recordingMetadata = SettingName("RECBOT_RECORDING_METADATA", flag: "--recording-metadata", format: "JSON or @file")
+    // Webhooks.
+    static let webhookURLs = SettingName("RECBOT_WEBHOOK_URL", flag: "--webhook-url", format: "space or comma separated")
+    static let webhookCAFile = SettingName("RECBOT_WEBHOOK_CA_FILE", flag: "--webhook-ca-file")
+    static let webhookRetryWindow = SettingName("RECBOT_WEBHOOK_RETRY_WINDOW", flag: "--webhook-retry-window")
+    /// Secrets and headers: never on the command line.
+    static let webhookSecret = SettingName("RECBOT_WEBHOOK_SECRET", flag: nil)
+    static let webhookHeaders = SettingName("RECBOT_WEBHOOK_HEADERS", flag: nil, format: "JSON object")
     // Export.
     static let export = SettingName("RECBOT_EXPORT", flag: "--export", isSwitch: true)
     // Upload.
@@ -76,7 +83,8 @@ extension SettingName {
     static let all: [SettingName] = [
         config, dataDirectory, catalogURL, host, channel, urls, metadata, duration, clientID, bundleID, insecure, connectTimeout,
         allowAddresses, denyAddresses, iceServers, iceTransportPolicy, turnCAFile, maxRecoveryDelay, maxEvents, maxEventBytes,
-        finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, splitDuration, splitOnly, recordingMetadata, export, uploadURL,
+        finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, splitDuration, splitOnly, recordingMetadata, webhookURLs, webhookCAFile,
+        webhookRetryWindow, webhookSecret, webhookHeaders, export, uploadURL,
         s3Endpoint, s3Region, s3CAFile, uploadPartSize, uploadRetries, deleteAfterUpload, s3AccessKeyID, s3SecretAccessKey, umask,
         logLevel,
     ]

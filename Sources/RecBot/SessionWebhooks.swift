@@ -1,0 +1,88 @@
+import Archive
+import DiskLayout
+import Foundation
+import Logging
+import Recorder
+import Webhooks
+import WireCoding
+
+/// A session's webhooks: its events go into the outbox through the catalog writer (so a kill
+/// loses none and an unreachable catalog spools them), and a dispatcher beside the session
+/// delivers them; the recording never waits for a receiver.
+final class SessionWebhooks: @unchecked Sendable {
+    // @unchecked: `loop` is set once on start and cancelled on finish, under `lock`.
+    private let settings: WebhookSettings
+    private let events: SoraEvents
+    private let writer: CatalogWriter
+    private let catalog: any CatalogStore
+    private let clock: any TimeSource
+    private let dispatcher: WebhookDispatcher
+    private let logger: Logger
+    private let lock = NSLock()
+    private var loop: Task<Void, Never>?
+    private var recordingStarted = false
+
+    init(settings: WebhookSettings, host: String, version: String, writer: CatalogWriter, catalog: any CatalogStore,
+         clock: any TimeSource, logger: Logger) {
+        (self.settings, self.writer, self.catalog, self.clock, self.logger) = (settings, writer, catalog, clock, logger)
+        events = SoraEvents(nodeName: host, version: version)
+        dispatcher = WebhookDispatcher(settings: settings, clock: clock, logger: logger)
+    }
+
+    /// Delivers what is due about once a second, beside the session.
+    func start() {
+        let (dispatcher, catalog) = (dispatcher, catalog)
+        let task = Task.detached(priority: .utility) {
+            while !Task.isCancelled {
+                _ = await dispatcher.deliverDue(catalog)
+                try? await Task.sleep(nanoseconds: 1_000_000_000)
+            }
+        }
+        lock.withLock { loop = task }
+    }
+
+    /// After the session's last catalog write: a last delivery of what is due, for at most
+    /// `seconds`; what is left stays queued for the next join, repair or `webhooks retry`.
+    func finish(seconds: Double) async {
+        let task = lock.withLock { defer { loop = nil }; return loop }
+        task?.cancel()
+        _ = await task?.value
+        let report = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: Int64(seconds * 1000)))
+        if let pending = try? catalog.webhookCounts().pending, pending > 0 {
+            logger.notice("webhooks still queued; the next join, repair or `recbot webhooks retry` sends them",
+                          metadata: ["pending": "\(pending)", "delivered": "\(report.delivered)"])
+        }
+        await dispatcher.shutdown()
+    }
+
+    private func emit(_ event: WebhookEvent) {
+        writer.submit(.webhooks(event.rows(settings: settings, now: clock.wallClockMilliseconds())))
+    }
+
+    // MARK: The events
+
+    /// Once per session, when its first connection is up.
+    func connectionStarted(context: SidecarContext, sessionStartedAt: Int64) {
+        guard lock.withLock({ defer { recordingStarted = true }; return !recordingStarted }) else { return }
+        emit(events.recordingStarted(context: context, startedAt: sessionStartedAt, now: clock.wallClockMilliseconds()))
+    }
+
+    func archiveStarted(_ recorder: SenderRecorder, context: SidecarContext, sessionStartedAt: Int64) {
+        emit(events.archiveStarted(context: context, connectionID: recorder.connectionID, tracks: recorder.tracks, filename: recorder.filename,
+                                   fileStartMilliseconds: recorder.fileStartMilliseconds,
+                                   startOffsetSeconds: max(0, recorder.fileStartMilliseconds - sessionStartedAt) / 1000,
+                                   now: clock.wallClockMilliseconds()))
+    }
+
+    func archiveFinished(_ recording: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) {
+        emit(events.archiveFinished(recording, context: context, layout: layout, now: clock.wallClockMilliseconds()))
+    }
+
+    func splitArchiveEnd(_ last: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) {
+        emit(events.splitArchiveEnd(last, context: context, layout: layout, now: clock.wallClockMilliseconds()))
+    }
+
+    func recordingReport(_ report: [String: Any], context: SidecarContext, layout: ArchiveLayout, interruptions: Int) {
+        emit(events.recordingReport(report, context: context, layout: layout, interruptions: interruptions, now: clock.wallClockMilliseconds()))
+    }
+}
