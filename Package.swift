@@ -258,6 +258,7 @@ let package = Package(
         .testTarget(name: "ArchiveTests", dependencies: ["Archive"]),
         .testTarget(name: "DiskLayoutTests", dependencies: ["DiskLayout"]),
         .testTarget(name: "SessionExportTests", dependencies: ["SessionExport", "Archive"]),
+        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Recorder", "DiskLayout"]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "Archive", "DiskLayout", "Recorder"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
         .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),

@@ -29,8 +29,9 @@ public struct WebhookEvent: Sendable {
     }
 
     /// sora-archive-uploader's events are flat: `id`, `type`, `timestamp` and the file's fields.
-    public init(uploaded type: String, sessionID: String?, fields: [String: Any], timestampMilliseconds: Int64) {
-        let id = ULID.generate(now: UInt64(max(0, timestampMilliseconds))).string
+    /// `id`: given when the event must keep one identity across runs (an upload run again).
+    public init(uploaded type: String, sessionID: String?, fields: [String: Any], timestampMilliseconds: Int64, id given: String? = nil) {
+        let id = given ?? ULID.generate(now: UInt64(max(0, timestampMilliseconds))).string
         var object = fields
         object["type"] = type
         object["id"] = id

@@ -16,7 +16,10 @@ struct UploadScenarioTests {
         let prefix = "join-\(UUID().uuidString.prefix(8).lowercased())"
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8"])
         defer { scenario.stop() }
-        let result = try scenario.join(["--duration", "4s", "--upload", "s3://\(bucket)/\(prefix)", "--s3-endpoint", server.endpoint],
+        let receiver = try WebhookScenarioTests.Receiver(directory: scenario.directory, arguments: [])
+        defer { receiver.stop() }
+        let result = try scenario.join(["--duration", "4s", "--upload", "s3://\(bucket)/\(prefix)", "--s3-endpoint", server.endpoint,
+                                        "--export", "--webhook-url", receiver.url],
                                        environment: credentials(server))
         #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
         #expect(!result.stderr.contains(SeaweedServer.secretKey) && !result.stdout.contains(SeaweedServer.secretKey))
@@ -34,6 +37,14 @@ struct UploadScenarioTests {
         }
         let rows = try catalog.uploads(UploadFilter(sessionID: session.id))
         #expect(rows.count == local.count && rows.allSatisfy { $0.status == .uploaded && $0.etag != nil })
+        #expect(local.contains("events.jsonl"), "the export goes up with the archive")
+        // sora-archive-uploader's webhooks, after the recorder's, the report's last.
+        let uploaded = try receiver.delivered().map(\.body).filter { ($0["type"] as? String)?.hasSuffix(".uploaded") == true }
+        #expect(uploaded.map { $0["type"] as? String } == ["archive.uploaded", "archive.uploaded", "recording-report.uploaded"], "\(uploaded)")
+        for event in uploaded {
+            let url = event["file_url"] as? String ?? "-"
+            #expect(rows.contains { $0.objectURL == url && $0.fileName == event["filename"] as? String }, "\(url)")
+        }
 
         // Nothing is left for a cron job's `upload --pending`.
         let pending = try scenario.recbot(["upload", "--pending", "--data-dir", scenario.dataDirectory, "--to", "s3://\(bucket)/\(prefix)", "--s3-endpoint", server.endpoint],

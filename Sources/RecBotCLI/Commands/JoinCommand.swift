@@ -11,6 +11,7 @@ import Recorder
 import SessionExport
 import SoraSignaling
 import Transport
+import Webhooks
 
 struct JoinCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -141,7 +142,7 @@ struct JoinCommand: AsyncParsableCommand {
             if cause.isSuccess && !exported.isSuccess { cause = exported }
         }
         guard let upload, let id = outcome.sessionID else { throw CommandEnd(cause: cause) }
-        let uploaded = await uploadSession(id, configuration: upload)
+        let uploaded = await uploadSession(id, configuration: upload, webhooks: options.webhooks)
         throw CommandEnd(cause: cause.isSuccess ? uploaded : cause)
     }
 
@@ -161,7 +162,7 @@ struct JoinCommand: AsyncParsableCommand {
 
     /// `--upload`: the session just recorded, once its files are final. A catalog that cannot
     /// be reached now (the session's writes wait in the spool) leaves it to `recbot upload --pending`.
-    private func uploadSession(_ id: String, configuration: UploadConfiguration) async -> EndCause {
+    private func uploadSession(_ id: String, configuration: UploadConfiguration, webhooks: WebhookSettings?) async -> EndCause {
         let catalog: (any CatalogStore)?
         let session: SessionRecord?
         do {
@@ -176,7 +177,7 @@ struct JoinCommand: AsyncParsableCommand {
             return .uploadFailed
         }
         let report = await SessionUploads(configuration: configuration, catalog: catalog, directory: common.dataDirectory,
-                                          logger: Logger(label: "recbot.upload")).run([session])
+                                          logger: Logger(label: "recbot.upload"), webhooks: webhooks).run([session])
         for result in report.results {
             let bytes = result.files.reduce(Int64(0)) { $0 + $1.record.bytes }
             Console.print("session \(id): uploaded \(result.files.count) files (\(bytes) bytes) to \(configuration.options.destination)"

@@ -6,6 +6,7 @@ import Logging
 import ObjectStorage
 import Outcomes
 import Recorder
+import Webhooks
 
 /// Uploads sessions one after another, for `upload` and `join --upload`: the bucket is
 /// checked first (a refused key or a missing bucket is one clear line, not a failure per
@@ -18,6 +19,8 @@ struct SessionUploads {
     let logger: Logger
     /// `--pending` leaves a session another upload holds to that one, instead of failing.
     var skipBusy = false
+    /// sora-archive-uploader's webhooks for what went up (nil: none).
+    var webhooks: WebhookSettings?
 
     struct Report {
         var results: [SessionUploadResult] = []
@@ -43,7 +46,9 @@ struct SessionUploads {
                 continue
             }
             do {
-                report.results.append(try await uploader.upload(session: session, layout: layout, lockPath: directory.uploadLockPath(session: session.id)))
+                let result = try await uploader.upload(session: session, layout: layout, lockPath: directory.uploadLockPath(session: session.id))
+                report.results.append(result)
+                queueWebhooks(session, result)
             } catch {
                 if case .busy = error, skipBusy {
                     Console.note("session \(session.id) is being uploaded by another process: skipped")
@@ -56,6 +61,25 @@ struct SessionUploads {
             }
         }
         await client.shutdown()
+        if let webhooks, (try? catalog.webhookCounts().pending) ?? 0 > 0 {
+            let sent = await WebhookSender.drainQueued(catalog, settings: webhooks, seconds: SessionUploads.webhookSeconds, logger: logger)
+            logger.info("upload webhooks sent", metadata: ["delivered": "\(sent.delivered)"])
+        }
         return report
+    }
+
+    /// How long an upload spends sending its webhooks (the rest stay queued).
+    static let webhookSeconds = 10.0
+
+    /// Into the outbox (an upload run again queues nothing twice: the ids come from the objects).
+    private func queueWebhooks(_ session: SessionRecord, _ result: SessionUploadResult) {
+        guard let webhooks else { return }
+        let clientIDs = Dictionary(((try? catalog.connections(sessionID: session.id)) ?? []).compactMap { connection in
+            connection.clientID.map { (connection.connectionID, $0) }
+        }, uniquingKeysWith: { first, _ in first })
+        let objects = result.files.map { UploaderEvents.UploadedObject(fileName: $0.record.fileName, objectURL: $0.record.objectURL) }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let rows = UploaderEvents.events(session: session, clientIDs: clientIDs, objects: objects, now: now).flatMap { $0.rows(settings: webhooks, now: now) }
+        do { try catalog.enqueueWebhooks(rows) } catch { Console.note("upload webhooks not queued: \(error)") }
     }
 }

@@ -4,6 +4,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Outcomes
+import Webhooks
 
 struct UploadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -30,6 +31,7 @@ struct UploadCommand: AsyncParsableCommand {
     @OptionGroup var common: CommonOptions
     @OptionGroup var output: OutputOptions
     @OptionGroup(title: "Object storage") var uploadArguments: UploadArguments
+    @OptionGroup(title: "Webhooks") var webhookArguments: WebhookArguments
     @Argument(help: ArgumentHelp("Session ids to upload.", valueName: "session")) var sessions: [ULIDArgument] = []
     @Option(name: .customLong("to"), help: ArgumentHelp("Destination s3://bucket[/prefix] (also RECBOT_UPLOAD_URL).", valueName: "url"))
     var destination: String?
@@ -44,7 +46,9 @@ struct UploadCommand: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let settings = try common.settings(environment: environment)
         let configuration: UploadConfiguration
+        let webhooks: WebhookSettings?
         do {
+            webhooks = try webhookArguments.recordingSettings(settings)
             guard let configured = try uploadArguments.configuration(destination: destination, settings: settings, environment: environment) else {
                 throw Console.fail("--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required", cause: .badCommandLine)
             }
@@ -80,7 +84,7 @@ struct UploadCommand: AsyncParsableCommand {
             }
         }
         let report = await SessionUploads(configuration: configuration, catalog: catalog, directory: directory,
-                                          logger: Logger(label: "recbot.upload"), skipBusy: pending).run(targets)
+                                          logger: Logger(label: "recbot.upload"), skipBusy: pending, webhooks: webhooks).run(targets)
         if output.json {
             Console.print(JSONValue.array(report.results.flatMap(UploadCommand.json)).rendered())
         } else if report.results.isEmpty && report.failures.isEmpty {
