@@ -27,6 +27,8 @@ public final class JoinSession: @unchecked Sendable {
     private var phase = SessionPhase.starting
     private var writer: CatalogWriter?
     private var finalTotals: SessionTotals?
+    /// The session's webhooks, while it has them (for the metrics).
+    private var webhooks: SessionWebhooks?
     private let clock: any TimeSource
     /// When the process began the session, on both clocks (status and metrics).
     private let started: (time: MonotonicTime, wallClockMilliseconds: Int64)
@@ -115,6 +117,7 @@ public final class JoinSession: @unchecked Sendable {
         totals.inboxDepth = inbox.depth
         totals.signalingMessagesDropped = droppedBefore.messages + inbox.dropped.messages
         if let writer { Self.sampleCatalog(writer, into: &totals) }
+        if let webhooks = stateLock.withLock({ self.webhooks }) { totals.webhooks = webhooks.totals }
         totals.writeQueueBytes = WriteBudget.shared.reservedBytes
         return totals
     }
@@ -167,6 +170,7 @@ public final class JoinSession: @unchecked Sendable {
             SessionWebhooks(settings: $0, host: options.host, version: options.recbotVersion, writer: writer, catalog: catalog, clock: clock, logger: logger)
         }
         webhooks?.start()
+        stateLock.withLock { self.webhooks = webhooks }
         let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: clock.now(), writer: writer, logger: logger, clock: clock,
                                  webhooks: webhooks)
         var ending = await record(start)
@@ -189,6 +193,7 @@ public final class JoinSession: @unchecked Sendable {
         writer.submit(.endSession(id: sessionID, endedAt: clock.wallClockMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
         let drained = writer.finish(timeoutSeconds: options.finalizeTimeoutSeconds)
         await webhooks?.finish(seconds: JoinSession.webhookFlushSeconds)
+        if let webhooks { stateLock.withLock { finalTotals?.webhooks = webhooks.totals } }
         // The last totals were taken before these last writes: the catalog's part of them is
         // what the writer holds now (what waits in the spool for `recbot repair`).
         stateLock.withLock {

@@ -63,6 +63,8 @@ public struct SessionTotals: Sendable {
     public var catalogWritesSpooled = 0
     public var writeQueueBytes = 0
     public var catalogWritesDropped = 0
+    /// Webhooks: delivered, attempts that failed (retried later), given up on, and rows queued.
+    public var webhooks = WebhookTotals()
     public var signalingMessagesDropped = 0
     /// Outages (lost connections to Sora), those a rejoin ended, the time spent in them and
     /// the media they cost; whether one is being ridden out now.
@@ -155,4 +157,14 @@ public struct EventLimits: Sendable, Equatable {
         self.maximumCount = maximumCount
         self.maximumBytes = maximumBytes
     }
+}
+
+/// What the session's webhook dispatcher did, for the metrics.
+public struct WebhookTotals: Sendable, Equatable {
+    public var delivered = 0
+    public var failedAttempts = 0
+    public var givenUp = 0
+    /// Rows waiting in the outbox (any session's: the dispatcher sends them all).
+    public var queued = 0
+    public init() {}
 }

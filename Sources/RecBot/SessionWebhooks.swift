@@ -21,6 +21,19 @@ final class SessionWebhooks: @unchecked Sendable {
     private let lock = NSLock()
     private var loop: Task<Void, Never>?
     private var recordingStarted = false
+    private var counted = WebhookTotals()
+
+    /// What the dispatcher did so far, and the queue it last saw.
+    var totals: WebhookTotals { lock.withLock { counted } }
+
+    private func count(_ report: WebhookDispatcher.Report, queued: Int?) {
+        lock.withLock {
+            counted.delivered += report.delivered
+            counted.failedAttempts += report.failedAttempts
+            counted.givenUp += report.givenUp
+            if let queued { counted.queued = queued }
+        }
+    }
 
     init(settings: WebhookSettings, host: String, version: String, writer: CatalogWriter, catalog: any CatalogStore,
          clock: any TimeSource, logger: Logger) {
@@ -32,9 +45,10 @@ final class SessionWebhooks: @unchecked Sendable {
     /// Delivers what is due about once a second, beside the session.
     func start() {
         let (dispatcher, catalog) = (dispatcher, catalog)
-        let task = Task.detached(priority: .utility) {
+        let task = Task.detached(priority: .utility) { [weak self] in
             while !Task.isCancelled {
-                _ = await dispatcher.deliverDue(catalog)
+                let report = await dispatcher.deliverDue(catalog)
+                self?.count(report, queued: try? catalog.webhookCounts().pending)
                 try? await Task.sleep(nanoseconds: 1_000_000_000)
             }
         }
@@ -48,7 +62,9 @@ final class SessionWebhooks: @unchecked Sendable {
         task?.cancel()
         _ = await task?.value
         let report = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: Int64(seconds * 1000)))
-        if let pending = try? catalog.webhookCounts().pending, pending > 0 {
+        let left = try? catalog.webhookCounts().pending
+        count(report, queued: left)
+        if let pending = left, pending > 0 {
             logger.notice("webhooks still queued; the next join, repair or `recbot webhooks retry` sends them",
                           metadata: ["pending": "\(pending)", "delivered": "\(report.delivered)"])
         }
