@@ -103,3 +103,26 @@ public struct SoraEvents: Sendable {
         return fields
     }
 }
+
+extension SoraEvents {
+    /// What a repaired session would have sent at its end, from the files `recbot repair`
+    /// wrote: `archive.available` / `split-archive.available` per sidecar, then `recording.report`.
+    /// Marked `recbot.repaired`: the recorder was killed, the files were finished after it.
+    public func repaired(sessionID: String, sidecars: [[String: Any]], report: [String: Any]?, reportFilename: String, now: Int64) -> [WebhookEvent] {
+        func envelope(_ object: [String: Any]) -> [String: Any] {
+            object.filter { ["recording_id", "channel_id", "session_id", "connection_id", "client_id", "bundle_id"].contains($0.key) }
+        }
+        var events = sidecars.map { sidecar in
+            WebhookEvent(type: sidecar["split_index"] == nil ? "archive.available" : "split-archive.available", sessionID: sessionID,
+                         envelope: envelope(sidecar), data: sidecar, recbot: ["repaired": true], timestampMilliseconds: now,
+                         nodeName: nodeName, version: version)
+        }
+        if var report {
+            report["filename"] = reportFilename
+            events.append(WebhookEvent(type: "recording.report", sessionID: sessionID, envelope: envelope(report), data: report,
+                                       recbot: ["repaired": true, "end_reason": report["end_reason"] ?? "crashed"], timestampMilliseconds: now,
+                                       nodeName: nodeName, version: version))
+        }
+        return events
+    }
+}

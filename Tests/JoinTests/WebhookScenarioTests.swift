@@ -74,7 +74,8 @@ import TestSupport
     }
 
     /// recbot killed while the receiver is down: the events it had queued are in the catalog,
-    /// and `recbot repair` sends them once the receiver is back.
+    /// and `recbot repair` sends them once the receiver is back, then the end events of the
+    /// files and report it finished (marked repaired).
     @Test func aKillLosesNoEventRepairSendsWhatWasQueued() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8"])
         defer { scenario.stop() }
@@ -96,6 +97,8 @@ import TestSupport
         let repair = try scenario.recbot(["repair", "--all", "--data-dir", scenario.dataDirectory, "--webhook-seconds", "20"])
         #expect(repair.status == 0, "\(repair.stderr)")
         let delivered = try receiver.delivered().compactMap { $0.body["type"] as? String }
-        #expect(delivered == ["recording.started", "archive.started"], "\(delivered)")
+        #expect(delivered == ["recording.started", "archive.started", "archive.available", "recording.report"], "\(delivered)")
+        let last = try #require(try receiver.delivered().last?.body)
+        #expect((last["recbot"] as? [String: Any])?["repaired"] as? Bool == true && (last["data"] as? [String: Any])?["archives"] is [Any])
     }
 }

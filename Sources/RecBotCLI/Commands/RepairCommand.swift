@@ -74,10 +74,36 @@ struct RepairCommand: AsyncParsableCommand {
         } else {
             Console.print(RepairCommand.table(outcomes).rendered())
         }
+        for outcome in outcomes where outcome.action == .repaired { queueRepairWebhooks(outcome, catalog: catalog) }
         await sendQueuedWebhooks(catalog)
         if !held.isEmpty || outcomes.contains(where: { $0.action == .failed || $0.files.contains { $0.error != nil } }) {
             throw CommandEnd(cause: .storageFailed)
         }
+    }
+
+    /// A repaired session's end events, to the URLs its join was sending to (known from its
+    /// queued or delivered rows): each finished file's sidecar, then the report.
+    private func queueRepairWebhooks(_ outcome: SessionRepairOutcome, catalog: any CatalogStore) {
+        guard let rows = try? catalog.webhooks(WebhookFilter(sessionID: outcome.sessionID)), !rows.isEmpty,
+              let settings = try? webhookArguments.deliverySettings(try common.settings()) else { return }
+        let layout = common.dataDirectory.layout(session: outcome.sessionID)
+        let sidecars = outcome.files.filter { $0.error == nil }.compactMap { file -> [String: Any]? in
+            let name = ((file.path as NSString).lastPathComponent as NSString).deletingPathExtension + ".json"
+            return Self.readJSON(layout.path(of: name))
+        }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let events = SoraEvents(nodeName: ProcessInfo.processInfo.hostName, version: RecBot.version)
+            .repaired(sessionID: outcome.sessionID, sidecars: sidecars, report: Self.readJSON(layout.reportPath), reportFilename: layout.reportFilename, now: now)
+        var target = settings
+        target.urls = Array(Set(rows.map(\.url))).sorted()
+        do { try catalog.enqueueWebhooks(events.flatMap { $0.rows(settings: target, now: now) }) } catch {
+            Console.note("webhooks for repaired session \(outcome.sessionID) not queued: \(error)")
+        }
+    }
+
+    private static func readJSON(_ path: String) -> [String: Any]? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONSerialization.jsonObject(with: data) as? [String: Any]
     }
 
     /// A killed join's webhooks wait in the outbox: sent now (each row knows its URL).
