@@ -84,7 +84,9 @@ struct SessionConnection {
             inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
         }
         let progress = Task { await path.reportProgress(every: 5) }
-        var signaling = SignalingSession(offer: offer, logger: logger)
+        let layers = LayerPreference(simulcastRID: options.connect.simulcastRID, spotlightFocusRID: options.connect.spotlightFocusRID,
+                                     spotlightUnfocusRID: options.connect.spotlightUnfocusRID)
+        var signaling = SignalingSession(offer: offer, layers: layers, logger: logger)
         let end = await converse(&signaling, path: path, connection: start.connection)
         progress.cancel()
 

@@ -52,6 +52,8 @@ public struct OfferMessage: Sendable, Equatable {
     /// Every data channel Sora opens, with its compress/header settings.
     public var dataChannels: [SoraDataChannelSettings]
     public var raw: String
+    /// `rpc_methods`: the JSON-RPC methods the `rpc` channel accepts (at most 64 names kept).
+    public var rpcMethods: [String] = []
 }
 
 /// A message from Sora, classified. `raw` is the text exactly as received.
@@ -87,7 +89,8 @@ public enum IncomingMessage: Sendable, Equatable {
                 iceTransportPolicy: (config?["iceTransportPolicy"] as? String).map { String($0.prefix(16)) },
                 dataChannelSignaling: object["data_channel_signaling"] as? Bool,
                 ignoreDisconnectWebsocket: object["ignore_disconnect_websocket"] as? Bool,
-                dataChannels: SoraDataChannelSettings.parse(object["data_channels"]), raw: text))
+                dataChannels: SoraDataChannelSettings.parse(object["data_channels"]), raw: text,
+                rpcMethods: ((object["rpc_methods"] as? [Any]) ?? []).prefix(64).compactMap { ($0 as? String).map { String($0.prefix(128)) } }))
         case "re-offer":
             guard let sdp = string("sdp") else { throw .malformedMessage("re-offer without sdp") }
             self = .reOffer(sdp: sdp, raw: text)

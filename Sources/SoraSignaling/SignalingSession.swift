@@ -114,10 +114,13 @@ public struct SignalingSession {
     private var signalingChannelLost: String?
     private let channelSettings: [String: SoraDataChannelSettings]
     private let logger: Logger
+    /// The layer requests to send on `rpc` once signaling has switched (sent once).
+    private var layerRequests: [(id: Int, method: String, body: String)]
 
-    public init(offer: OfferMessage, logger: Logger) {
+    public init(offer: OfferMessage, layers: LayerPreference = LayerPreference(), logger: Logger) {
         ignoreDisconnectWebsocket = offer.ignoreDisconnectWebsocket ?? false
         channelSettings = Dictionary(offer.dataChannels.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
+        layerRequests = channelSettings["rpc"] == nil ? [] : layers.requests(allowed: offer.rpcMethods)
         self.logger = logger
     }
 
@@ -210,10 +213,30 @@ public struct SignalingSession {
             switched = true
             if let ignore { ignoreDisconnectWebsocket = ignore }
             logger.info("switched to data-channel signaling", metadata: ["ignore_disconnect_websocket": "\(ignoreDisconnectWebsocket)"])
-            return [.store(.message(message, label: nil))]
+            return [.store(.message(message, label: nil))] + sendLayerRequests()
         default:
+            logLayerEvent(message)
             return [.store(.message(message, label: nil))]
         }
+    }
+
+    /// Asks Sora over `rpc` for the configured layers (the connect message asked already;
+    /// this holds for senders that join later and overrides Sora's automatic choice).
+    private mutating func sendLayerRequests() -> [Action] {
+        defer { layerRequests.removeAll() }
+        for request in layerRequests { logger.info("asking for a layer", metadata: ["method": "\(request.method)", "id": "\(request.id)"]) }
+        return layerRequests.map { .send($0.body, .dataChannel("rpc")) }
+    }
+
+    /// Simulcast and spotlight changes in the log, beside the catalog's copy.
+    private func logLayerEvent(_ message: IncomingMessage) {
+        guard case .notify(let type?, let raw) = message, type.hasPrefix("simulcast.") || type.hasPrefix("spotlight.") else { return }
+        let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any]
+        var metadata: Logger.Metadata = ["event": "\(type)"]
+        for key in ["sender_connection_id", "connection_id", "current_rid", "previous_rid", "request_rid", "trigger"] {
+            if let value = object?[key] as? String { metadata[key] = "\(value.prefix(64))" }
+        }
+        logger.info("layer event", metadata: metadata)
     }
 
     private mutating func dataChannelMessage(label: String, isBinary: Bool, data raw: [UInt8]) -> [Action] {
@@ -229,6 +252,9 @@ public struct SignalingSession {
         let verbatim = SignalingRecord.dataChannelMessage(label: label, sender: decoded.senderConnectionID, isBinary: isBinary, data: decoded.data)
         let role = DataChannelRole(label: label)
         if role.isLoggedVerbatim {
+            if role == .rpc, let reply = LayerPreference.describeReply(String(decoding: decoded.data, as: UTF8.self)) {
+                logger.info("rpc reply", metadata: ["id": "\(reply.id.map(String.init) ?? "-")", "outcome": "\(reply.outcome)"])
+            }
             if role == .unknown {
                 counters.unknownLabelMessages += 1
                 if counters.unknownLabels.count < 64, counters.unknownLabels.insert(label).inserted {
@@ -253,6 +279,7 @@ public struct SignalingSession {
             let request = StatsRequest(reply: .pong, route: .dataChannel(label))
             return wantsStats ? [.collectStats(request)] : [.send(OutgoingMessage.pong(stats: nil), .dataChannel(label))]
         default:
+            logLayerEvent(message)
             return [.store(.message(message, label: label))]
         }
     }

@@ -528,7 +528,7 @@ class Channel:
         self.truth = {"messages_sent": [], "publishers": [], "pings_sent": 0, "pongs_received": 0, "candidates_received": 0,
                       "connections": [], "faults": []}
         shared = MediaClock() if args.shared_clock else None
-        self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after,
+        self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after or args.layer_switch_after,
                                      switch=args.switch_codec_after if index == 0 else None, clock=shared)
                            for index, codec in enumerate(args.publisher)]
         self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms, burst=args.burst_loss, jitter_ms=args.jitter_ms)
@@ -667,7 +667,7 @@ class Session:
             self.channel_settings += [{"label": c["label"], "direction": "recvonly", "compress": bool(c.get("compress")),
                                        **({"header": c["header"]} if c.get("header") else {})} for c in wanted]
             # Channels nobody asked for: the offer's list is what counts (e2ee, rpc, other labels).
-            for spec in args.offer_channel:
+            for spec in args.offer_channel + (["rpc"] if args.rpc else []):
                 label, *flags = spec.split(":")
                 self.channel_settings.append({"label": label, "direction": "recvonly", "compress": "compress" in flags,
                                               **({"ordered": False, "max_retransmits": 0} if "unordered" in flags else {})})
@@ -691,6 +691,8 @@ class Session:
             "config": {"iceServers": json.loads(args.ice_servers_json), "iceTransportPolicy": args.ice_transport_policy},
             **({"data_channel_signaling": True, "ignore_disconnect_websocket": bool(connect.get("ignore_disconnect_websocket")),
                 "data_channels": self.channel_settings} if dc_signaling else {}),
+            **({"rpc_methods": ["2025.2.0/RequestSimulcastRid", "2025.2.0/RequestSpotlightRid", "2025.2.0/ResetSpotlightRid"]}
+               if args.rpc and dc_signaling else {}),
         })
         answer = await self.next_of(ws, "answer")
         self.truth["answer_received"] = True
@@ -718,6 +720,10 @@ class Session:
 
         if dc_signaling:
             await self.switch_to_data_channels(ws, channel, bool(connect.get("ignore_disconnect_websocket")))
+        if args.layer_switch_after and not self.rejoin:
+            # The publishers' clocks started when they joined: the switch notify goes with their resize.
+            delay = max(0.0, args.layer_switch_after - (time.monotonic() - min(p.joined_at for p in present)))
+            asyncio.get_running_loop().call_later(delay, lambda: asyncio.ensure_future(self.send_layer_switched(ws, channel)))
         if self.hostile and not self.rejoin:
             self.hostile.start(pc, self.channels, self.channel_settings)
 
@@ -895,6 +901,33 @@ class Session:
                 future.set_result(parsed)
         if label == "stats" and parsed.get("type") == "stats":
             self.truth["stats_replies"] = self.truth.get("stats_replies", 0) + 1
+        if label == "rpc" and parsed.get("jsonrpc") == "2.0":
+            self.answer_rpc(label, parsed)
+
+    async def send_layer_switched(self, ws, channel_id):
+        for publisher in self.publishers:
+            message = {"type": "notify", "event_type": "simulcast.switched", "channel_id": channel_id, "sender_connection_id": publisher.connection_id,
+                       "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "priority": "higher", "trigger": "sender",
+                       "request_rid": "r1", "current_rid": "r1", "previous_rid": "r0", "rpc_rids": [], "auto_rids": ["r0", "r1"]}
+            self.truth.setdefault("layer_switches", []).append(message)
+            if getattr(self, "switched", False) and "notify" in self.channels:
+                self.channels["notify"].send(json.dumps(message))
+            else:
+                await self.send(ws, message)
+
+    def answer_rpc(self, label, parsed):
+        self.truth.setdefault("rpc_requests", []).append(parsed)
+        if "id" not in parsed:
+            return  # a notification: no reply
+        params = parsed.get("params") or {}
+        if parsed.get("method") == "2025.2.0/RequestSimulcastRid" and params.get("rid") in ("r0", "r1", "r2"):
+            reply = {"jsonrpc": "2.0", "id": parsed["id"], "result": {"channel_id": self.truth.get("channel_id"), "rid": params["rid"],
+                     "receiver_connection_id": self.truth.get("bot_connection_id"), "sender_connection_id": params.get("sender_connection_id")}}
+        elif parsed.get("method") == "2025.2.0/RequestSpotlightRid":
+            reply = {"jsonrpc": "2.0", "id": parsed["id"], "result": {"channel_id": self.truth.get("channel_id")}}
+        else:
+            reply = {"jsonrpc": "2.0", "id": parsed["id"], "error": {"code": -32602, "message": "Invalid params"}}
+        self.channels[label].send(json.dumps(reply))
 
     def send_late_chat(self, sender):
         for setting in self.channel_settings:
@@ -1104,6 +1137,12 @@ async def main():
     parser.add_argument("--offer-channel", action="append", default=[], metavar="LABEL[:compress][:unordered]",
                         help="with data_channel_signaling: also offer this channel though nobody asked for it "
                              "(unordered means ordered=false, max_retransmits=0)")
+    parser.add_argument("--rpc", action="store_true",
+                        help="with data_channel_signaling: offer the `rpc` channel and rpc_methods, and answer "
+                             "RequestSimulcastRid / RequestSpotlightRid (the requests go in the truth file)")
+    parser.add_argument("--layer-switch-after", type=float, default=0, metavar="SECONDS",
+                        help="simulate Sora switching every sender's simulcast layer: the video goes to 480x272 on the "
+                             "same SSRC (a keyframe first) and a simulcast.switched notify says r0 -> r1")
     parser.add_argument("--late-chat", type=float, default=0, metavar="SECONDS",
                         help="with data_channel_signaling: this long after the switch, one more text message on each "
                              "`#` channel (its send time in the truth file, for the caption timing test)")
