@@ -30,3 +30,7 @@ def free_port():
                 continue
             return port
     raise RuntimeError("no free loopback port below the ephemeral range")
+
+
+if __name__ == "__main__":
+    print(free_port())
