@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./deploy/install-deps.sh
+./deploy/install-deps.sh --demo
 # A debug build, the one ./dev/run-tests.sh builds on: the demo is ready in minutes and the
 # tests after it reuse every module. For production, build with -c release (README).
 swift build --product recbot

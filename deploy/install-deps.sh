@@ -1,7 +1,12 @@
 #!/usr/bin/env bash
 # Installs every system and Python package recbot needs to build, run and test,
 # on a fresh Debian 12 machine. Idempotent: re-running only installs what is missing.
+#   --demo  only what deploy/demo.sh needs (the build's libraries and the test server's
+#           Python packages): a first run is not kept waiting for PostgreSQL, GStreamer,
+#           coturn or the S3 server, which only the tests use (./dev/run-tests.sh adds them).
 set -euo pipefail
+demo_only=false
+if [ "${1:-}" = "--demo" ]; then demo_only=true; fi
 
 # Build and link: the WebRTC stack's crypto (OpenSSL, libsrtp2), zlib (STUN CRC-32,
 # compressed data channels), the decoders `recbot verify` uses (libvpx, libopus, dav1d for
@@ -45,6 +50,11 @@ DEBIAN_PACKAGES=(
   postgresql-15
 )
 
+# What the demo needs: building recbot (its -dev libraries) and nothing the tests alone use.
+DEMO_DEBIAN_PACKAGES=(pkg-config libssl-dev libsrtp2-dev libopus-dev libvpx-dev libdav1d-dev libopenh264-dev libwebm-dev libsqlite3-dev zlib1g-dev)
+DEMO_PYTHON_PACKAGES="aiortc av websockets"
+if $demo_only; then DEBIAN_PACKAGES=("${DEMO_DEBIAN_PACKAGES[@]}"); fi
+
 missing=()
 for pkg in "${DEBIAN_PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
@@ -66,6 +76,12 @@ fi
 here="$(cd "$(dirname "$0")/.." && pwd)"
 requirements="$here/Tests/PythonSupport/requirements.txt"
 if [ -f "$requirements" ]; then
+  if $demo_only; then
+    # The pinned lines of the demo's packages only.
+    selected="$(mktemp)"
+    grep -E "^($(echo $DEMO_PYTHON_PACKAGES | tr ' ' '|'))==" "$requirements" > "$selected"
+    requirements="$selected"
+  fi
   echo "install-deps: Python packages from Tests/PythonSupport/requirements.txt"
   python3 -m pip install --disable-pip-version-check --quiet --root-user-action=ignore -r "$requirements"
 fi
