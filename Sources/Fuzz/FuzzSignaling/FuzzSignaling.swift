@@ -1,13 +1,16 @@
 // libFuzzer target for what Sora sends: signaling JSON (WebSocket or the `signaling` data
 // channel) and data-channel payloads with compression (zlib inflate, size-limited) and the
-// sender header. No crash; an inflated payload never exceeds its limit.
+// sender header, and JSON-RPC replies on the `rpc` channel. No crash; an inflated payload
+// never exceeds its limit.
 import FuzzSupport
 import SoraSignaling
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSignaling(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
-    _ = try? IncomingMessage(parsing: String(decoding: bytes, as: UTF8.self))
+    let text = String(decoding: bytes, as: UTF8.self)
+    _ = try? IncomingMessage(parsing: text)
+    _ = LayerPreference.describeReply(text)
     for (compress, header) in [(true, true), (true, false), (false, true)] {
         let settings = SoraDataChannelSettings(label: "#fuzz", compress: compress, senderConnectionIDHeader: header)
         if let message = try? SoraDataChannelMessage(raw: bytes, settings: settings, maximumSize: 65_536) {
