@@ -173,12 +173,24 @@ public struct SessionRepair {
         let stopped = rows.compactMap(\.endedAt).max() ?? session.startedAt
         let failed = rows.filter { $0.status == .interrupted }.map(\.connectionID)
         do {
+            try writeMissingSplitEnds(written, layout: layout, context: context)
             try ArchiveLayout.writeJSON(Sidecar.report(recordings, failed: failed, context: context, layout: layout,
                                                        startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stopped), to: layout.reportPath)
         } catch {
             return "report \(layout.reportPath) not written: \(error.localizedDescription)"
         }
         return nil
+    }
+
+    /// A sender recorded in parts (split, codec change, rejoin) whose join was killed has no end
+    /// marker naming its last part: written before the report, as the join would have.
+    private func writeMissingSplitEnds(_ rows: [RecordingRecord], layout: ArchiveLayout, context: SidecarContext) throws {
+        for (sender, parts) in Dictionary(grouping: rows, by: \.connectionID) {
+            guard ArchiveLayout.isSafeConnectionID(sender), let last = parts.map(\.part).max(), last > 0 else { continue }
+            let marker = layout.path(of: layout.splitEndFilename(connectionID: sender))
+            guard !FileManager.default.fileExists(atPath: marker) else { continue }
+            try ArchiveLayout.writeJSON(Sidecar.splitEnd(connectionID: sender, lastPart: last, context: context), to: marker)
+        }
     }
 
     /// Media files in the session's directory the catalog has no row for (a kill between

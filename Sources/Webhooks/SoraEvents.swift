@@ -106,9 +106,11 @@ public struct SoraEvents: Sendable {
 
 extension SoraEvents {
     /// What a repaired session would have sent at its end, from the files `recbot repair`
-    /// wrote: `archive.available` / `split-archive.available` per sidecar, then `recording.report`.
-    /// Marked `recbot.repaired`: the recorder was killed, the files were finished after it.
-    public func repaired(sessionID: String, sidecars: [[String: Any]], report: [String: Any]?, reportFilename: String, now: Int64) -> [WebhookEvent] {
+    /// wrote: `archive.available` / `split-archive.available` per sidecar, `split-archive.end`
+    /// per end marker, then `recording.report`. Marked `recbot.repaired`: the recorder was
+    /// killed, the files were finished after it.
+    public func repaired(sessionID: String, sidecars: [[String: Any]], splitEnds: [[String: Any]] = [], report: [String: Any]?,
+                         reportFilename: String, now: Int64) -> [WebhookEvent] {
         func envelope(_ object: [String: Any]) -> [String: Any] {
             object.filter { ["recording_id", "channel_id", "session_id", "connection_id", "client_id", "bundle_id"].contains($0.key) }
         }
@@ -116,6 +118,10 @@ extension SoraEvents {
             WebhookEvent(type: sidecar["split_index"] == nil ? "archive.available" : "split-archive.available", sessionID: sessionID,
                          envelope: envelope(sidecar), data: sidecar, recbot: ["repaired": true], timestampMilliseconds: now,
                          nodeName: nodeName, version: version)
+        }
+        events += splitEnds.map { marker in
+            WebhookEvent(type: "split-archive.end", sessionID: sessionID, envelope: envelope(marker), data: marker, recbot: ["repaired": true],
+                         timestampMilliseconds: now, nodeName: nodeName, version: version)
         }
         if var report {
             report["filename"] = reportFilename

@@ -61,6 +61,37 @@ import WebMReader
         #expect(verify.status == 0, "\(verify.stdout.suffix(3_000))\(verify.stderr.suffix(2_000))")
     }
 
+    /// A split recording killed mid-part: `recbot repair` finishes the open part and writes
+    /// what the join would have at its end, the end marker naming the last part and a report
+    /// with the split options (kept in the catalog).
+    @Test func aKilledSplitRecordingIsRepairedWithItsEndMarker() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8"])
+        defer { scenario.stop() }
+        let join = try scenario.startJoin(["--duration", "30s", "--split-duration", "1", "--split-only"])
+        var parts = 0
+        for _ in 0..<100 where parts < 3 {
+            Thread.sleep(forTimeInterval: 0.1)
+            parts = ((try? Catalog.openExisting(path: scenario.dataDirectory + "/catalog.sqlite")?.recordings()) ?? []).count
+        }
+        kill(join.processIdentifier, SIGKILL)
+        join.waitUntilExit()
+        let repair = try scenario.recbot(["repair", "--all", "--data-dir", scenario.dataDirectory])
+        #expect(repair.status == 0, "\(repair.stderr)")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        let recordings = try catalog.recordings(RecordingFilter(sessionID: session.id))
+        let last = try #require(recordings.map(\.part).max())
+        #expect(last >= 3 && !recordings.contains { $0.part == 0 }, "\(recordings.map(\.part))")
+        let directory = scenario.dataDirectory + "/recordings/" + session.id
+        let sender = try #require(recordings.first?.connectionID)
+        let marker = try json(directory + "/split-archive-end-\(sender).json")
+        #expect(marker["split_last_index"] as? String == String(format: "%04d", last))
+        let report = try json(directory + "/report-\(session.id).json")
+        #expect(report["split_duration"] as? Int == 1 && report["split_only"] as? Bool == true)
+        let verify = try scenario.recbot(["verify", "--data-dir", scenario.dataDirectory, session.id])
+        #expect(verify.status == 0, "\(verify.stdout.suffix(3_000))")
+    }
+
     private func json(_ path: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any], "\(path)")
     }

@@ -1,5 +1,6 @@
 import Archive
 import ArgumentParser
+import DiskLayout
 import Foundation
 import Outcomes
 import Recorder
@@ -91,9 +92,19 @@ struct RepairCommand: AsyncParsableCommand {
             let name = ((file.path as NSString).lastPathComponent as NSString).deletingPathExtension + ".json"
             return Self.readJSON(layout.path(of: name))
         }
+        // The end markers repair wrote (a marker the join wrote was announced by the join).
+        let announced = Set(rows.filter { $0.eventType == "split-archive.end" }.compactMap { row in
+            (try? JSONSerialization.jsonObject(with: Data(row.body.utf8)) as? [String: Any])?["connection_id"] as? String
+        })
+        let senders = Set(outcome.files.compactMap { file -> String? in
+            guard case .media(let connectionID, let part) = ArchiveFile(name: (file.path as NSString).lastPathComponent), part > 0 else { return nil }
+            return connectionID
+        }).subtracting(announced)
+        let splitEnds = senders.sorted().compactMap { Self.readJSON(layout.path(of: layout.splitEndFilename(connectionID: $0))) }
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         let events = SoraEvents(nodeName: ProcessInfo.processInfo.hostName, version: RecBot.version)
-            .repaired(sessionID: outcome.sessionID, sidecars: sidecars, report: Self.readJSON(layout.reportPath), reportFilename: layout.reportFilename, now: now)
+            .repaired(sessionID: outcome.sessionID, sidecars: sidecars, splitEnds: splitEnds, report: Self.readJSON(layout.reportPath),
+                      reportFilename: layout.reportFilename, now: now)
         var target = settings
         target.urls = Array(Set(rows.map(\.url))).sorted()
         do { try catalog.enqueueWebhooks(events.flatMap { $0.rows(settings: target, now: now) }) } catch {
