@@ -71,7 +71,7 @@ final class RecordingSet {
     /// metrics never read a recorder being finished, and never miss its last frames.
     private var leaving: [ObjectIdentifier: RecordingTotals] = [:]
     private var recordersStarted = 0
-    private(set) var layouts: [String: SenderLayout] = [:]
+    private var layouts: [String: SenderLayout] = [:]
     private var refusedVideo: [String: String] = [:]
     /// Parts a codec change ended, for the caller to finish off the event loop.
     var retired: [SenderRecorder] = []

@@ -3,6 +3,7 @@ import DiskLayout
 import Foundation
 import Logging
 import Media
+import NIOConcurrencyHelpers
 import NIOCore
 import PeerConnection
 import Recorder
@@ -19,7 +20,7 @@ import WireCoding
 /// queued: on a shared loop the WebSocket's pongs went unread and Sora's connection was closed
 /// (1006) while media was still arriving.
 final class SessionMedia: @unchecked Sendable {
-    // @unchecked: `recordings` is only touched on `loop`; `ended` and `lastContext` under `lock`.
+    // @unchecked: `recordings` is only touched on `loop`; `ended` under `lock`; the newest context in its own locked box.
     let loop: EventLoop
     let signalingLoop: EventLoop
     let layout: ArchiveLayout
@@ -30,7 +31,7 @@ final class SessionMedia: @unchecked Sendable {
     private let lock = NSLock()
     private var ended = ConnectionCounters()
     /// The newest connection's sidecar context (shared with the file-start callback).
-    private let contextBox = LockedBox<SidecarContext>()
+    private let contextBox = NIOLockedValueBox<SidecarContext?>(nil)
 
     /// The receive counters of the connections that ended, summed.
     struct ConnectionCounters: Sendable {
@@ -68,7 +69,7 @@ final class SessionMedia: @unchecked Sendable {
                                       status: .recording)
             row.host = host
             writer.submit(.startRecording(row))
-            if let webhooks = session.webhooks, let context = contextBox.value { webhooks.archiveStarted(recorder, context: context, sessionStartedAt: session.startedAt) }
+            if let webhooks = session.webhooks, let context = contextBox.withLockedValue({ $0 }) { webhooks.archiveStarted(recorder, context: context, sessionStartedAt: session.startedAt) }
         }
         // The set's books are kept on the loop: a finished recorder's final totals go there.
         let recordings = LoopConfined(self.recordings, loop: loop)
@@ -82,10 +83,10 @@ final class SessionMedia: @unchecked Sendable {
     var endedConnections: ConnectionCounters { lock.withLock { ended } }
 
     /// The sidecar context of the newest connection (for the report and the end markers).
-    var lastContext: SidecarContext? { contextBox.value }
+    var lastContext: SidecarContext? { contextBox.withLockedValue { $0 } }
 
     func connectionStarted(context: SidecarContext) {
-        contextBox.value = context
+        contextBox.withLockedValue { $0 = context }
         webhooks?.connectionStarted(context: context, sessionStartedAt: sessionStartedAt)
     }
 
@@ -99,13 +100,3 @@ final class SessionMedia: @unchecked Sendable {
     }
 }
 
-/// One value behind a lock, for a callback made before its owner finished initializing.
-final class LockedBox<Value>: @unchecked Sendable {
-    // @unchecked: `stored` is only touched under `lock`.
-    private let lock = NSLock()
-    private var stored: Value?
-    var value: Value? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
-    }
-}

@@ -50,20 +50,10 @@ public enum UploaderEvents {
     /// The report's event last, as the uploader sends it once everything else is up.
     private static func rank(_ name: String) -> Int { ArchiveFile(name: name)?.uploadRank ?? 0 }
 
-    /// 26 characters of Crockford base32 from SHA-256: the shape of Sora's ids.
+    /// A ULID-shaped id (Sora's id shape) made from SHA-256 of `text` instead of time and randomness.
     static func stableID(_ text: String) -> String {
-        let alphabet = Array("0123456789ABCDEFGHJKMNPQRSTVWXYZ")
         let digest = Array(SHA256.hash(data: Array(text.utf8)))
-        var bits = 0, value = 0, out = ""
-        for byte in digest where out.count < 26 {
-            value = (value << 8) | Int(byte)
-            bits += 8
-            while bits >= 5 && out.count < 26 {
-                bits -= 5
-                out.append(alphabet[(value >> bits) & 31])
-            }
-            value &= (1 << bits) - 1
-        }
-        return out
+        let milliseconds = digest[0..<6].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return ULID(milliseconds: milliseconds, randomBytes: Array(digest[6..<16])).string
     }
 }
