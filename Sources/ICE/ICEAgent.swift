@@ -35,10 +35,7 @@ public final class ICEAgent {
     /// Checks are paced Ta apart; a triggered check goes out at once when the slot is free.
     private var lastCheckSentAt: MonotonicTime?
     private var startedAt: MonotonicTime?
-    private var lastConsent: MonotonicTime?
-    private var nextConsentCheck: MonotonicTime?
-    /// When the latest consent check went out: unanswered since, the next is hurried.
-    private var lastConsentCheckSentAt: MonotonicTime?
+    private var consent: ConsentFreshness
     private var remoteEndOfCandidates = false
     private var nominating: PairKey?
     private let random: () -> UInt64
@@ -49,6 +46,7 @@ public final class ICEAgent {
                 random: @escaping () -> UInt64) {
         self.configuration = configuration
         self.random = random
+        consent = ConsentFreshness(configuration: configuration)
         localCandidates = ICEAgent.hostCandidates(hosts)
         for candidate in remoteCandidates { add(candidate) }
     }
@@ -170,10 +168,7 @@ public final class ICEAgent {
             if hasCheckWork { deadlines.append(nextCheckSlot ?? startedAt ?? MonotonicTime(nanoseconds: 0)) }
             if let startedAt { deadlines.append(startedAt.adding(milliseconds: configuration.connectTimeoutMilliseconds)) }
         }
-        if state == .connected {
-            if let nextConsentCheck { deadlines.append(nextConsentCheck) }
-            if let lastConsent { deadlines.append(lastConsent.adding(milliseconds: configuration.consentTimeoutMilliseconds)) }
-        }
+        if state == .connected { deadlines += consent.deadlines }
         return deadlines.min()
     }
 
@@ -191,7 +186,7 @@ public final class ICEAgent {
 
     /// When consent expires unless a consent check is answered before (RFC 7675).
     public var consentExpiresAt: MonotonicTime? {
-        state == .connected ? lastConsent?.adding(milliseconds: configuration.consentTimeoutMilliseconds) : nil
+        state == .connected ? consent.expiresAt : nil
     }
 
     /// Stops checking and answering; nothing is sent (ICE has no goodbye).
@@ -329,11 +324,11 @@ public final class ICEAgent {
         }
         switch transaction.purpose {
         case .consent:
-            lastConsent = now
+            consent.granted(now: now)
         case .check(let nominate):
             guard let index else { return }
             pairs[index].state = .succeeded
-            lastConsent = now
+            consent.granted(now: now)
             if nominate || (configuration.role == .controlled && pairs[index].nominateOnSuccess) {
                 pairs[index].nominated = true
                 nominating = nil
@@ -365,8 +360,7 @@ public final class ICEAgent {
         output.events.append(.selectedPair(local: pair.local, remote: pair.remote.address))
         if state != .connected {
             setState(.connected, &output)
-            lastConsent = now
-            nextConsentCheck = now.adding(milliseconds: consentInterval())
+            consent.start(now: now, random: random)
         }
     }
 
@@ -413,17 +407,14 @@ public final class ICEAgent {
             }
         }
         if state == .connected {
-            if let lastConsent, now.milliseconds(since: lastConsent) >= configuration.consentTimeoutMilliseconds {
+            if consent.isExpired(now: now) {
                 output.events.append(.consentLost)
                 setState(.failed, &output)
                 transactions.removeAll()
                 return
             }
-            if let nextConsentCheck, now >= nextConsentCheck, let selected {
-                let previousUnanswered = lastConsentCheckSentAt.map { sent in lastConsent.map { $0 < sent } ?? true } ?? false
+            if let selected, consent.takeDueCheck(now: now, random: random) {
                 sendConsentCheck(PairKey(local: selected.local, remote: selected.remote), now: now, &output)
-                lastConsentCheckSentAt = now
-                self.nextConsentCheck = now.adding(milliseconds: consentInterval(hurried: previousUnanswered))
             }
         }
     }
@@ -442,14 +433,7 @@ public final class ICEAgent {
         guard let index = pairs.firstIndex(where: { PairKey(local: $0.local, remote: $0.remote.address) == key }) else { return }
         if pairs[index].state != .succeeded { pairs[index].state = .inProgress }
         let id = newTransactionID()
-        var attributes: [STUNAttribute] = [
-            .username(configuration.remoteUfrag + ":" + configuration.localUfrag),
-            .priority(ICEPriority.candidate(kind: .prflx, localPreference: pairs[index].localPriority >> 8 & 0xFFFF)),
-            configuration.role == .controlling ? .iceControlling(configuration.tieBreaker) : .iceControlled(configuration.tieBreaker),
-        ]
-        if nominate { attributes.append(.useCandidate) }
-        let bytes = STUNMessage(method: STUNMethod.binding, class: .request, transactionID: id, attributes: attributes)
-            .encoded(integrityKey: Array(configuration.remotePassword.utf8), fingerprint: true)
+        let bytes = bindingRequest(id, localPreference: pairs[index].localPriority >> 8 & 0xFFFF, nominate: nominate)
         transactions[id] = Transaction(key: key, purpose: .check(nominate: nominate), bytes: bytes, transmissions: 1,
                                        maximumTransmissions: configuration.maximumTransmissions, rto: configuration.initialRTOMilliseconds,
                                        nextRetransmit: now.adding(milliseconds: configuration.initialRTOMilliseconds))
@@ -461,13 +445,7 @@ public final class ICEAgent {
     /// RFC 7675 consent request: like a check, never nominating, sent once (the interval retries).
     private func sendConsentCheck(_ key: PairKey, now: MonotonicTime, _ output: inout ICEOutput) {
         let id = newTransactionID()
-        let attributes: [STUNAttribute] = [
-            .username(configuration.remoteUfrag + ":" + configuration.localUfrag),
-            .priority(ICEPriority.candidate(kind: .prflx, localPreference: 65_535)),
-            configuration.role == .controlling ? .iceControlling(configuration.tieBreaker) : .iceControlled(configuration.tieBreaker),
-        ]
-        let bytes = STUNMessage(method: STUNMethod.binding, class: .request, transactionID: id, attributes: attributes)
-            .encoded(integrityKey: Array(configuration.remotePassword.utf8), fingerprint: true)
+        let bytes = bindingRequest(id, localPreference: 65_535, nominate: false)
         // Each check waits for its answer for the whole consent window, not one interval: an
         // overloaded peer (or our own busy host) that answers late still proves consent, and
         // only 30 s with no answer to any check ends it. About six are outstanding at once, up to
@@ -476,6 +454,19 @@ public final class ICEAgent {
                                        rto: configuration.consentTimeoutMilliseconds,
                                        nextRetransmit: now.adding(milliseconds: configuration.consentTimeoutMilliseconds))
         output.datagrams.append(.init(bytes: bytes, from: key.local, to: key.remote))
+    }
+
+    /// An authenticated Binding request as a check or consent check sends it (RFC 8445 §7.2.2):
+    /// the priority it would have as a peer-reflexive candidate, our role and tie-breaker.
+    private func bindingRequest(_ id: STUNTransactionID, localPreference: UInt32, nominate: Bool) -> [UInt8] {
+        var attributes: [STUNAttribute] = [
+            .username(configuration.remoteUfrag + ":" + configuration.localUfrag),
+            .priority(ICEPriority.candidate(kind: .prflx, localPreference: localPreference)),
+            configuration.role == .controlling ? .iceControlling(configuration.tieBreaker) : .iceControlled(configuration.tieBreaker),
+        ]
+        if nominate { attributes.append(.useCandidate) }
+        return STUNMessage(method: STUNMethod.binding, class: .request, transactionID: id, attributes: attributes)
+            .encoded(integrityKey: Array(configuration.remotePassword.utf8), fingerprint: true)
     }
 
     @discardableResult
@@ -501,11 +492,4 @@ public final class ICEAgent {
     }
 
     private func newTransactionID() -> STUNTransactionID { .random(random) }
-
-    /// 4 to 6 s, randomised so that consent checks do not synchronise (RFC 7675 §5.1); 0.8 to
-    /// 1.2 s while the previous check is unanswered.
-    private func consentInterval(hurried: Bool = false) -> Int64 {
-        let base = hurried ? configuration.hurriedConsentIntervalMilliseconds : configuration.consentIntervalMilliseconds
-        return base * 8 / 10 + Int64(random() % UInt64(max(1, base * 4 / 10)))
-    }
 }
