@@ -118,9 +118,9 @@ func connectedKeys(_ events: [DTLSEvent]) -> SRTPKeyingMaterial? {
         let server = try TestDTLSServer(profiles: SRTPProtectionProfile.allCases)
         let client = try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [server.fingerprint])
         let start = client.start(now: MonotonicTime.milliseconds(0))
-        var state: UInt64 = 7
+        var generator = SplitMix64(seed: 7)
         for length in [1, 13, 25, 100, 1_500] {
-            var garbage = (0..<length).map { _ -> UInt8 in state = state &* 6_364_136_223_846_793_005 &+ 1; return UInt8(truncatingIfNeeded: state >> 33) }
+            var garbage = (0..<length).map { _ in UInt8(truncatingIfNeeded: generator.next()) }
             garbage[0] = 22  // looks like a handshake record
             let output = client.handle(datagram: garbage, now: MonotonicTime.milliseconds(1))
             #expect(!output.events.contains { if case .failed = $0 { return true }; return false })

@@ -7,12 +7,9 @@ import WireCoding
 let addressA = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 40_000)
 let addressB = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 50_000)
 
-func counterRandom(seed: UInt64) -> () -> UInt64 {
-    var state = seed
-    return {
-        state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-        return state
-    }
+func seededRandom(seed: UInt64) -> () -> UInt64 {
+    var generator = SplitMix64(seed: seed)
+    return { generator.next() }
 }
 
 func candidate(_ address: TransportAddress, priority: UInt32 = 2_130_706_431) -> ICECandidate {
@@ -40,8 +37,8 @@ final class SimulatedNetwork {
                                        remotePassword: "passwordOfAgentA123456", role: roleB, tieBreaker: tieB)
         configA.consentIntervalMilliseconds = 5_000
         configB.consentIntervalMilliseconds = 5_000
-        a = ICEAgent(configuration: configA, hosts: [addressA], random: counterRandom(seed: 1))
-        b = ICEAgent(configuration: configB, hosts: [addressB], random: counterRandom(seed: 2))
+        a = ICEAgent(configuration: configA, hosts: [addressA], random: seededRandom(seed: 1))
+        b = ICEAgent(configuration: configB, hosts: [addressB], random: seededRandom(seed: 2))
         _ = a.handle(remoteCandidate: candidate(addressB), now: .milliseconds(0))
         _ = b.handle(remoteCandidate: candidate(addressA), now: .milliseconds(0))
     }
@@ -222,7 +219,7 @@ final class SimulatedNetwork {
     func agent(role: ICERole = .controlled) -> ICEAgent {
         let configuration = ICEConfiguration(localUfrag: "ufA1", localPassword: "passwordOfAgentA123456", remoteUfrag: "ufB1",
                                              remotePassword: "passwordOfAgentB123456", role: role, tieBreaker: 5)
-        return ICEAgent(configuration: configuration, hosts: [addressA], random: counterRandom(seed: 3))
+        return ICEAgent(configuration: configuration, hosts: [addressA], random: seededRandom(seed: 3))
     }
 
     func request(username: String = "ufA1:ufB1", password: String = "passwordOfAgentA123456", extra: [STUNAttribute] = []) -> [UInt8] {
@@ -295,7 +292,7 @@ final class SimulatedNetwork {
         var configuration = ICEConfiguration(localUfrag: "ufA1", localPassword: "passwordOfAgentA123456", remoteUfrag: "ufB1",
                                              remotePassword: "passwordOfAgentB123456", role: .controlling, tieBreaker: 1_000)
         configuration.checkIntervalMilliseconds = 50
-        let strong = ICEAgent(configuration: configuration, hosts: [addressA], random: counterRandom(seed: 4))
+        let strong = ICEAgent(configuration: configuration, hosts: [addressA], random: seededRandom(seed: 4))
         _ = strong.start(now: .milliseconds(0))
         let output = strong.handle(datagram: request(), from: addressB, to: addressA, now: .milliseconds(1))
         let response = try STUNMessage(parsing: try #require(output.datagrams.first).bytes)

@@ -212,8 +212,8 @@ func assemble(_ packets: [RTPPacket], track: ReceiveTrack = Fixtures.videoTrack(
     }
 
     @Test func randomPayloadsNeverCrash() {
-        var state: UInt64 = 77
-        func next() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1; return state >> 33 }
+        var generator = SplitMix64(seed: 77)
+        func next() -> UInt64 { generator.next() }
         for _ in 0..<20_000 {
             let payload = (0..<Int(next() % 40)).map { _ in UInt8(truncatingIfNeeded: next()) }
             _ = try? H264Depacketizer().assemble([payload[...]], timestamp: 0)

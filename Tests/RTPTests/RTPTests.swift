@@ -1,4 +1,5 @@
 import Testing
+import WireCoding
 @testable import RTP
 
 @Suite struct RTPPacketTests {
@@ -42,8 +43,8 @@ import Testing
     }
 
     @Test func randomInputNeverCrashes() {
-        var state: UInt64 = 42
-        func next() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1; return state >> 33 }
+        var generator = SplitMix64(seed: 42)
+        func next() -> UInt64 { generator.next() }
         for _ in 0..<50_000 {
             var bytes = (0..<Int(next() % 64)).map { _ in UInt8(truncatingIfNeeded: next()) }
             if !bytes.isEmpty { bytes[0] = 0x80 | (bytes[0] & 0x3F) }

@@ -1,6 +1,7 @@
 import Foundation
 import TestSupport
 import Testing
+import WireCoding
 @testable import SCTP
 
 func hex(_ text: String) -> [UInt8] {
@@ -133,8 +134,8 @@ func python(_ arguments: [String], input: String = "") throws -> Any {
     }
 
     @Test func randomPacketsNeverCrash() {
-        var state: UInt64 = 9
-        func next() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1; return state >> 33 }
+        var generator = SplitMix64(seed: 9)
+        func next() -> UInt64 { generator.next() }
         for _ in 0..<20_000 {
             let bytes = (0..<Int(12 + next() % 80)).map { _ in UInt8(truncatingIfNeeded: next()) }
             if let packet = try? SCTPPacket(parsing: withChecksum(bytes)) { _ = packet.serialized }

@@ -2,6 +2,7 @@ import DTLS
 import Foundation
 import ICE
 import Testing
+import WireCoding
 @testable import SDP
 
 let localFingerprint = DTLSFingerprint(algorithm: "sha-256", bytes: Array(0..<32))!
@@ -231,8 +232,8 @@ let local = LocalTransportParameters(iceUfrag: "rbUF", icePwd: "recbotpassword12
     }
 
     @Test func randomInputNeverCrashes() {
-        var state: UInt64 = 0x5DB
-        func next() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return state >> 33 }
+        var generator = SplitMix64(seed: 0x5DB)
+        func next() -> UInt64 { generator.next() }
         let source = Array(OfferFixtures.soraStyle.utf8)
         for _ in 0..<3_000 {
             var bytes = source

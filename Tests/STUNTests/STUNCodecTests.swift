@@ -1,4 +1,5 @@
 import Testing
+import WireCoding
 @testable import STUN
 
 @Suite struct RFC5769Tests {
@@ -148,8 +149,8 @@ import Testing
     }
 
     @Test func randomDatagramsNeverCrash() {
-        var state: UInt64 = 0xDEAD_BEEF
-        func next() -> UInt64 { state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407; return state >> 33 }
+        var generator = SplitMix64(seed: 0xDEAD_BEEF)
+        func next() -> UInt64 { generator.next() }
         for round in 0..<50_000 {
             var bytes = (0..<Int(next() % 96)).map { _ in UInt8(truncatingIfNeeded: next()) }
             if round % 2 == 0 && bytes.count >= 20 {

@@ -15,8 +15,8 @@ func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnection
     var configuration = ICEConfiguration(localUfrag: "ufA1", localPassword: "passwordOfAgentA123456", remoteUfrag: "ufB1",
                                          remotePassword: "passwordOfAgentB123456", role: .controlled, tieBreaker: 1)
     if let consentTimeoutMilliseconds { configuration.consentTimeoutMilliseconds = consentTimeoutMilliseconds }
-    var state: UInt64 = 9
-    let ice = ICEAgent(configuration: configuration, hosts: [local], random: { state = state &* 6_364_136_223_846_793_005 &+ 1; return state })
+    var generator = SplitMix64(seed: 9)
+    let ice = ICEAgent(configuration: configuration, hosts: [local], random: { generator.next() })
     _ = ice.handle(remoteCandidate: ICECandidate(foundation: "1", priority: 2_130_706_431, address: "127.0.0.1", port: 50_000, kind: .host), now: .milliseconds(0))
     let fingerprint = DTLSFingerprint(algorithm: "sha-256", bytes: Array(repeating: 7, count: 32))!
     return PeerConnectionCore(ice: ice, dtls: try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [fingerprint]))

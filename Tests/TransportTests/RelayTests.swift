@@ -31,8 +31,8 @@ private final class RelayedSession {
         var configuration = ICEConfiguration(localUfrag: "ufA1", localPassword: localPassword, remoteUfrag: "ufB1",
                                              remotePassword: remotePassword, role: .controlled, tieBreaker: 1)
         configuration.relayOnly = relayOnly
-        var state: UInt64 = 9
-        let random: () -> UInt64 = { state = state &* 6_364_136_223_846_793_005 &+ 1; return state }
+        var generator = SplitMix64(seed: 9)
+        let random: () -> UInt64 = { generator.next() }
         let ice = ICEAgent(configuration: configuration, hosts: [local], random: random)
         _ = ice.handle(remoteCandidate: ICECandidate(foundation: "1", priority: 2_130_706_431, address: "127.0.0.1", port: 50_000, kind: .host), now: .milliseconds(0))
         let fingerprint = DTLSFingerprint(algorithm: "sha-256", bytes: Array(repeating: 7, count: 32))!

@@ -9,8 +9,8 @@ let port: UInt16 = 5000
 
 /// An association established by a peer whose INIT we answer; returns it and the tag to use.
 func established() -> (SCTPAssociation, UInt32) {
-    var state: UInt64 = 7
-    let association = SCTPAssociation(random: { state = state &* 6_364_136_223_846_793_005 &+ 1; return state })
+    var generator = SplitMix64(seed: 7)
+    let association = SCTPAssociation(random: { generator.next() })
     let initPacket = SCTPPacket(sourcePort: port, destinationPort: port, verificationTag: 0, chunks: [.initiation(SCTPInit(
         initiateTag: 0xABCD, advertisedReceiverWindow: 1 << 20, outboundStreams: 16, inboundStreams: 16, initialTSN: 1))]).serialized
     guard let reply = association.handle(packet: initPacket, now: .milliseconds(0)).packets.first,

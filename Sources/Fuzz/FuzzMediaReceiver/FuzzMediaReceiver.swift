@@ -41,9 +41,9 @@ let payloadTypes: [UInt8] = [96, 97, 102, 103, 111, 0]
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzMediaReceiver(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     var script = Script(bytes: data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? [])
-    var state: UInt64 = 1
+    var generator = SplitMix64(seed: 1)
     let receiver = MediaReceiver(configuration: MediaReceiverConfiguration(localSSRC: 9, cname: "fuzz", maximumStreams: 4),
-                                 random: { state = state &* 6_364_136_223_846_793_005 &+ 1; return state >> 11 })
+                                 random: { generator.next() })
     _ = receiver.update(tracks: tracks)
     var now: Int64 = 1_000_000_000
     func check(_ output: MediaOutput) {

@@ -7,8 +7,8 @@ import SCTP
 import WireCoding
 
 private func establishedAssociation() -> (SCTPAssociation, UInt32, UInt32) {
-    var state: UInt64 = 11
-    let association = SCTPAssociation(maximumMessageSize: 4_096, random: { state = state &* 6_364_136_223_846_793_005 &+ 1; return state })
+    var generator = SplitMix64(seed: 11)
+    let association = SCTPAssociation(maximumMessageSize: 4_096, random: { generator.next() })
     let initPacket = SCTPPacket(sourcePort: 5000, destinationPort: 5000, verificationTag: 0, chunks: [.initiation(SCTPInit(
         initiateTag: 0xABCD, advertisedReceiverWindow: 65_536, outboundStreams: 16, inboundStreams: 16, initialTSN: 1_000))]).serialized
     guard let reply = association.handle(packet: initPacket, now: .milliseconds(0)).packets.first,
