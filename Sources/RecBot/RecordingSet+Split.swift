@@ -77,6 +77,7 @@ extension RecordingSet {
         if let existing = wholeFiles[sender] { return existing }
         guard let whole = makeRecorder(sender, tracks: current.tracks, part: 0, register: false) else { return nil }
         wholeFiles[sender] = whole
+        wholeFileCopies.insert(ObjectIdentifier(whole))
         return whole
     }
 

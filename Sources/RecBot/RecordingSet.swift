@@ -45,6 +45,16 @@ public struct RecordingTotals: Sendable, Equatable {
         add(recorder)
     }
 
+    /// A second copy of media already counted (the whole-file archive beside split parts):
+    /// its bytes were written, and a frame it dropped is missing from it, but its frames and
+    /// media are the same ones the parts took in, so they count once.
+    var asCopy: RecordingTotals {
+        var copy = RecordingTotals()
+        copy.bytes = bytes
+        copy.framesDropped = framesDropped
+        return copy
+    }
+
     static func + (lhs: RecordingTotals, rhs: RecordingTotals) -> RecordingTotals {
         var sum = lhs
         sum.bytes += rhs.bytes
@@ -88,6 +98,8 @@ final class RecordingSet {
     var cuts: [String: SplitCut] = [:]
     /// With a split that is not `only`: each sender's whole-file archive (part 0).
     var wholeFiles: [String: SenderRecorder] = [:]
+    /// The whole-file archives, running or being finished: their media is counted by the parts.
+    var wholeFileCopies: Set<ObjectIdentifier> = []
     /// Senders whose whole-file archive ended (a codec change, a lost connection, a re-offer
     /// without them): its name is taken, so it does not resume; the split parts carry on.
     var wholeFileEnded: Set<String> = []
@@ -163,19 +175,20 @@ final class RecordingSet {
     }
 
     func leave(_ recorder: SenderRecorder) {
-        leaving[ObjectIdentifier(recorder)] = RecordingTotals(recorder)
+        let id = ObjectIdentifier(recorder)
+        leaving[id] = wholeFileCopies.contains(id) ? RecordingTotals(recorder).asCopy : RecordingTotals(recorder)
     }
 
     /// A recorder that left was finished with these totals.
     func finished(_ recorder: ObjectIdentifier, totals: RecordingTotals) {
         guard leaving.removeValue(forKey: recorder) != nil else { return }
-        endedTotals = endedTotals + totals
+        endedTotals = endedTotals + (wholeFileCopies.remove(recorder) != nil ? totals.asCopy : totals)
     }
 
     /// Everything produced so far, by current and ended recorders.
     var totals: RecordingTotals {
         var result = recorders.values.reduce(into: leaving.values.reduce(endedTotals, +)) { $0.add($1) }
-        for whole in wholeFiles.values { result.add(whole) }
+        for whole in wholeFiles.values { result = result + RecordingTotals(whole).asCopy }
         result.recordersStarted = recordersStarted
         return result
     }

@@ -99,6 +99,26 @@ import WireCoding
         #expect(parts.dropFirst().reduce(0) { $0 + $1.statistics.videoFrames } == 175)
     }
 
+    /// The metrics count each frame once though the whole file writes it again; the bytes
+    /// written count both files. Checked while recording and after every file is finished.
+    @Test func totalsCountEachFrameOnceAndEveryByteWritten() throws {
+        let (set, _) = try record(only: false)
+        let running = set.totals
+        // While recording, the last frames still wait in the interleaving buffers: never more than were sent.
+        #expect(running.videoFrames > 150 && running.videoFrames <= 175 && running.audioFrames > 300 && running.audioFrames <= 350, "\(running)")
+        for recorder in set.takeRetired() + set.endAll() {
+            _ = try #require(recorder.finish(stoppedAtMilliseconds: 7_000, now: .milliseconds(7_000), context: context))
+            set.finished(ObjectIdentifier(recorder), totals: RecordingTotals(recorder))
+        }
+        let final = set.totals
+        #expect(final.videoFrames == 175 && final.audioFrames == 350, "\(final)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: layout.directory).filter { $0.hasSuffix(".webm") }
+        let onDisk = try files.reduce(UInt64(0)) { total, name in
+            total + ((try FileManager.default.attributesOfItem(atPath: layout.directory + "/" + name)[.size] as? NSNumber)?.uint64Value ?? 0)
+        }
+        #expect(files.count == 5 && final.bytes >= onDisk * 9 / 10, "\(final.bytes) bytes counted, \(onDisk) on disk in \(files.count) files")
+    }
+
     /// A codec change at 3 s ends the current part there and the whole-file archive with it;
     /// the split parts carry on, on the same 2 s grid.
     @Test func aCodecChangeEndsThePartAndTheWholeFile() throws {
