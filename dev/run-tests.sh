@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's second command: installs what the tests need, then builds and runs every test.
+# The README's second command: installs what the tests need, checks that every import is
+# declared in Package.swift, then builds and runs every test.
 # The build must print no warning from the project's own code (Sources/, Tests/): a new one
 # fails the run, so the count stays at zero. Dependencies' warnings are theirs and not counted.
 # `--build-only` stops after that check (CI builds first, so the fuzz and fault steps that follow
@@ -8,6 +9,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./deploy/install-deps.sh
+# Every module a target imports is one it declares (Package.swift reads as the module graph).
+python3 dev/check-imports.py
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 swift build --build-tests 2>&1 | tee "$log"
