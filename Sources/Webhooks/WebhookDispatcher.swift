@@ -91,9 +91,8 @@ public final class WebhookDispatcher: Sendable {
 
 extension WebhookSender {
     /// Sends what is queued (any session's) for at most `seconds`, then lets go of its connections.
-    public static func drainQueued(_ catalog: any CatalogStore, settings: WebhookSettings, seconds: Double,
+    public static func drainQueued(_ catalog: any CatalogStore, settings: WebhookSettings, seconds: Double, clock: any TimeSource,
                                    logger: Logger = Logger(label: "recbot.webhooks")) async -> WebhookDispatcher.Report {
-        let clock = SystemTimeSource()
         let dispatcher = WebhookDispatcher(settings: settings, clock: clock, logger: logger)
         let report = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: Int64(seconds * 1000)))
         await dispatcher.shutdown()

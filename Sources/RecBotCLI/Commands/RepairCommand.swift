@@ -6,6 +6,7 @@ import Outcomes
 import Recorder
 import Repair
 import Webhooks
+import WireCoding
 
 struct RepairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -89,8 +90,8 @@ struct RepairCommand: AsyncParsableCommand {
               let settings = try? webhookArguments.deliverySettings(try common.settings()) else { return }
         let layout = common.dataDirectory.layout(session: outcome.sessionID)
         let sidecars = outcome.files.filter { $0.error == nil }.compactMap { file -> [String: Any]? in
-            let name = ((file.path as NSString).lastPathComponent as NSString).deletingPathExtension + ".json"
-            return Self.readJSON(layout.path(of: name))
+            guard case .media(let connectionID, let part) = ArchiveFile(name: (file.path as NSString).lastPathComponent) else { return nil }
+            return Self.readJSON(layout.path(of: layout.sidecarFilename(connectionID: connectionID, part: part)))
         }
         // The end markers repair wrote (a marker the join wrote was announced by the join).
         let announced = Set(rows.filter { $0.eventType == "split-archive.end" }.compactMap { row in
@@ -101,7 +102,7 @@ struct RepairCommand: AsyncParsableCommand {
             return connectionID
         }).subtracting(announced)
         let splitEnds = senders.sorted().compactMap { Self.readJSON(layout.path(of: layout.splitEndFilename(connectionID: $0))) }
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = SystemTimeSource().wallClockMilliseconds()
         let events = SoraEvents(nodeName: ProcessInfo.processInfo.hostName, version: RecBot.version)
             .repaired(sessionID: outcome.sessionID, sidecars: sidecars, splitEnds: splitEnds, report: Self.readJSON(layout.reportPath),
                       reportFilename: layout.reportFilename, now: now)
@@ -121,7 +122,7 @@ struct RepairCommand: AsyncParsableCommand {
     private func sendQueuedWebhooks(_ catalog: any CatalogStore) async {
         guard webhookSeconds > 0, let pending = try? catalog.webhookCounts().pending, pending > 0,
               let settings = try? webhookArguments.deliverySettings(try common.settings()) else { return }
-        let report = await WebhookSender.drainQueued(catalog, settings: settings, seconds: Double(webhookSeconds))
+        let report = await WebhookSender.drainQueued(catalog, settings: settings, seconds: Double(webhookSeconds), clock: SystemTimeSource())
         Console.note("webhooks: \(report.delivered) of \(pending) queued delivered")
     }
 

@@ -7,6 +7,7 @@ import ObjectStorage
 import Outcomes
 import Recorder
 import Webhooks
+import WireCoding
 
 /// Uploads sessions one after another, for `upload` and `join --upload`: the bucket is
 /// checked first (a refused key or a missing bucket is one clear line, not a failure per
@@ -62,7 +63,8 @@ struct SessionUploads {
         }
         await client.shutdown()
         if let webhooks, (try? catalog.webhookCounts().pending) ?? 0 > 0 {
-            let sent = await WebhookSender.drainQueued(catalog, settings: webhooks, seconds: SessionUploads.webhookSeconds, logger: logger)
+            let sent = await WebhookSender.drainQueued(catalog, settings: webhooks, seconds: SessionUploads.webhookSeconds,
+                                                           clock: SystemTimeSource(), logger: logger)
             logger.info("upload webhooks sent", metadata: ["delivered": "\(sent.delivered)"])
         }
         return report
@@ -78,7 +80,7 @@ struct SessionUploads {
             connection.clientID.map { (connection.connectionID, $0) }
         }, uniquingKeysWith: { first, _ in first })
         let objects = result.files.map { UploaderEvents.UploadedObject(fileName: $0.record.fileName, objectURL: $0.record.objectURL) }
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = SystemTimeSource().wallClockMilliseconds()
         let rows = UploaderEvents.events(session: session, clientIDs: clientIDs, objects: objects, now: now).flatMap { $0.rows(settings: webhooks, now: now) }
         do { try catalog.enqueueWebhooks(rows) } catch { Console.note("upload webhooks not queued: \(error)") }
     }

@@ -67,7 +67,7 @@ struct WebhooksCommand: ParsableCommand {
             let requeued = try catalog.query { c throws(CatalogError) in
                 try c.retryFailedWebhooks(ids: ids.isEmpty ? nil : ids, now: now, expiresAt: now + delivery.retryWindowMilliseconds)
             }
-            let report = await WebhookSender.drainQueued(catalog, settings: delivery, seconds: Double(seconds))
+            let report = await WebhookSender.drainQueued(catalog, settings: delivery, seconds: Double(seconds), clock: SystemTimeSource())
             let left = (try? catalog.webhookCounts()) ?? WebhookCounts()
             Console.print("requeued \(requeued) failed; delivered \(report.delivered); pending \(left.pending), failed \(left.failed)")
             if left.pending > 0 || left.failed > 0 { throw CommandEnd(cause: .connectionLost) }  // 69: the receiver did not take them all
