@@ -242,7 +242,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "PeerConnection", "RecBot", "RecBotMetrics",
+                "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
                 "Recorder", "SoraSignaling", "WireCoding",
                 "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -1,16 +1,11 @@
 import Archive
 import ArgumentParser
-import Dispatch
 import Foundation
 import Logging
 import Outcomes
-import PeerConnection
 import RecBot
 import RecBotMetrics
-import Recorder
 import SessionExport
-import SoraSignaling
-import Transport
 import Webhooks
 
 struct JoinCommand: AsyncParsableCommand {
@@ -185,138 +180,5 @@ struct JoinCommand: AsyncParsableCommand {
                 + (result.keptLocalFiles.map { "; local copies kept: \($0)" } ?? ""))
         }
         return report.cause
-    }
-
-    func makeOptions(environment: [String: String]) throws -> JoinOptions {
-        let settings = try common.settings(environment: environment)
-        guard let channel = channel ?? settings[.channel], !channel.isEmpty else {
-            throw ValidationError("--channel (or RECBOT_CHANNEL) is required")
-        }
-        let urls = !self.urls.isEmpty ? self.urls : settings.list(.urls)
-        guard !urls.isEmpty else { throw ValidationError("--url (or RECBOT_URLS) is required") }
-        for url in urls where !(url.prefix(5).lowercased() == "ws://" || url.prefix(6).lowercased() == "wss://") {
-            throw ValidationError("signaling URL \(url) must start with ws:// or wss://")
-        }
-        var connect = ConnectOptions(channelID: channel, soraClient: "recbot \(RecBot.version)", environment: "[\(Self.architecture)] Linux")
-        connect.clientID = clientID ?? settings[.clientID]
-        connect.bundleID = bundleID ?? settings[.bundleID]
-        connect.metadataJSON = try Self.jsonArgument(metadata ?? settings[.metadata], name: "metadata")
-        connect.signalingNotifyMetadataJSON = try Self.jsonArgument(signalingNotifyMetadata, name: "signaling-notify-metadata")
-        for (name, value) in [("metadata", metadata), ("signaling-notify-metadata", signalingNotifyMetadata)] {
-            guard let value, !value.hasPrefix("@"), let why = InlineSecret.reason(inJSON: value) else { continue }
-            Console.note("warning: --\(name) on the command line holds \(why), which `ps` and shell history show to anyone on this machine: "
-                         + "use --\(name) @file" + (name == "metadata" ? " or RECBOT_METADATA" : ""))
-        }
-        connect.forwardingFiltersJSON = try Self.jsonArgument(forwardingFilters, name: "forwarding-filters")
-        connect.audio = !noAudio
-        connect.video = !noVideo
-        connect.videoCodecType = videoCodecType?.uppercased()
-        connect.audioCodecType = audioCodecType?.uppercased()
-        connect.simulcastRID = simulcastRID
-        if let simulcastRID { connect.simulcast = true; connect.simulcastRID = simulcastRID }
-        if let spotlightNumber { connect.spotlight = true; connect.spotlightNumber = spotlightNumber }
-        if spotlightFocusRID != nil || spotlightUnfocusRID != nil {
-            connect.spotlight = true
-            connect.spotlightFocusRID = spotlightFocusRID
-            connect.spotlightUnfocusRID = spotlightUnfocusRID
-        }
-        connect.multistream = multistream
-        connect.dataChannelSignaling = dataChannelSignaling
-        connect.ignoreDisconnectWebsocket = ignoreDisconnectWebsocket
-        if !dataChannels.isEmpty {
-            var entries: [[String: Any]] = []
-            for spec in dataChannels {
-                let parts = spec.split(separator: ":", maxSplits: 1).map(String.init)
-                guard let label = parts.first, label.hasPrefix("#"), label.count > 1 else {
-                    throw ValidationError("--data-channel \(spec): messaging labels start with #")
-                }
-                var entry: [String: Any] = ["label": label, "direction": "recvonly", "header": [["type": "sender_connection_id"]]]
-                if parts.count == 2 {
-                    guard parts[1] == "compress" else { throw ValidationError("--data-channel \(spec): the only setting is :compress") }
-                    entry["compress"] = true
-                }
-                entries.append(entry)
-            }
-            let data = try JSONSerialization.data(withJSONObject: entries, options: [.sortedKeys])
-            connect.dataChannelsJSON = String(decoding: data, as: UTF8.self)
-        }
-        var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
-        let catalog = try common.catalogLocation(settings: settings)  // SQLite or PostgreSQL: chosen here, opened by the session
-        options.openCatalog = { logger in try catalog.open(logger: logger) }
-        options.host = try hostOptions.name(settings: settings)
-        if let duration = duration ?? settings[.duration].map({ DurationArgument(argument: $0) }) ?? nil {
-            guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
-            options.durationMilliseconds = duration.milliseconds
-        } else if let text = settings[.duration] {
-            throw ValidationError("\(SettingName.duration.variable) \(text) is not a duration")
-        }
-        if let timeout = connectTimeout ?? settings[.connectTimeout].flatMap({ DurationArgument(argument: $0) }) {
-            options.connectTimeoutSeconds = Double(timeout.milliseconds) / 1000
-        }
-        options.insecure = insecure || settings.isOn(.insecure)
-        if let delay = maxRecoveryDelay ?? settings[.maxRecoveryDelay].flatMap({ DurationArgument(argument: $0) }) {
-            guard (200...10_000).contains(delay.milliseconds) else { throw ValidationError("--max-recovery-delay must be between 200ms and 10s") }
-            options.recovery.maximumRecoveryDelayNanoseconds = delay.milliseconds * 1_000_000
-        }
-        if let timeout = finalizeTimeout ?? settings[.finalizeTimeout].flatMap({ DurationArgument(argument: $0) }) {
-            guard timeout.milliseconds >= 1_000 else { throw ValidationError("--finalize-timeout must be at least 1s") }
-            options.finalizeTimeoutSeconds = Double(timeout.milliseconds) / 1000
-        }
-        if noRejoin && rejoinAttempts != nil { throw ValidationError("--no-rejoin and --rejoin-attempts contradict each other") }
-        if let count = rejoinAttempts ?? settings[.rejoinAttempts].flatMap({ Int($0) }) {
-            guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }
-            options.rejoin.maximumAttempts = count
-        }
-        if let delay = rejoinMaxDelay ?? settings[.rejoinMaxDelay].flatMap({ DurationArgument(argument: $0) }) {
-            guard (1_000...3_600_000).contains(delay.milliseconds) else { throw ValidationError("--rejoin-max-delay must be between 1s and 1h") }
-            options.rejoin.maximumDelayNanoseconds = delay.milliseconds * 1_000_000
-        }
-        if noRejoin || settings.isOn(.noRejoin) { options.rejoin.maximumAttempts = 0 }
-        options.failOnInterruption = failOnInterruption || settings.isOn(.failOnInterruption)
-        if let count = maxEvents ?? settings[.maxEvents].flatMap({ Int($0) }) {
-            guard count >= 0 else { throw ValidationError("--max-events must not be negative") }
-            options.eventLimits.maximumCount = count
-        }
-        if let bytes = maxEventBytes ?? settings[.maxEventBytes].flatMap({ Int($0) }) {
-            guard bytes >= 0 else { throw ValidationError("--max-event-bytes must not be negative") }
-            options.eventLimits.maximumBytes = bytes
-        }
-        func prefixes(_ flags: [String], _ name: SettingName) throws -> [IPPrefix] {
-            let texts = !flags.isEmpty ? flags : settings.list(name)
-            return try texts.map { text in
-                guard let prefix = IPPrefix(text) else { throw ValidationError("\(text) is not an address prefix (e.g. 10.0.0.0/8)") }
-                return prefix
-            }
-        }
-        options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, .allowAddresses),
-                                               deny: try prefixes(denyAddresses, .denyAddresses))
-        options.relay = try relayArguments.settings(settings)
-        try splitArguments.apply(to: &options, settings: settings)
-        options.webhooks = try webhookArguments.recordingSettings(settings)
-        return options
-    }
-
-    /// JSON text, or `@path` to read it from a file; validated here so a typo is a configuration error.
-    static func jsonArgument(_ value: String?, name: String) throws -> String? {
-        guard var text = value else { return nil }
-        if text.hasPrefix("@") {
-            let path = String(text.dropFirst())
-            guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else { throw ValidationError("cannot read --\(name) file \(path)") }
-            text = contents
-        }
-        guard (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil else {
-            throw ValidationError("--\(name) is not valid JSON")
-        }
-        return text
-    }
-
-    static var architecture: String {
-        #if arch(x86_64)
-        "x86_64"
-        #elseif arch(arm64)
-        "arm64"
-        #else
-        "unknown"
-        #endif
     }
 }
