@@ -23,13 +23,8 @@ import TestSupport
         generator.standardError = FileHandle(forWritingAtPath: "/dev/null")
         try generator.run()
         defer { if generator.isRunning { generator.terminate() } }
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let url = try #require((try JSONSerialization.jsonObject(with: line.prefix { $0 != 0x0A }) as? [String: Any])?["url"] as? String)
+        let line = readFirstLine(output.fileHandleForReading)
+        let url = try #require((try JSONSerialization.jsonObject(with: line) as? [String: Any])?["url"] as? String)
 
         let scenario = Scenario(existingDirectory: URL(fileURLWithPath: directory))
         let result = try scenario.join([], url: url)

@@ -3,6 +3,7 @@ import CodecBindings
 import Foundation
 import RTP
 import Testing
+import TestSupport
 import WireCoding
 @testable import Media
 
@@ -128,13 +129,11 @@ func assemble(_ packets: [RTPPacket], track: ReceiveTrack = Fixtures.videoTrack(
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("h264-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let path = directory.appendingPathComponent("in.h264").path
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        ffmpeg.arguments = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=176x144:rate=15", "-t", "1", "-c:v", "libx264",
-                            "-preset", "ultrafast", "-g", "8", "-bf", "0", "-x264-params", "aud=1", "-pix_fmt", "yuv420p", "-f", "h264", path]
-        try ffmpeg.run()
-        ffmpeg.waitUntilExit()
-        #expect(ffmpeg.terminationStatus == 0)
+        let ffmpeg = try runProcess("/usr/bin/env", [
+            "ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=176x144:rate=15", "-t", "1", "-c:v", "libx264",
+            "-preset", "ultrafast", "-g", "8", "-bf", "0", "-x264-params", "aud=1", "-pix_fmt", "yuv420p", "-f", "h264", path,
+        ])
+        #expect(ffmpeg.status == 0, "\(ffmpeg.stderrText)")
         let units = nalUnits([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
         // Group into access units at each AUD (type 9), dropping the AUDs themselves.
         var accessUnits: [[[UInt8]]] = []

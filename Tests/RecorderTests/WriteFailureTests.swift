@@ -3,6 +3,7 @@ import DiskLayout
 import Foundation
 import Media
 import Testing
+import TestSupport
 import WebMReader
 import WireCoding
 @testable import Recorder
@@ -77,12 +78,6 @@ import WireCoding
     }
 
     static func run(_ tool: String, _ arguments: [String]) -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return -1 }
-        process.waitUntilExit()
-        return process.terminationStatus
+        (try? runProcess(tool, arguments))?.status ?? -1
     }
 }

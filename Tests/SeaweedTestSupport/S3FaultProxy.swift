@@ -31,13 +31,8 @@ public final class S3FaultProxy: @unchecked Sendable {
         _ = FileManager.default.createFile(atPath: errorsPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: errorsPath)
         try process.run()
-        var line = Data()
-        while !line.contains(0x0A) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            line.append(chunk)
-        }
-        let object = (try? JSONSerialization.jsonObject(with: line.prefix { $0 != 0x0A })) as? [String: Any]
+        let line = readFirstLine(output.fileHandleForReading)
+        let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any]
         guard let endpoint = object?["endpoint"] as? String else {
             if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()

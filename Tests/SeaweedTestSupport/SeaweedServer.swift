@@ -13,13 +13,7 @@ public final class SeaweedServer: @unchecked Sendable {
     public static let secretKey = "recbot-test-secret-\(UUID().uuidString.prefix(8))"
 
     /// The `weed` executable on PATH, if the wheel is installed.
-    public static let executable: String? = {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-            let candidate = "\(directory)/weed"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }()
+    public static let executable: String? = executableOnPath("weed")
     public static var isInstalled: Bool { executable != nil }
 
     /// One server per test process, killed when the process exits.

@@ -16,13 +16,11 @@ public struct ExternalToolError: Error, CustomStringConvertible {
 
 /// Runs Debian's ffmpeg on its 30 fps test pattern with the given encoder options.
 func encodeTestPattern(frames: Int, width: Int, height: Int, to path: String, _ encoder: [String]) throws {
-    let ffmpeg = Process()
-    ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    ffmpeg.arguments = ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=30", "-frames:v", "\(frames)",
-                        "-pix_fmt", "yuv420p"] + encoder + [path]
-    try ffmpeg.run()
-    ffmpeg.waitUntilExit()
-    guard ffmpeg.terminationStatus == 0 else { throw ExternalToolError(description: "ffmpeg \(encoder.prefix(2).joined(separator: " ")) exited \(ffmpeg.terminationStatus)") }
+    let ffmpeg = try runProcess("/usr/bin/env", ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", "testsrc=size=\(width)x\(height):rate=30",
+                                                 "-frames:v", "\(frames)", "-pix_fmt", "yuv420p"] + encoder + [path])
+    guard ffmpeg.status == 0 else {
+        throw ExternalToolError(description: "ffmpeg \(encoder.prefix(2).joined(separator: " ")) exited \(ffmpeg.status): \(ffmpeg.stderrText)")
+    }
 }
 
 /// Encodes ffmpeg's test pattern with libaom-av1 (Debian's ffmpeg) and splits it at the

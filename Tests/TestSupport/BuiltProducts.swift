@@ -14,5 +14,14 @@ public func builtProduct(_ name: String) -> String {
     return name  // from PATH, as a last resort
 }
 
+/// An installed program found on PATH (a PyPI wheel's binary lands wherever pip put it), if any.
+public func executableOnPath(_ name: String) -> String? {
+    for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+        let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent(name).path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
+
 /// The repository's root (for its docs and scripts).
 public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -11,15 +11,8 @@ public struct CommandFailed: Error, CustomStringConvertible {
 
 @discardableResult
 public func runChecked(_ argv: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: argv[0])
-    process.arguments = Array(argv.dropFirst())
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw CommandFailed(command: argv, status: process.terminationStatus, output: text) }
+    let result = try runProcess(argv[0], Array(argv.dropFirst()))
+    let text = result.stdoutText + result.stderrText
+    guard result.status == 0 else { throw CommandFailed(command: argv, status: result.status, output: text) }
     return text
 }

@@ -44,6 +44,18 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
     return ProcessOutput(status: process.terminationStatus, stdout: stdout, stderr: stderr.wait())
 }
 
+/// The first line a child writes (a server saying where it listens), without the newline;
+/// what came before the end of the stream if it never wrote one.
+public func readFirstLine(_ handle: FileHandle) -> Data {
+    var line = Data()
+    while !line.contains(0x0A) {
+        let chunk = handle.availableData
+        if chunk.isEmpty { break }
+        line.append(chunk)
+    }
+    return line.prefix { $0 != 0x0A }
+}
+
 /// A pipe read to its end on a thread of its own (not a Dispatch worker: many tests blocked in
 /// reads at once must not exhaust the shared pool).
 private final class ConcurrentRead: @unchecked Sendable {
