@@ -1,28 +1,6 @@
 import Bitstreams
 import Testing
-
-/// Writes bits MSB first, and H.264's Exp-Golomb codes, to build bitstreams by hand.
-struct BitWriter {
-    private(set) var bits: [Bool] = []
-
-    mutating func write(_ value: UInt64, _ count: Int) {
-        for index in stride(from: count - 1, through: 0, by: -1) { bits.append(value >> UInt64(index) & 1 == 1) }
-    }
-
-    mutating func ue(_ value: UInt64) {
-        let code = value + 1, length = 64 - code.leadingZeroBitCount
-        write(0, length - 1)
-        write(code, length)
-    }
-
-    mutating func se(_ value: Int64) { ue(value > 0 ? UInt64(2 * value - 1) : UInt64(-2 * value)) }
-
-    /// The bits, padded with zeros to whole bytes.
-    var bytes: [UInt8] {
-        let padded = bits + Array(repeating: false, count: (8 - bits.count % 8) % 8)
-        return stride(from: 0, to: padded.count, by: 8).map { start in padded[start..<(start + 8)].reduce(UInt8(0)) { $0 << 1 | ($1 ? 1 : 0) } }
-    }
-}
+import TestSupport
 
 @Suite struct BitReaderTests {
     /// ITU-T H.264 Table 9-2 and §9.1.1: bit strings and their ue(v) and se(v) values.

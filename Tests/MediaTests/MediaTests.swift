@@ -193,21 +193,14 @@ func assemble(_ packets: [RTPPacket], track: ReceiveTrack = Fixtures.videoTrack(
 
     /// Issue 12's finding: a delta_scale of 2^31 − 1 overflowed the scaling-list arithmetic.
     @Test func aCraftedScalingListDeltaIsRejected() {
-        var bits: [Bool] = []
-        func write(_ value: UInt64, _ count: Int) { for index in stride(from: count - 1, through: 0, by: -1) { bits.append(value >> UInt64(index) & 1 == 1) } }
-        func ue(_ value: UInt64) {
-            let code = value + 1, length = 64 - code.leadingZeroBitCount
-            write(0, length - 1)
-            write(code, length)
-        }
-        write(100, 8)  // profile_idc: High, which carries chroma format and scaling lists
-        write(0, 16)  // constraint flags, level
-        ue(0); ue(1); ue(0); ue(0)  // sps id, 4:2:0, bit depths
-        write(0, 1); write(1, 1); write(1, 1)  // qpprime bypass, scaling matrix present, list 0 present
-        ue(4_294_967_293)  // delta_scale = +(2^31 − 1)
-        write(0, 64)
-        let bytes = stride(from: 0, to: bits.count - 7, by: 8).map { start in bits[start..<(start + 8)].reduce(UInt8(0)) { $0 << 1 | ($1 ? 1 : 0) } }
-        #expect(H264SPS.pictureSize([0x67] + bytes) == nil)
+        var sps = BitWriter()
+        sps.write(100, 8)  // profile_idc: High, which carries chroma format and scaling lists
+        sps.write(0, 16)  // constraint flags, level
+        sps.ue(0); sps.ue(1); sps.ue(0); sps.ue(0)  // sps id, 4:2:0, bit depths
+        sps.write(0, 1); sps.write(1, 1); sps.write(1, 1)  // qpprime bypass, scaling matrix present, list 0 present
+        sps.ue(4_294_967_293)  // delta_scale = +(2^31 − 1)
+        sps.write(0, 64)
+        #expect(H264SPS.pictureSize([0x67] + sps.bytes) == nil)
     }
 
     @Test func randomPayloadsNeverCrash() {

@@ -1,6 +1,7 @@
 import CodecBindings
 import Foundation
 import Testing
+import TestSupport
 
 /// Keyframes that declare an enormous picture are refused before the decoder allocates for it
 /// (found by fuzzing `recbot verify`: a 16383x16383 VP8 keyframe cost about a second and 360 MB
@@ -49,23 +50,23 @@ import Testing
     /// An IDR access unit (Annex B): a baseline SPS for a square picture of `macroblocksPerSide`
     /// macroblocks a side, a PPS, and an I slice whose macroblocks are filler.
     static func h264AccessUnit(macroblocksPerSide: Int) -> [UInt8] {
-        var sps = ExpGolombWriter()
-        sps.bits(66, 8); sps.bits(0xC0, 8); sps.bits(52, 8)  // profile, constraints, level 5.2
-        for value in [0, 0, 2, 1] { sps.unsigned(value) }   // id, log2_max_frame_num-4, poc type 2, refs
-        sps.bits(0, 1)
-        sps.unsigned(macroblocksPerSide - 1); sps.unsigned(macroblocksPerSide - 1)
-        sps.bits(0b1100, 4)                                  // frame_mbs_only, direct_8x8, no crop, no VUI
-        var pps = ExpGolombWriter()
-        for value in [0, 0] { pps.unsigned(value) }
-        pps.bits(0, 2)
-        for value in [0, 0, 0] { pps.unsigned(value) }
-        pps.bits(0, 3)
-        for _ in 0..<3 { pps.unsigned(0) }                   // qp, qs, chroma offsets (se(0) == ue(0))
-        pps.bits(0b100, 3)
-        var slice = ExpGolombWriter()
-        for value in [0, 7, 0] { slice.unsigned(value) }     // first MB, I slice, PPS 0
-        slice.bits(0, 4); slice.unsigned(0); slice.bits(0, 2); slice.unsigned(0); slice.unsigned(1)
-        for _ in 0..<400 { slice.bits(0x55, 8) }
+        var sps = BitWriter()
+        sps.write(66, 8); sps.write(0xC0, 8); sps.write(52, 8)  // profile, constraints, level 5.2
+        for value: UInt64 in [0, 0, 2, 1] { sps.ue(value) }  // id, log2_max_frame_num-4, poc type 2, refs
+        sps.write(0, 1)
+        sps.ue(UInt64(macroblocksPerSide - 1)); sps.ue(UInt64(macroblocksPerSide - 1))
+        sps.write(0b1100, 4)  // frame_mbs_only, direct_8x8, no crop, no VUI
+        var pps = BitWriter()
+        for value: UInt64 in [0, 0] { pps.ue(value) }
+        pps.write(0, 2)
+        for value: UInt64 in [0, 0, 0] { pps.ue(value) }
+        pps.write(0, 3)
+        for _ in 0..<3 { pps.ue(0) }  // qp, qs, chroma offsets (se(0) == ue(0))
+        pps.write(0b100, 3)
+        var slice = BitWriter()
+        for value: UInt64 in [0, 7, 0] { slice.ue(value) }  // first MB, I slice, PPS 0
+        slice.write(0, 4); slice.ue(0); slice.write(0, 2); slice.ue(0); slice.ue(1)
+        for _ in 0..<400 { slice.write(0x55, 8) }
         let start: [UInt8] = [0, 0, 0, 1]
         return start + [0x67] + sps.rbsp() + start + [0x68] + pps.rbsp() + start + [0x65] + slice.rbsp()
     }
@@ -76,36 +77,5 @@ import Testing
         #expect { try decoder.decode(Self.vp8Keyframe(width: 1920, height: 1080)) } throws: { error in
             !"\(error)".contains("larger than the verifier decodes")
         }
-    }
-}
-
-/// Bits, and unsigned Exp-Golomb codes, for hand-made H.264 headers.
-struct ExpGolombWriter {
-    private var bitsWritten: [UInt8] = []
-
-    mutating func bits(_ value: Int, _ count: Int) {
-        for shift in stride(from: count - 1, through: 0, by: -1) { bitsWritten.append(UInt8((value >> shift) & 1)) }
-    }
-
-    mutating func unsigned(_ value: Int) {
-        let coded = value + 1
-        let length = Int.bitWidth - coded.leadingZeroBitCount
-        bits(0, length - 1)
-        bits(coded, length)
-    }
-
-    /// The RBSP with its stop bit, and emulation prevention (no 00 00 0x inside a NAL unit).
-    func rbsp() -> [UInt8] {
-        var all = bitsWritten + [1]
-        while all.count % 8 != 0 { all.append(0) }
-        var bytes: [UInt8] = []
-        var zeros = 0
-        for index in stride(from: 0, to: all.count, by: 8) {
-            let byte = all[index..<index + 8].reduce(UInt8(0)) { $0 << 1 | $1 }
-            if zeros >= 2 && byte <= 3 { bytes.append(3); zeros = 0 }
-            bytes.append(byte)
-            zeros = byte == 0 ? zeros + 1 : 0
-        }
-        return bytes
     }
 }
