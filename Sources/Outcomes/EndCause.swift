@@ -38,6 +38,17 @@ public enum EndCause: Equatable, Sendable {
     case badCommandLine
     /// A failure recbot did not expect.
     case internalFailure
+    /// A second SIGINT or SIGTERM while stopping: recbot exits at once and `recbot repair`
+    /// finishes the files. The code is the shell's for that signal (128 + its number).
+    case stoppedAtOnce(signal: StopSignal)
+    /// Standard output was closed by its reader (`recbot … | head`): the command ends quietly,
+    /// with the code a shell shows for SIGPIPE.
+    case outputClosed
+
+    /// The signals that stop recbot gracefully the first time and at once the second.
+    public enum StopSignal: Sendable, Equatable {
+        case interrupt, terminate
+    }
 
     /// Whether the run did what was asked.
     public var isSuccess: Bool { ExitStatus(self) == .success }
@@ -64,6 +75,9 @@ extension ExitStatus {
         case .notFound: self = .notFound
         case .badCommandLine: self = .usage
         case .internalFailure: self = .failure
+        case .stoppedAtOnce(.interrupt): self = .interruptedAtOnce
+        case .stoppedAtOnce(.terminate): self = .terminatedAtOnce
+        case .outputClosed: self = .outputClosed
         }
     }
 }

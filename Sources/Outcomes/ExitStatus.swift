@@ -34,6 +34,12 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case uploadFailed = 84
     /// The object storage refused the access key or its signature, or denied access to the bucket.
     case uploadCredentials = 85
+    /// A second SIGINT while stopping: exited at once (128 + SIGINT); `recbot repair` finishes the files.
+    case interruptedAtOnce = 130
+    /// Standard output was closed (128 + SIGPIPE, as a shell shows a process SIGPIPE killed).
+    case outputClosed = 141
+    /// A second SIGTERM while stopping: exited at once (128 + SIGTERM); `recbot repair` finishes the files.
+    case terminatedAtOnce = 143
 
     /// A few words for the help text.
     public var summary: String {
@@ -54,6 +60,9 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .catalogCredentials: "PostgreSQL catalog credentials refused"
         case .uploadFailed: "upload to object storage failed (local files kept)"
         case .uploadCredentials: "object storage credentials refused"
+        case .interruptedAtOnce: "a second SIGINT: exited at once (repair finishes the files)"
+        case .outputClosed: "standard output closed by its reader"
+        case .terminatedAtOnce: "a second SIGTERM: exited at once (repair finishes the files)"
         }
     }
 

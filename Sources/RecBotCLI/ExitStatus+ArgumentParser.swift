@@ -1,4 +1,5 @@
 import ArgumentParser
+import Glibc
 import Outcomes
 
 extension ExitStatus {
@@ -16,4 +17,18 @@ public struct CommandEnd: Error {
 
     /// What ArgumentParser exits with.
     public var exitCode: ExitCode { ExitStatus(cause).exitCode }
+}
+
+extension RecBot {
+    /// Ends the process for what a command threw. A `CommandEnd` carries its cause; help,
+    /// version and command-line errors are ArgumentParser's to word, and their code comes from
+    /// the same decision as every other end (`ExitStatus(_:)`).
+    public static func end(with error: any Error) -> Never {
+        if let end = error as? CommandEnd { Glibc.exit(ExitStatus(end.cause).rawValue) }
+        let parserCode = exitCode(for: error)
+        let cause: EndCause = parserCode == .success ? .completed : parserCode == .validationFailure ? .badCommandLine : .internalFailure
+        let message = fullMessage(for: error)
+        if !message.isEmpty { (parserCode == .success ? StandardStreams.out : StandardStreams.err)(message + "\n") }
+        Glibc.exit(ExitStatus(cause).rawValue)
+    }
 }

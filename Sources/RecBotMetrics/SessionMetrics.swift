@@ -172,6 +172,9 @@ extension ExitStatus {
         case .catalogCredentials: "catalog_credentials"
         case .uploadFailed: "upload_failed"
         case .uploadCredentials: "upload_credentials"
+        case .interruptedAtOnce: "interrupted_at_once"
+        case .outputClosed: "output_closed"
+        case .terminatedAtOnce: "terminated_at_once"
         }
     }
 }

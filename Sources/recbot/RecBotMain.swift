@@ -19,10 +19,8 @@ enum RecBotMain {
             } else {
                 try command.run()
             }
-        } catch let end as CommandEnd {
-            RecBot.exit(withError: end.exitCode)
         } catch {
-            RecBot.exit(withError: error)
+            RecBot.end(with: error)
         }
     }
 }

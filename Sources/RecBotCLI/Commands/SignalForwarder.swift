@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
+import Outcomes
 
 /// Turns SIGINT and SIGTERM into a clean stop (files finalized, catalog updated). A second
 /// one means "now": recbot exits at once with 128 + the signal number. Every cluster written
@@ -11,14 +12,17 @@ final class SignalForwarder: @unchecked Sendable {
     private var received = 0
 
     init(_ handler: @escaping @Sendable (String) -> Void) {
-        for (number, name) in [(SIGINT, "SIGINT"), (SIGTERM, "SIGTERM")] {
+        for (number, name, cause) in [(SIGINT, "SIGINT", EndCause.StopSignal.interrupt), (SIGTERM, "SIGTERM", .terminate)] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                let count = lock.withLock { received += 1; return received }
+            source.setEventHandler { [self, source] in
+                // Signals that arrive before the handler runs are coalesced into one call:
+                // `data` says how many there were, so two quick ^C still exit at once.
+                let arrived = max(1, Int(source.data))
+                let count = lock.withLock { received += arrived; return received }
                 guard count == 1 else {
                     StandardStreams.err("recbot: second \(name): exiting now; `recbot repair` finishes the files\n")
-                    exit(128 + number)
+                    exit(ExitStatus(.stoppedAtOnce(signal: cause)).rawValue)
                 }
                 handler(name)
             }
@@ -28,6 +32,9 @@ final class SignalForwarder: @unchecked Sendable {
     }
 
     func cancel() {
-        for source in sources { source.cancel() }
+        for source in sources {
+            source.cancel()
+            source.setEventHandler(handler: nil)  // the handler holds its source: let both go
+        }
     }
 }

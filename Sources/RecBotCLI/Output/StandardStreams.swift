@@ -1,4 +1,5 @@
 import Glibc
+import Outcomes
 
 /// Writes to standard output and error with write(2). Foundation's `FileHandle.write` traps
 /// when a write fails, and SIGPIPE is ignored (a peer closing a socket must not kill a
@@ -7,7 +8,7 @@ enum StandardStreams {
     /// Standard output: once the reader has gone away, the command ends quietly with the
     /// status a shell shows for SIGPIPE.
     static func out(_ text: String) {
-        guard write(STDOUT_FILENO, text) else { exit(128 + SIGPIPE) }
+        guard write(STDOUT_FILENO, text) else { exit(ExitStatus(.outputClosed).rawValue) }
     }
 
     /// Standard error: a failure is ignored (there is nowhere left to report it).
