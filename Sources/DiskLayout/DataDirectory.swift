@@ -11,10 +11,11 @@ public struct DataDirectory: Sendable, Equatable {
 
     public init(path: String) { self.path = path }
 
-    /// `configured`: RECBOT_DATA_DIR from a config file (the environment's wins over it).
-    public static func resolve(flag: String?, environment: [String: String], configured: String? = nil, isRoot: Bool) -> DataDirectory {
+    /// `flag` over `configured` (the setting, from the environment or a config file, as the
+    /// caller's settings table resolved it); without either, the system's or the user's default
+    /// (`environment` gives XDG_DATA_HOME and HOME).
+    public static func resolve(flag: String?, configured: String?, environment: [String: String], isRoot: Bool) -> DataDirectory {
         if let flag, !flag.isEmpty { return DataDirectory(path: absolute(flag)) }
-        if let variable = environment["RECBOT_DATA_DIR"], !variable.isEmpty { return DataDirectory(path: absolute(variable)) }
         if let configured, !configured.isEmpty { return DataDirectory(path: absolute(configured)) }
         if isRoot { return DataDirectory(path: "/var/lib/recbot") }
         if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") { return DataDirectory(path: ArchiveLayout.join(xdg, "recbot")) }

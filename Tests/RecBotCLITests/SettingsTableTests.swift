@@ -24,6 +24,28 @@ import TestSupport
         #expect(undocumented.isEmpty, "not in docs/usage.md's option tables: \(undocumented)")
     }
 
+    /// Help texts, error messages, docs and deploy examples spell names out for people: each
+    /// one must be a name recbot reads (a typo there sends an operator to a setting that does nothing).
+    @Test func everyNameWrittenAnywhereIsInTheTable() throws {
+        let known = Set(SettingName.all.map(\.variable))
+        // Not settings: the config file's line format, and names the tests' own processes read.
+        // A family (`RECBOT_WEBHOOK_*`) is not a name.
+        let notSettings: Set<String> = ["RECBOT_NAME", "RECBOT_BINARY", "RECBOT_FUZZ", "RECBOT_FUZZ_SANITIZERS"]
+        let root = repositoryRoot
+        var unknown: [String] = []
+        for folder in ["Sources", "docs", "deploy", "README.md"] {
+            let base = root.appendingPathComponent(folder)
+            let files = (FileManager.default.enumerator(atPath: base.path)?.allObjects as? [String])?.map { base.appendingPathComponent($0) } ?? [base]
+            for file in files {
+                guard let text = try? String(contentsOf: file, encoding: .utf8) else { continue }
+                for name in Set(Self.matches(#"RECBOT_[A-Z0-9_]*[A-Z0-9](?![A-Z0-9_*])"#, in: text)) where !known.contains(name) && !notSettings.contains(name) {
+                    unknown.append("\(file.path.dropFirst(root.path.count + 1)): \(name)")
+                }
+            }
+        }
+        #expect(unknown.isEmpty, "names recbot does not read: \(unknown)")
+    }
+
     @Test func everyVariableAndFlagIsListedOnce() {
         let variables = SettingName.all.map(\.variable)
         #expect(Set(variables).count == variables.count)

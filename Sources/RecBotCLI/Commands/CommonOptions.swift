@@ -28,8 +28,9 @@ struct CommonOptions: ParsableArguments {
     /// thrown by `settings()`; here it just does not count.
     var dataDirectory: DataDirectory {
         let environment = ProcessInfo.processInfo.environment
-        return DataDirectory.resolve(flag: dataDir, environment: environment, configured: (try? settings(environment: environment))?[.dataDirectory],
-                                     isRoot: getuid() == 0)
+        // The environment's value counts even when the config file cannot be read.
+        let configured = environment[SettingName.dataDirectory.variable] ?? (try? settings(environment: environment))?[.dataDirectory]
+        return DataDirectory.resolve(flag: dataDir, configured: configured, environment: environment, isRoot: getuid() == 0)
     }
 
     /// `--catalog`, else RECBOT_CATALOG_URL (environment or config file), else the data
