@@ -267,7 +267,7 @@ let package = Package(
         .target(name: "SeaweedTestSupport", dependencies: ["TestSupport"], path: "Tests/SeaweedTestSupport"),
         .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "ArchiveUpload", "DiskLayout", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ArchiveUploadTests", dependencies: [
-            "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "SeaweedTestSupport",
+            "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "SeaweedTestSupport", "WireCoding",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "ArchivePostgresTests", dependencies: [

@@ -27,7 +27,7 @@ public struct ArchiveUploader: Sendable {
     private let logger: Logger
 
     public init(client: S3Client, catalog: any CatalogStore, options: UploadOptions, logger: Logger, partObserver: PartObserver? = nil,
-                clock: any TimeSource = SystemTimeSource()) {
+                clock: any TimeSource) {
         self.client = client
         self.clock = clock
         self.catalog = CatalogAccess(store: catalog)

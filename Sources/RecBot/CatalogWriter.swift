@@ -42,7 +42,7 @@ final class CatalogWriter: @unchecked Sendable {
 
     /// `spoolPath`: where writes wait while the catalog is unreachable; nil disables spooling
     /// (an SQLite catalog is never "unreachable").
-    init(catalog: any CatalogStore, spoolPath: String? = nil, replayIntervalSeconds: Double = 2, clock: any TimeSource = SystemTimeSource(),
+    init(catalog: any CatalogStore, spoolPath: String? = nil, replayIntervalSeconds: Double = 2, clock: any TimeSource,
          logger: Logger) {
         self.catalog = catalog
         self.clock = clock

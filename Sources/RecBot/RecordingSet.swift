@@ -116,7 +116,7 @@ final class RecordingSet {
     var onFileStarted: ((SenderRecorder) -> Void)?
 
     init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
-         split: SplitPolicy? = nil, clock: any TimeSource = SystemTimeSource(), logger: Logger,
+         split: SplitPolicy? = nil, clock: any TimeSource, logger: Logger,
          onRecordingStarted: @escaping (SenderRecorder) -> Void) {
         self.archive = archive
         self.split = split

@@ -179,7 +179,7 @@ public final class SenderRecorder: @unchecked Sendable {
     public init(connectionID: String, tracks: SenderTracks, layout: ArchiveLayout, recordingStartMilliseconds: Int64,
                 recordingStartTime: MonotonicTime, segmentUID: [UInt8], interleaveNanoseconds: Int64 = 400_000_000, part: Int = 0,
                 startsAt boundary: MonotonicTime? = nil, refusedVideoCodec: String? = nil, writeBudget: WriteBudget = .shared,
-                clock: any TimeSource = SystemTimeSource()) throws(RecorderError) {
+                clock: any TimeSource) throws(RecorderError) {
         guard ArchiveLayout.isSafeConnectionID(connectionID) else { throw .unsafeConnectionID(connectionID) }
         self.connectionID = connectionID
         self.tracks = tracks

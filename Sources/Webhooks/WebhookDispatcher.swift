@@ -19,7 +19,7 @@ public final class WebhookDispatcher: Sendable {
     private let logger: Logger
     private let jitter: @Sendable () -> Double
 
-    public init(settings: WebhookSettings, clock: any TimeSource = SystemTimeSource(), logger: Logger,
+    public init(settings: WebhookSettings, clock: any TimeSource, logger: Logger,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
         self.sender = WebhookSender(settings: settings)
         (self.clock, self.logger, self.jitter) = (clock, logger, jitter)

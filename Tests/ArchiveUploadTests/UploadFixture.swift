@@ -9,6 +9,7 @@ import ObjectStorage
 import PostgresTestSupport
 import SeaweedTestSupport
 import Testing
+import WireCoding
 
 /// A finished session on disk and in a catalog, and an uploader to a fresh bucket of the
 /// shared SeaweedFS server.
@@ -99,7 +100,7 @@ final class UploadFixture: @unchecked Sendable {
                               retry: retry, connectTimeout: .seconds(1), logger: Logger(label: "test"))
         let options = UploadOptions(destination: try S3Destination(bucket: bucket, prefix: prefix), partSize: PartPlan.minimumPartSize,
                                     deleteAfterUpload: deleteAfterUpload)
-        return (ArchiveUploader(client: client, catalog: catalog, options: options, logger: Logger(label: "test"), partObserver: observer), client)
+        return (ArchiveUploader(client: client, catalog: catalog, options: options, logger: Logger(label: "test"), partObserver: observer, clock: SystemTimeSource()), client)
     }
 
     /// Uploads the session and shuts the client down.

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import PostgresTestSupport
 import Testing
+import WireCoding
 @testable import RecBot
 
 /// A PostgreSQL catalog that goes away mid-session: the writer keeps the writes in its local
@@ -40,7 +41,7 @@ struct CatalogSpoolTests {
         let server = try PostgresServer()
         defer { server.remove() }
         let (catalog, spoolPath) = try start(server)
-        let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, logger: Logger(label: "test"))
+        let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, clock: SystemTimeSource(), logger: Logger(label: "test"))
         for write in writes(0..<3) { writer.submit(write) }
         #expect(writer.drain(timeoutSeconds: 30))
         server.stop()
@@ -68,7 +69,7 @@ struct CatalogSpoolTests {
         let (catalog, spoolPath) = try start(server)
         server.stop()
         do {
-            let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, logger: Logger(label: "test"))
+            let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, clock: SystemTimeSource(), logger: Logger(label: "test"))
             for write in writes(0..<4) { writer.submit(write) }
             writer.submit(.endSession(id: session, endedAt: 99, endReason: "duration", exitStatus: 0))
             #expect(writer.drain(timeoutSeconds: 60))
@@ -102,7 +103,7 @@ struct CatalogSpoolTests {
     /// the spool, none is refused, and they arrive once the server takes writes again.
     @Test func aReadOnlyServerKeepsEveryWriteInTheSpool() throws {
         let (server, catalog, database, spoolPath) = try sharedServerCatalog(channel: "failover")
-        let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, logger: Logger(label: "test"))
+        let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, clock: SystemTimeSource(), logger: Logger(label: "test"))
         try server.psql("ALTER DATABASE \"\(database)\" SET default_transaction_read_only = on")
         try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
         _ = try? catalog.sessions()  // the drop is seen here: the writes meet the read-only server itself

@@ -2,6 +2,7 @@ import Archive
 import Foundation
 import Logging
 import Testing
+import WireCoding
 import TestSupport
 @testable import RecBot
 
@@ -13,7 +14,7 @@ import TestSupport
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let catalog = try Catalog(path: root + "/catalog.sqlite")
         try catalog.insertSession(SessionRecord(id: "01JD0000000000000000000000", channelID: "flood", startedAt: 0))
-        let writer = CatalogWriter(catalog: catalog, logger: Logger(label: "test"))
+        let writer = CatalogWriter(catalog: catalog, clock: SystemTimeSource(), logger: Logger(label: "test"))
         let clock = ManualTimeSource(wallClockMilliseconds: 1_764_000_000_000)
         let log = SignalingEventLog(sessionID: "01JD0000000000000000000000", writer: writer, logger: Logger(label: "test"), clock: clock)
         let total = 60_000  // more than the queue's 50,000 places, as fast as the caller can go

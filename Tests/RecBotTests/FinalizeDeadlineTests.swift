@@ -16,12 +16,12 @@ import WireCoding
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let catalog = try Catalog(path: root + "/catalog.sqlite")
         let layout = DataDirectory(path: root).layout(session: "01JD0000000000000000000000")
-        let writer = CatalogWriter(catalog: catalog, logger: Logger(label: "test"))
+        let writer = CatalogWriter(catalog: catalog, clock: SystemTimeSource(), logger: Logger(label: "test"))
         let finisher = RecordingFinisher(sessionID: layout.recordingID, host: "test-host", writer: writer, clock: SystemTimeSource())
         let context = SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
         func recorder(_ id: String) throws -> SenderRecorder {
             let recorder = try SenderRecorder(connectionID: id, tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,
-                                              recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                              recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
             for index in 0..<100 {
                 let t = MonotonicTime.milliseconds(Int64(index) * 20)
                 recorder.add(EncodedFrame(data: [0xF8, 0xFF, 0xFE], rtpTimestamp: UInt32(index * 960), isKeyframe: true), video: false,

@@ -17,7 +17,7 @@ import WireCoding
 
     func makeSet() -> RecordingSet {
         RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                     logger: Logger(label: "test")) { _ in }
+                     clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
     }
 
     func videoFrames(_ codec: VPXCodec, count: Int) throws -> [EncodedFrame] {
@@ -140,7 +140,7 @@ import WireCoding
     @Test func recordersLeaveBeforeTheyAreFinishedAndTheirLastFramesCount() throws {
         let layout = ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
         let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0),
-                               interleaveNanoseconds: 400_000_000, logger: Logger(label: "test")) { _ in }
+                               interleaveNanoseconds: 400_000_000, clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
         // A video track not started yet: the interleaver holds the audio for it.
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: 1)])
         let audio = try OpusEncoder(channels: 1)

@@ -19,7 +19,7 @@ import WireCoding
     /// 7 s of media; returns the set and how many keyframes the sender was asked for.
     func record(only: Bool, seconds: Int = 7) throws -> (RecordingSet, Int) {
         let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                               split: SplitPolicy(seconds: 2, only: only), logger: Logger(label: "test")) { _ in }
+                               split: SplitPolicy(seconds: 2, only: only), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: 1)])
         let audio = try OpusEncoder(channels: 1)
         // No keyframe of its own after the first: every part's first keyframe is one recbot asked for.
@@ -123,7 +123,7 @@ import WireCoding
     /// the split parts carry on, on the same 2 s grid.
     @Test func aCodecChangeEndsThePartAndTheWholeFile() throws {
         let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                               split: SplitPolicy(seconds: 2, only: false), logger: Logger(label: "test")) { _ in }
+                               split: SplitPolicy(seconds: 2, only: false), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: nil)])
         let vp8 = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
         let vp9 = try VPXEncoder(codec: .vp9, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)

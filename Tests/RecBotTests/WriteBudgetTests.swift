@@ -16,7 +16,7 @@ import WireCoding
         let recorders = try ["A", "B", "C"].map { id in
             let recorder = try SenderRecorder(connectionID: id, tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,
                                               recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16),
-                                              writeBudget: budget)
+                                              writeBudget: budget, clock: SystemTimeSource())
             recorder.file.queue.async { release.wait() }  // the disk stops answering
             return recorder
         }

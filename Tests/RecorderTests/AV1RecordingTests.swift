@@ -16,7 +16,7 @@ import WireCoding
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-av1-\(UUID())").path
         let layout = ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
         let recorder = try SenderRecorder(connectionID: "AV1SENDER", tracks: SenderTracks(videoCodec: .av1, audioChannels: 1), layout: layout,
-                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
         let units = try av1TemporalUnits(frames: 60, width: 160, height: 96, keyframeInterval: 30)
         let audio = try OpusEncoder(channels: 1)
         // 10 s of audio; 2 s of 30 fps video from `videoStart`, in time order.

@@ -18,7 +18,7 @@ import WireCoding
         let layout = try layout()
         let start = MonotonicTime.milliseconds(1_000_000)
         let recorder = try SenderRecorder(connectionID: "SENDER01", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 2), layout: layout,
-                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16), clock: SystemTimeSource())
         let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
         let audio = try OpusEncoder(channels: 2)
         // The sender appears 2.3 s into the recording; audio arrives first, video's first frame is not a keyframe.
@@ -73,7 +73,7 @@ import WireCoding
         let layout = try layout()
         let start = MonotonicTime.milliseconds(1_000_000)
         let recorder = try SenderRecorder(connectionID: "BIGSIZE01", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 2), layout: layout,
-                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16), clock: SystemTimeSource())
         var refused: [(Int, Int)] = []
         recorder.onVideoSizeRefused = { _, width, height in refused.append((width, height)) }
         let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
@@ -110,7 +110,7 @@ import WireCoding
         let layout = try layout()
         let start = MonotonicTime.milliseconds(1_000_000)
         let recorder = try SenderRecorder(connectionID: "LATEAUDIO01", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
-                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 1_795_168_800_000, recordingStartTime: start, segmentUID: Array(1...16), clock: SystemTimeSource())
         let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
         let audio = try OpusEncoder(channels: 1)
         var audioIndex = 0
@@ -147,7 +147,7 @@ import WireCoding
         for bad in ["../evil", "a/b", "", String(repeating: "A", count: 65), "nul\u{0}id", "é"] {
             #expect(throws: RecorderError.self) {
                 try SenderRecorder(connectionID: bad, tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,
-                                   recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                   recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
             }
         }
         #expect(ArchiveLayout.isSafeConnectionID("8C2R4W6Y0TQ1H3J5K7M9N0PBSD"))
@@ -158,7 +158,7 @@ import WireCoding
     @Test func videoThatStartsLateLandsInTheSameFileAsItsAudio() throws {
         let layout = try layout()
         let recorder = try SenderRecorder(connectionID: "S3", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
-                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
         let audio = try OpusEncoder(channels: 1)
         let video = try VPXEncoder(codec: .vp8, width: 128, height: 96, framesPerSecond: 25, keyframeInterval: 25)
         var videoFrames = 0
@@ -189,7 +189,7 @@ import WireCoding
     @Test func aVideoFrameDroppedForOrderIsReportedWithItsSource() throws {
         let layout = try layout()
         let recorder = try SenderRecorder(connectionID: "S4", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
-                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
         let audio = try OpusEncoder(channels: 1)
         let video = try VPXEncoder(codec: .vp8, width: 64, height: 48, framesPerSecond: 25, keyframeInterval: 100)
         let frames = try (0..<4).flatMap { try video.encode(.testPattern(width: 64, height: 48, frame: $0), pts: Int64($0), forceKeyframe: $0 == 3) }
@@ -216,7 +216,7 @@ import WireCoding
     @Test func videoThatNeverComesLeavesAnEmptyVideoTrackAndAllTheAudio() throws {
         let layout = try layout()
         let recorder = try SenderRecorder(connectionID: "S2", tracks: SenderTracks(videoCodec: .vp8, audioChannels: 1), layout: layout,
-                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
         let audio = try OpusEncoder(channels: 1)
         for index in 0..<400 {  // 8 s of audio, no video at all
             let t = MonotonicTime.milliseconds(Int64(index) * 20)

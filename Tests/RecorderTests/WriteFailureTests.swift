@@ -38,7 +38,7 @@ import WireCoding
         // A file of the same name already exists (e.g. a sender that came back under its id).
         #expect(FileManager.default.createFile(atPath: layout.directory + "/archive-SENDER01.webm", contents: Data("keep me".utf8)))
         let recorder = try SenderRecorder(connectionID: "SENDER01", tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,
-                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
         let failures = Failures()
         recorder.onWriteFailed = { _, error in failures.add(error) }
         try Self.recordAudio(recorder, seconds: 3)
@@ -58,7 +58,7 @@ import WireCoding
         defer { _ = Self.run("/bin/umount", [mountPoint]) }
         let layout = ArchiveLayout(recordingsRoot: mountPoint, recordingID: "01JD0000000000000000000000")
         let recorder = try SenderRecorder(connectionID: "SENDER01", tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,
-                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16))
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
         let failures = Failures()
         recorder.onWriteFailed = { _, error in failures.add(error) }
         try Self.recordAudio(recorder, seconds: 60)  // far more than 48 kB

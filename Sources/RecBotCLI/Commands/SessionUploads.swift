@@ -40,7 +40,8 @@ struct SessionUploads {
             await client.shutdown()
             return report
         }
-        let uploader = ArchiveUploader(client: client, catalog: catalog, options: configuration.options, logger: logger)
+        let uploader = ArchiveUploader(client: client, catalog: catalog, options: configuration.options, logger: logger,
+                                       clock: SystemTimeSource())
         for session in sessions {
             guard let layout = directory.confinedLayout(session: session.id) else {
                 report.failures.append((session.id, .verification(file: session.id, "the catalog's session id is not one recbot makes; nothing uploaded or deleted")))
