@@ -75,7 +75,7 @@ let package = Package(
 
         // MARK: I/O drivers (SwiftNIO): sockets and timers around the cores
         .target(name: "Transport", dependencies: [
-            "PeerConnection", "STUN", "WireCoding", "TLSFailure",
+            "SystemClock", "PeerConnection", "STUN", "WireCoding", "TLSFailure",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -108,6 +108,8 @@ let package = Package(
         .target(name: "SessionExport", dependencies: ["Archive", "DiskLayout"]),
         // What ended a run, and the one decision from it to an exit code: a leaf every layer may report into.
         .target(name: "Outcomes"),
+        // The one reader of the OS clocks, kept out of WireCoding so that no sans-IO core can reach it.
+        .target(name: "SystemClock", dependencies: ["WireCoding"]),
         .target(
             name: "Archive",
             dependencies: [
@@ -175,7 +177,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "Webhooks", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
+            "SystemClock", "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "Webhooks", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -242,7 +244,7 @@ let package = Package(
         .target(
             name: "RecBotCLI",
             dependencies: [
-                "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
+                "SystemClock", "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
                 "Recorder", "SoraSignaling", "WireCoding",
                 "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -267,14 +269,14 @@ let package = Package(
         .target(name: "SeaweedTestSupport", dependencies: ["TestSupport"], path: "Tests/SeaweedTestSupport"),
         .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "ArchiveUpload", "DiskLayout", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ArchiveUploadTests", dependencies: [
-            "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "SeaweedTestSupport", "WireCoding",
+            "SystemClock", "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "SeaweedTestSupport", "WireCoding",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "ArchivePostgresTests", dependencies: [
             "Archive", "ArchivePostgres", "PostgresTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
-        .testTarget(name: "RecBotTests", dependencies: ["RecBot", "DiskLayout", "Recorder", "Media", "SoraSignaling", "WebMReader", "CodecBindings", "WireCoding",
+        .testTarget(name: "RecBotTests", dependencies: ["SystemClock", "RecBot", "DiskLayout", "Recorder", "Media", "SoraSignaling", "WebMReader", "CodecBindings", "WireCoding",
                                                         "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "Outcomes", "WebM", "CodecBindings", "TestSupport",
@@ -287,7 +289,7 @@ let package = Package(
         ]),
         .testTarget(name: "SDPTests", dependencies: ["SDP", "ICE", "DTLS", "WireCoding"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "WireCoding"]),
-        .testTarget(name: "RecorderTests", dependencies: ["DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
+        .testTarget(name: "RecorderTests", dependencies: ["SystemClock", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP", "TestSupport", "WireCoding"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings", "Bitstreams", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every module a target imports must be a dependency it declares in Package.swift.
+"""Every module a target imports must be a dependency it declares in Package.swift, and no
+sans-IO protocol core may reach the system clock (target SystemClock), even transitively.
 
 SwiftPM builds a target that imports a module it reaches only through another target's
 dependencies, so an undeclared import compiles today and breaks when that other edge moves;
@@ -22,6 +23,30 @@ IMPORT = re.compile(r"^\s*(?:@testable\s+|@_implementationOnly\s+|@preconcurrenc
                     r"import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 
+# The sans-IO cores: time is an input to them, never read (docs/development.md).
+CORES = {"WireCoding", "Bitstreams", "STUN", "SDP", "RTP", "ICE", "DTLS", "SRTP", "SCTP", "TURN", "Media", "WebM",
+         "PeerConnection", "SoraSignaling"}
+
+
+def clock_paths(manifest: dict) -> list:
+    """Cores whose dependency graph reaches SystemClock, with the path that does."""
+    edges = {t["name"]: [next(iter(d.values()))[0] for d in t["dependencies"] if "byName" in d or "target" in d]
+             for t in manifest["targets"]}
+    found = []
+    for core in sorted(CORES & edges.keys()):
+        stack, seen = [[core]], set()
+        while stack:
+            path = stack.pop()
+            if path[-1] == "SystemClock":
+                found.append(" -> ".join(path))
+                break
+            for next_target in edges.get(path[-1], []):
+                if next_target not in seen:
+                    seen.add(next_target)
+                    stack.append(path + [next_target])
+    return found
+
+
 def main() -> int:
     root = pathlib.Path(__file__).resolve().parent.parent
     manifest = json.loads(subprocess.run(["swift", "package", "dump-package"], cwd=root, check=True,
@@ -40,13 +65,15 @@ def main() -> int:
             for module in set(IMPORT.findall(source.read_text(encoding="utf-8"))):
                 if module not in declared and module not in SYSTEM_MODULES:
                     missing.append(f"{source.relative_to(root)}: imports {module}, which target {target['name']} does not declare")
+    for path in clock_paths(manifest):
+        missing.append(f"{path}: a sans-IO core reaches the system clock; take time as an input instead")
     for line in missing:
         print(line, file=sys.stderr)
     if missing:
-        print(f"check-imports: {len(missing)} undeclared import(s); add them to the target's dependencies in Package.swift",
-              file=sys.stderr)
+        print(f"check-imports: {len(missing)} problem(s): declare each import in its target's dependencies in Package.swift;"
+              " keep SystemClock out of the cores", file=sys.stderr)
         return 1
-    print("check-imports: every import is declared")
+    print("check-imports: every import is declared, and no core reaches the system clock")
     return 0
 
 

@@ -7,6 +7,7 @@ import Outcomes
 import PeerConnection
 import Recorder
 import SoraSignaling
+import SystemClock
 import Transport
 import Webhooks
 import WireCoding

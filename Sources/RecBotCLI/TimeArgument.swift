@@ -1,6 +1,7 @@
 import Archive
 import ArgumentParser
 import Foundation
+import SystemClock
 import WireCoding
 
 /// A length of time: `45s`, `15m`, `2h`, `3d`, `1w`, `1h30m`; a bare number is seconds.

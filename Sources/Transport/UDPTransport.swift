@@ -4,6 +4,7 @@ import NIOPosix
 import NIOSSL
 import PeerConnection
 import STUN
+import SystemClock
 import WireCoding
 
 /// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses.

@@ -8,6 +8,7 @@ import NIOCore
 import ObjectStorage
 import PostgresTestSupport
 import SeaweedTestSupport
+import SystemClock
 import Testing
 import WireCoding
 

@@ -3,6 +3,7 @@ import ArchivePostgres
 import Foundation
 import Logging
 import PostgresTestSupport
+import SystemClock
 import Testing
 import WireCoding
 @testable import RecBot

@@ -1,6 +1,7 @@
 import Archive
 import Foundation
 import Logging
+import SystemClock
 import Testing
 import WireCoding
 import TestSupport

@@ -3,6 +3,7 @@ import DiskLayout
 import Foundation
 import Logging
 import Media
+import SystemClock
 import Testing
 import WireCoding
 @testable import RecBot

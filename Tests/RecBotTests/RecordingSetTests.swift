@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Media
 import Recorder
+import SystemClock
 import Testing
 import WebMReader
 import WireCoding

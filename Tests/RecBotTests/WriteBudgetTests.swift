@@ -1,6 +1,7 @@
 import DiskLayout
 import Foundation
 import Media
+import SystemClock
 import Testing
 import WireCoding
 @testable import Recorder

@@ -3,6 +3,7 @@ import CodecBindings
 import DiskLayout
 import Foundation
 import Media
+import SystemClock
 import Testing
 import TestSupport
 import WebM

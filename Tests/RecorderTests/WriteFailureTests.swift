@@ -2,6 +2,7 @@ import CodecBindings
 import DiskLayout
 import Foundation
 import Media
+import SystemClock
 import Testing
 import TestSupport
 import WebMReader

@@ -6,6 +6,7 @@ import Logging
 import ObjectStorage
 import Outcomes
 import Recorder
+import SystemClock
 import Webhooks
 import WireCoding
 

@@ -6,6 +6,7 @@ import Foundation
 import Logging
 import Outcomes
 import Recorder
+import SystemClock
 import Verification
 import WireCoding
 

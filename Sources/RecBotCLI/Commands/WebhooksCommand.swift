@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import Outcomes
+import SystemClock
 import Webhooks
 import WireCoding
 
