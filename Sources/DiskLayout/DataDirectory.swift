@@ -44,6 +44,13 @@ public struct DataDirectory: Sendable, Equatable {
         relative.hasPrefix("/") ? relative : ArchiveLayout.join(path, relative)
     }
 
+    /// The catalog's name for a file given by its absolute path: relative to the data
+    /// directory, or nil for a file outside it.
+    public func catalogPath(absolute file: String) -> String? {
+        let prefix = path.hasSuffix("/") ? path : path + "/"
+        return file.hasPrefix(prefix) ? String(file.dropFirst(prefix.count)) : nil
+    }
+
     /// The file a recording's catalog row names, when it is one recbot could have written there:
     /// `recordings/<session>/<archive name of this sender>`, the ids by the connection-id rule.
     /// A shared catalog is not trusted to name any other file: repair rewrites, renames and

@@ -49,4 +49,15 @@ import Testing
         #expect(directory.catalogPath == "/data/catalog.sqlite")
         #expect(directory.spoolPath(session: "S") == "/data/spool/S.sqlite")
     }
+
+    /// An absolute path back to the catalog's name for it, and the inverse of `absolute(catalogPath:)`.
+    @Test func absolutePathsMapBackToCatalogPaths() {
+        for root in ["/data", "/data/"] {
+            let directory = DataDirectory(path: root)
+            #expect(directory.catalogPath(absolute: "/data/recordings/S/archive-X.webm") == "recordings/S/archive-X.webm")
+            #expect(directory.catalogPath(absolute: "/database/recordings/S/archive-X.webm") == nil, "a sibling with the same prefix is outside")
+            #expect(directory.catalogPath(absolute: "/elsewhere/archive-X.webm") == nil)
+            #expect(directory.absolute(catalogPath: directory.catalogPath(absolute: "/data/a/b.webm") ?? "") == "/data/a/b.webm")
+        }
+    }
 }

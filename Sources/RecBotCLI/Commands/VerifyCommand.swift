@@ -127,9 +127,9 @@ struct VerifyCommand: ParsableCommand {
             return recordings.map { VerifyItem($0, in: directory) }
         }
         let absolute = URL(fileURLWithPath: target).standardizedFileURL.path
-        let prefix = directory.path + "/"
-        let recording = absolute.hasPrefix(prefix)
-            ? try catalog?.query { c throws(CatalogError) in try c.recording(path: String(absolute.dropFirst(prefix.count))) } : nil
+        let recording = try directory.catalogPath(absolute: absolute).flatMap { relative in
+            try catalog?.query { c throws(CatalogError) in try c.recording(path: relative) }
+        }
         return [VerifyItem(recording: recording, path: absolute)]
     }
 
