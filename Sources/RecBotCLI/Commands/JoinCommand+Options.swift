@@ -17,6 +17,35 @@ extension JoinCommand {
         for url in urls where !(url.prefix(5).lowercased() == "ws://" || url.prefix(6).lowercased() == "wss://") {
             throw ValidationError("signaling URL \(url) must start with ws:// or wss://")
         }
+        let connect = try connectOptions(channel: channel, settings: settings)
+        var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
+        let catalog = try common.catalogLocation(settings: settings)  // SQLite or PostgreSQL: chosen here, opened by the session
+        options.openCatalog = { logger in try catalog.open(logger: logger) }
+        options.host = try hostOptions.name(settings: settings)
+        if let duration = duration ?? settings[.duration].map({ DurationArgument(argument: $0) }) ?? nil {
+            guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
+            options.durationMilliseconds = duration.milliseconds
+        } else if let text = settings[.duration] {
+            throw ValidationError("\(SettingName.duration.variable) \(text) is not a duration")
+        }
+        try applyTimingAndLimits(to: &options, settings: settings)
+        func prefixes(_ flags: [String], _ name: SettingName) throws -> [IPPrefix] {
+            let texts = !flags.isEmpty ? flags : settings.list(name)
+            return try texts.map { text in
+                guard let prefix = IPPrefix(text) else { throw ValidationError("\(text) is not an address prefix (e.g. 10.0.0.0/8)") }
+                return prefix
+            }
+        }
+        options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, .allowAddresses),
+                                               deny: try prefixes(denyAddresses, .denyAddresses))
+        options.relay = try relayArguments.settings(settings)
+        try splitArguments.apply(to: &options, settings: settings)
+        options.webhooks = try webhookArguments.recordingSettings(settings)
+        return options
+    }
+
+    /// What `connect` tells Sora: the channel, ids, metadata, codecs, layers and data channels.
+    private func connectOptions(channel: String, settings: Settings) throws -> ConnectOptions {
         var connect = ConnectOptions(channelID: channel, soraClient: "recbot \(RecBot.version)", environment: "[\(Self.architecture)] Linux")
         connect.clientID = clientID ?? settings[.clientID]
         connect.bundleID = bundleID ?? settings[.bundleID]
@@ -60,16 +89,11 @@ extension JoinCommand {
             let data = try JSONSerialization.data(withJSONObject: entries, options: [.sortedKeys])
             connect.dataChannelsJSON = String(decoding: data, as: UTF8.self)
         }
-        var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
-        let catalog = try common.catalogLocation(settings: settings)  // SQLite or PostgreSQL: chosen here, opened by the session
-        options.openCatalog = { logger in try catalog.open(logger: logger) }
-        options.host = try hostOptions.name(settings: settings)
-        if let duration = duration ?? settings[.duration].map({ DurationArgument(argument: $0) }) ?? nil {
-            guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
-            options.durationMilliseconds = duration.milliseconds
-        } else if let text = settings[.duration] {
-            throw ValidationError("\(SettingName.duration.variable) \(text) is not a duration")
-        }
+        return connect
+    }
+
+    /// Timeouts, the recovery window, rejoining and the event limits, each checked against its range.
+    private func applyTimingAndLimits(to options: inout JoinOptions, settings: Settings) throws {
         if let timeout = connectTimeout ?? settings[.connectTimeout].flatMap({ DurationArgument(argument: $0) }) {
             options.connectTimeoutSeconds = Double(timeout.milliseconds) / 1000
         }
@@ -101,19 +125,6 @@ extension JoinCommand {
             guard bytes >= 0 else { throw ValidationError("--max-event-bytes must not be negative") }
             options.eventLimits.maximumBytes = bytes
         }
-        func prefixes(_ flags: [String], _ name: SettingName) throws -> [IPPrefix] {
-            let texts = !flags.isEmpty ? flags : settings.list(name)
-            return try texts.map { text in
-                guard let prefix = IPPrefix(text) else { throw ValidationError("\(text) is not an address prefix (e.g. 10.0.0.0/8)") }
-                return prefix
-            }
-        }
-        options.hostPolicy = HostAddressPolicy(allow: try prefixes(allowAddresses, .allowAddresses),
-                                               deny: try prefixes(denyAddresses, .denyAddresses))
-        options.relay = try relayArguments.settings(settings)
-        try splitArguments.apply(to: &options, settings: settings)
-        options.webhooks = try webhookArguments.recordingSettings(settings)
-        return options
     }
 
     /// JSON text, or `@path` to read it from a file; validated here so a typo is a configuration error.
