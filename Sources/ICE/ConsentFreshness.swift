@@ -6,7 +6,7 @@ import WireCoding
 struct ConsentFreshness {
     private let intervalMilliseconds: Int64
     private let hurriedIntervalMilliseconds: Int64
-    let timeoutMilliseconds: Int64
+    private let timeoutMilliseconds: Int64
     /// When the peer last proved consent (a check or consent check answered).
     private(set) var lastGranted: MonotonicTime?
     /// When the next consent check goes out; nil until a pair is selected.

@@ -61,7 +61,6 @@ extension JoinCommand {
         connect.video = !noVideo
         connect.videoCodecType = videoCodecType?.uppercased()
         connect.audioCodecType = audioCodecType?.uppercased()
-        connect.simulcastRID = simulcastRID
         if let simulcastRID { connect.simulcast = true; connect.simulcastRID = simulcastRID }
         if let spotlightNumber { connect.spotlight = true; connect.spotlightNumber = spotlightNumber }
         if spotlightFocusRID != nil || spotlightUnfocusRID != nil {
