@@ -1,6 +1,7 @@
 import Logging
 import Media
 import Recorder
+import WebM
 import WireCoding
 
 /// Time-split recording (`SplitPolicy`): each sender's media goes into parts that end on the
@@ -35,8 +36,7 @@ extension RecordingSet {
         guard let split else { return }
         nextBoundaries[sender] = split.boundary(after: boundary, recordingStart: recordingStartTime)
         // A part with nothing in it yet simply starts later: it stays the current one.
-        guard previous.hasMedia,
-              makeRecorder(sender, tracks: previous.tracks, part: previous.part + 1, startsAt: boundary) != nil else { return }
+        guard previous.hasMedia, makeRecorder(sender, tracks: previous.tracks, startsAt: boundary) != nil else { return }
         leave(previous)
         cuts[sender] = SplitCut(boundary: boundary, previous: previous)
         if previous.tracks.videoCodec == nil { endCut(sender) }
@@ -66,7 +66,7 @@ extension RecordingSet {
     /// The previous part is done: finished by the caller (it is not the sender's last).
     func endCut(_ sender: String) {
         guard let cut = cuts.removeValue(forKey: sender) else { return }
-        cut.previous.endAsPart(boundary: cut.boundary)
+        endAsPart(cut.previous, boundary: cut.boundary)
         retired.append(cut.previous)
     }
 
@@ -75,10 +75,17 @@ extension RecordingSet {
     private func wholeFile(for sender: String, like current: SenderRecorder) -> SenderRecorder? {
         guard let split, !split.only, !wholeFileEnded.contains(sender) else { return nil }
         if let existing = wholeFiles[sender] { return existing }
-        guard let whole = makeRecorder(sender, tracks: current.tracks, part: 0, register: false) else { return nil }
+        guard let whole = newRecorder(sender, tracks: current.tracks, part: 0) else { return nil }
         wholeFiles[sender] = whole
         wholeFileCopies.insert(ObjectIdentifier(whole))
         return whole
+    }
+
+    /// A video codec change: the sender's whole-file archive takes the new codec if it has no
+    /// media yet, else it ends there (returned, to be finished).
+    func endWholeFileOnCodecChange(_ sender: String, to codec: WebMVideoCodec) -> [SenderRecorder] {
+        guard let whole = wholeFiles[sender], !whole.changeVideoCodecBeforeStart(to: codec) else { return [] }
+        return endWholeFiles { $0 == sender }
     }
 
     /// Ends the whole-file archives of the senders `which` names; returns them to be finished.

@@ -85,10 +85,8 @@ final class RecordingSet {
     private var refusedVideo: [String: String] = [:]
     /// Parts a codec change ended, for the caller to finish off the event loop.
     var retired: [SenderRecorder] = []
-    /// The last part of each sender whose recorder ended while the session goes on: if the same
-    /// connection id comes back, its media goes to the next part instead of colliding with the
-    /// finished file's name.
-    private var endedParts: [String: Int] = [:]
+    /// Every part number of every sender (see `PartNumbers`).
+    private var partNumbers: PartNumbers
     private var unsafeSendersLogged: Set<String> = []
     /// Time-split recording (nil: one file per sender; parts only at codec changes and rejoins).
     let split: SplitPolicy?
@@ -126,6 +124,7 @@ final class RecordingSet {
         self.interleaveNanoseconds = interleaveNanoseconds
         self.logger = logger
         self.onRecordingStarted = onRecordingStarted
+        partNumbers = PartNumbers(first: split == nil ? 0 : 1)
     }
 
     /// The senders the (re-)negotiation names, and the video codecs it refused per sender.
@@ -138,8 +137,8 @@ final class RecordingSet {
             endCut(sender)
             recorders[sender] = nil
             nextBoundaries[sender] = nil
-            endedParts[sender] = recorder.part
             leave(recorder)
+            if !recorder.hasMedia { partNumbers.giveBack(sender, part: recorder.part) }
         }
         return Array(gone.values) + endWholeFiles { senders[$0] == nil }
     }
@@ -156,10 +155,13 @@ final class RecordingSet {
         nextBoundaries.removeAll()
         for recorder in ended {
             leave(recorder)
-            // A recorder that never had media leaves no file: its part number is not used up.
-            guard recorder.hasMedia else { continue }
-            recorder.endAsPart(boundary: boundary)
-            endedParts[recorder.connectionID] = recorder.part
+            // A recorder that never had media (a part waiting for its first keyframe after a
+            // boundary, say) leaves no file: its number is handed out again.
+            guard recorder.hasMedia else {
+                partNumbers.giveBack(recorder.connectionID, part: recorder.part)
+                continue
+            }
+            endAsPart(recorder, boundary: boundary)
         }
         return ended + endWholeFiles { _ in true }
     }
@@ -216,11 +218,14 @@ final class RecordingSet {
     /// A new codec before the file started just changes the track; after, the file becomes
     /// part 1 (or stays the part it was) and the next part starts.
     private func nextPart(after current: SenderRecorder, videoCodec: WebMVideoCodec, at boundary: MonotonicTime) -> SenderRecorder? {
-        if current.changeVideoCodecBeforeStart(to: videoCodec) { return current }
+        // Nothing in the old codec goes on past the change: not the part a split boundary is
+        // cutting (it would take the new codec's frames until a keyframe), and not the
+        // whole-file archive, which cannot change a track's codec either (unless it has no
+        // media yet), however far the current part got.
         endCut(current.connectionID)
-        // The whole-file archive cannot change its video codec either; it ends here.
-        retired += endWholeFiles { $0 == current.connectionID }
-        current.endAsPart(boundary: boundary)
+        retired += endWholeFileOnCodecChange(current.connectionID, to: videoCodec)
+        if current.changeVideoCodecBeforeStart(to: videoCodec) { return current }
+        endAsPart(current, boundary: boundary)
         retired.append(current)
         recorders[current.connectionID] = nil
         leave(current)
@@ -229,7 +234,7 @@ final class RecordingSet {
         logger.notice("video codec changed; the sender's recording continues in a new part",
                       metadata: ["sender": "\(current.connectionID)", "from": "\(current.tracks.videoCodec?.rawValue ?? "-")",
                                  "to": "\(videoCodec.rawValue)", "part": "\(current.part + 1)"])
-        return makeRecorder(current.connectionID, tracks: tracks, part: current.part + 1, startsAt: boundary)
+        return makeRecorder(current.connectionID, tracks: tracks, startsAt: boundary)
     }
 
     private func recorder(for sender: String) -> SenderRecorder? {
@@ -244,16 +249,34 @@ final class RecordingSet {
         let layout = layouts[sender] ?? SenderLayout(videoCodec: nil, audioChannels: nil)
         let tracks = SenderTracks(videoCodec: layout.videoCodec.flatMap(WebMVideoCodec.init(sdpName:)), audioChannels: layout.audioChannels)
         guard tracks.videoCodec != nil || tracks.audioChannels != nil else { return nil }
-        guard let previous = endedParts[sender] else { return makeRecorder(sender, tracks: tracks, part: split == nil ? 0 : 1) }
+        guard partNumbers.hasNumbered(sender) else { return makeRecorder(sender, tracks: tracks) }
         counters.returningSenders += 1
         logger.notice("a sender seen before (it left, or the connection to Sora was lost) is back; its recording continues in a new part",
-                      metadata: ["sender": "\(sender)", "part": "\(previous + 1)"])
-        return makeRecorder(sender, tracks: tracks, part: previous + 1)
+                      metadata: ["sender": "\(sender)"])
+        return makeRecorder(sender, tracks: tracks)
     }
 
-    /// A new recorder for `sender`, as its current one unless `register` is false (a whole-file archive beside split parts).
-    func makeRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil,
-                      register: Bool = true) -> SenderRecorder? {
+    /// Ends `recorder` as a part that another follows: a sender's only file (part 0) becomes
+    /// part 1 by that, which `PartNumbers` must know before it numbers the next.
+    func endAsPart(_ recorder: SenderRecorder, boundary: MonotonicTime) {
+        recorder.endAsPart(boundary: boundary)
+        partNumbers.inUse(recorder.connectionID, part: recorder.part)
+    }
+
+    /// A new part for `sender`, numbered by `PartNumbers`, as its current recorder.
+    func makeRecorder(_ sender: String, tracks: SenderTracks, startsAt boundary: MonotonicTime? = nil) -> SenderRecorder? {
+        let part = partNumbers.take(sender)
+        guard let recorder = newRecorder(sender, tracks: tracks, part: part, startsAt: boundary) else {
+            partNumbers.giveBack(sender, part: part)
+            return nil
+        }
+        recorders[sender] = recorder
+        return recorder
+    }
+
+    /// A recorder of `sender` numbered `part`: a new current part (above), or the whole-file
+    /// archive beside split parts (part 0, not the sender's current recorder).
+    func newRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil) -> SenderRecorder? {
         var uid = [UInt8](repeating: 0, count: 16)
         for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
         do {
@@ -261,7 +284,6 @@ final class RecordingSet {
                                               recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
                                               segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
                                               startsAt: boundary, refusedVideoCodec: refusedVideo[sender], clock: clock)
-            if register { recorders[sender] = recorder }
             recordersStarted += 1
             recorder.onFileStarted = onFileStarted
             let logger = self.logger

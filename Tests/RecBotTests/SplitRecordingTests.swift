@@ -145,6 +145,79 @@ import WireCoding
         #expect(parts.dropFirst().reduce(0) { $0 + $1.statistics.videoFrames } == 125)
     }
 
+    /// Issue 39 item 1: a video-only VP9 sender with a keyframe every 10 s loses its connection
+    /// at 7 s while its current part waits for the keyframe after a boundary (so it has no
+    /// media). When it is back after the rejoin, its next part takes the number that empty part
+    /// had, not one of an existing file: no EEXIST, no catalog collision, nothing lost.
+    @Test func aRejoinWhileAPartWaitsForItsKeyframeReusesNoNumber() throws {
+        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
+                               split: SplitPolicy(seconds: 2, only: true), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+        let vp9 = try VPXEncoder(codec: .vp9, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 250)
+        func send(_ range: Range<Int>, forceKeyframeAt first: Bool = false) throws {
+            for index in range {
+                let t = MonotonicTime.milliseconds(Int64(index) * 40)
+                for encoded in try vp9.encode(.testPattern(width: 96, height: 64, frame: index), pts: Int64(index),
+                                              forceKeyframe: first && index == range.lowerBound) {
+                    let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3_600), isKeyframe: encoded.isKeyframe,
+                                             width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
+                    _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP9", frame: frame, mediaTime: t, completedAt: t), now: t)
+                }
+                _ = set.takeKeyframesWanted()  // this sender does not answer: its next keyframe is at 10 s
+            }
+        }
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP9", audioChannels: nil)])
+        try send(0..<175)  // 0–7 s
+        var ended = set.endForInterruption(boundary: .milliseconds(6_960))
+        ended += set.takeRetired()
+        // The rejoin: the sender is named again and sends from 8 s, starting with a keyframe.
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP9", audioChannels: nil)])
+        try send(200..<300, forceKeyframeAt: true)
+        ended += set.endAll()
+        ended += set.takeRetired()  // after endAll, which ends a cut under way
+        let finished = ended.compactMap { recorder -> FinishedRecording? in
+            guard recorder.hasMedia else { return nil }
+            return recorder.finish(stoppedAtMilliseconds: 12_000, now: .milliseconds(12_000), context: context)
+        }.sorted { $0.part < $1.part }
+        #expect(finished.allSatisfy { $0.error == nil }, "\(finished.compactMap(\.error))")
+        let parts = finished.map(\.part)
+        #expect(Set(parts).count == parts.count && parts == Array(1...parts.count), "parts \(parts): each number once, no hole")
+        #expect(finished.reduce(0) { $0 + $1.statistics.videoFrames } >= 175 - 50 + 100 - 1, "only frames no keyframe could start are missing")
+        for part in finished {
+            #expect(WebMReader.parse(path: layout.directory + "/" + part.filename).isComplete, "\(part.filename)")
+        }
+    }
+
+    /// Issue 39 item 2: with the whole file beside the parts, a codec change between a boundary
+    /// and the next part's first keyframe ends the whole file: it never takes the new codec.
+    @Test func aCodecChangeWhileAPartWaitsForItsKeyframeEndsTheWholeFile() throws {
+        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
+                               split: SplitPolicy(seconds: 2, only: false), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+        _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: nil)])
+        let vp8 = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 10_000)
+        let vp9 = try VPXEncoder(codec: .vp9, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
+        for index in 0..<100 {  // VP8 until 2.2 s (past the 2 s boundary, no keyframe since 0 s), then VP9
+            let t = MonotonicTime.milliseconds(Int64(index) * 40)
+            let (encoder, codec) = index < 55 ? (vp8, "VP8") : (vp9, "VP9")
+            for encoded in try encoder.encode(.testPattern(width: 96, height: 64, frame: index), pts: Int64(index)) {
+                let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3_600), isKeyframe: encoded.isKeyframe,
+                                         width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
+                _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: codec, frame: frame, mediaTime: t, completedAt: t), now: t)
+            }
+            _ = set.takeKeyframesWanted()
+        }
+        let parts = try finishAll(set, at: 4_000)
+        #expect(parts.allSatisfy { $0.error == nil })
+        let whole = try #require(parts.first { $0.part == 0 })
+        #expect(whole.tracks.videoCodec == .vp8 && whole.statistics.videoFrames == 55, "the whole file ends at the codec change")
+        for part in parts {
+            let parsed = WebMReader.parse(path: layout.directory + "/" + part.filename)
+            let codec = parsed.tracks.first { $0.number == 1 }?.codecID
+            #expect(parsed.isComplete && codec == (part.tracks.videoCodec == .vp8 ? "V_VP8" : "V_VP9"), "\(part.filename)")
+            #expect(part.tracks.videoCodec == .vp9 ? part.statistics.videoFrames > 0 : true)
+        }
+        #expect(parts.filter { $0.tracks.videoCodec == .vp9 }.reduce(0) { $0 + $1.statistics.videoFrames } == 45, "every VP9 frame in a VP9 part")
+    }
+
     @Test func boundariesSitOnTheSessionsTimeline() {
         let policy = SplitPolicy(seconds: 10, only: false)
         let start = MonotonicTime.milliseconds(5_000)
