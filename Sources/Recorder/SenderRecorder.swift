@@ -99,18 +99,23 @@ public struct FinishedRecording: Sendable {
 extension FinishedRecording {
     /// A file known from disk and the catalog rather than from a live recorder (`recbot repair`):
     /// file time 0 is `fileStartMilliseconds`, a whole second after the recording start.
+    /// `nextPartStartMilliseconds`: where the sender's next part starts, if one follows. This
+    /// part's stop offset is no later (its video may run past the boundary until a keyframe,
+    /// as a live cut's does), so the parts tile the timeline and hisui drops none.
     public static func known(connectionID: String, part: Int, filename: String, layout: ArchiveLayout, tracks: SenderTracks,
                              videoSize: (width: Int, height: Int)?, recordingStartMilliseconds: Int64, fileStartMilliseconds: Int64,
                              firstFrameMilliseconds: Int64, durationMilliseconds: Int64, size: UInt64, statistics: RecordingStatistics,
-                             refusedVideoCodec: String?) -> FinishedRecording {
+                             refusedVideoCodec: String?, nextPartStartMilliseconds: Int64? = nil) -> FinishedRecording {
         let startOffset = max(0, fileStartMilliseconds - recordingStartMilliseconds) / 1000
         let stopped = fileStartMilliseconds + durationMilliseconds
+        var stopOffset = (stopped - recordingStartMilliseconds + 999) / 1000
+        if let next = nextPartStartMilliseconds { stopOffset = min(stopOffset, (next - recordingStartMilliseconds) / 1000) }
         return FinishedRecording(
             connectionID: connectionID, part: part, createdFilename: filename, filename: filename,
             sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part), tracks: tracks,
             videoWidth: videoSize?.width, videoHeight: videoSize?.height, startedAtMilliseconds: fileStartMilliseconds,
             stoppedAtMilliseconds: stopped, startOffsetSeconds: startOffset, startOffsetMilliseconds: startOffset * 1000 + firstFrameMilliseconds,
-            stopOffsetSeconds: max(startOffset, (stopped - recordingStartMilliseconds + 999) / 1000), durationMilliseconds: durationMilliseconds,
+            stopOffsetSeconds: max(startOffset, stopOffset), durationMilliseconds: durationMilliseconds,
             size: size, statistics: statistics, reception: ReceiveCounters(), refusedVideoCodec: refusedVideoCodec, error: nil, interruption: nil)
     }
 }

@@ -91,20 +91,24 @@ public struct SessionRepair {
         }
         let context = try sidecarContext(session)
         var rows = try catalog.recordings(RecordingFilter(sessionID: session.id))
-        for index in rows.indices where rows[index].status == .recording {
-            outcome.files.append(repairRow(&rows[index], session: session, layout: layout, context: context))
-            try catalog.updateRecording(rows[index])
-        }
-        for (name, sender) in unknownFiles(layout: layout, rows: rows) {
+        let unknown = unknownFiles(layout: layout, rows: rows).map { name, sender in
             var row = RecordingRecord(sessionID: session.id, connectionID: sender.connectionID, part: sender.part,
                                       path: layout.catalogPath(name), videoCodec: nil, audioCodec: nil, startedAt: session.startedAt)
             row.startedAt = estimatedFileStart(layout.path(of: name), session: session)
             row.host = storageHost
-            outcome.files.append(repairRow(&row, session: session, layout: layout, context: context))
+            return row
+        }
+        let nextStarts = Self.nextPartStarts(rows + unknown)
+        for index in rows.indices where rows[index].status == .recording {
+            outcome.files.append(repairRow(&rows[index], session: session, layout: layout, context: context, nextStarts: nextStarts))
+            try catalog.updateRecording(rows[index])
+        }
+        for var row in unknown {
+            outcome.files.append(repairRow(&row, session: session, layout: layout, context: context, nextStarts: nextStarts))
             rows.append(try catalog.insertRecording(row))
         }
         if outcome.files.isEmpty && session.endedAt != nil { outcome.action = .nothingToDo }
-        if let problem = writeReport(rows, session: session, layout: layout, context: context) {
+        if let problem = writeReport(rows, session: session, layout: layout, context: context, nextStarts: nextStarts) {
             (outcome.action, outcome.detail) = (.failed, problem)
         }
         if session.endedAt == nil {
@@ -114,9 +118,22 @@ public struct SessionRepair {
         return outcome
     }
 
+    /// Per file (its catalog path): where the same sender's next split part starts. A part cut
+    /// at a boundary holds video past it until the next keyframe, so its own length would
+    /// overlap the next part; it stops where that one starts, as a finished join's does. Part 0
+    /// (the whole file beside the parts) is not one of them.
+    static func nextPartStarts(_ rows: [RecordingRecord]) -> [String: Int64] {
+        var starts: [String: Int64] = [:]
+        for (_, parts) in Dictionary(grouping: rows.filter { $0.part > 0 }, by: \.connectionID) {
+            let ordered = parts.sorted { $0.part < $1.part }
+            for (part, next) in zip(ordered, ordered.dropFirst()) { starts[part.path] = next.startedAt }
+        }
+        return starts
+    }
+
     /// Rewrites one row's file and fills the row in from what the file holds.
     private func repairRow(_ row: inout RecordingRecord, session: SessionRecord, layout: ArchiveLayout,
-                           context: SidecarContext) -> SessionRepairOutcome.FileOutcome {
+                           context: SidecarContext, nextStarts: [String: Int64]) -> SessionRepairOutcome.FileOutcome {
         guard let path = dataDirectory.recordingFile(catalogPath: row.path, sessionID: row.sessionID, connectionID: row.connectionID) else {
             row.status = .interrupted
             row.error = "the catalog names no file recbot writes (\(row.path.debugDescription)); nothing touched"
@@ -133,7 +150,8 @@ public struct SessionRepair {
             row.durationMs = file.lastMilliseconds.map { $0 + 20 } ?? 0
             row.endedAt = row.startedAt + (row.durationMs ?? 0)
             if let width = file.videoWidth, let height = file.videoHeight, row.videoSizes == nil { row.videoSizes = "\(width)x\(height)" }
-            try writeSidecar(finished(row, file: file, session: session, layout: layout), context: context, layout: layout)
+            try writeSidecar(finished(row, file: file, session: session, layout: layout, nextPartStart: nextStarts[row.path]),
+                             context: context, layout: layout)
             return .init(path: path, repaired: file)
         } catch {
             // A disk that was full (the media's rewrite, or its sidecar) leaves the row
@@ -143,7 +161,8 @@ public struct SessionRepair {
         }
     }
 
-    private func finished(_ row: RecordingRecord, file: RepairedFile?, session: SessionRecord, layout: ArchiveLayout) -> FinishedRecording {
+    private func finished(_ row: RecordingRecord, file: RepairedFile?, session: SessionRecord, layout: ArchiveLayout,
+                          nextPartStart: Int64?) -> FinishedRecording {
         var statistics = RecordingStatistics()
         statistics.videoFrames = Int(row.videoFrames)
         statistics.audioFrames = Int(row.audioFrames)
@@ -156,7 +175,7 @@ public struct SessionRepair {
             videoSize: file.flatMap { f in f.videoWidth.flatMap { w in f.videoHeight.map { (w, $0) } } },
             recordingStartMilliseconds: session.startedAt, fileStartMilliseconds: row.startedAt,
             firstFrameMilliseconds: file?.firstMilliseconds ?? 0, durationMilliseconds: row.durationMs ?? 0,
-            size: UInt64(max(0, row.bytes)), statistics: statistics, refusedVideoCodec: row.videoRefused)
+            size: UInt64(max(0, row.bytes)), statistics: statistics, refusedVideoCodec: row.videoRefused, nextPartStartMilliseconds: nextPartStart)
     }
 
     private func writeSidecar(_ recording: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) throws {
@@ -166,10 +185,11 @@ public struct SessionRepair {
     }
 
     /// Why the report could not be written (nil when it was, or there is nothing to report).
-    private func writeReport(_ rows: [RecordingRecord], session: SessionRecord, layout: ArchiveLayout, context: SidecarContext) -> String? {
+    private func writeReport(_ rows: [RecordingRecord], session: SessionRecord, layout: ArchiveLayout, context: SidecarContext,
+                             nextStarts: [String: Int64]) -> String? {
         let written = rows.filter { $0.status != .interrupted }
         guard !written.isEmpty, FileManager.default.fileExists(atPath: layout.directory) else { return nil }
-        let recordings = written.map { finished($0, file: nil, session: session, layout: layout) }
+        let recordings = written.map { finished($0, file: nil, session: session, layout: layout, nextPartStart: nextStarts[$0.path]) }
         let stopped = rows.compactMap(\.endedAt).max() ?? session.startedAt
         let failed = rows.filter { $0.status == .interrupted }.map(\.connectionID)
         do {

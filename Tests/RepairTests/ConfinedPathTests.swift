@@ -3,6 +3,7 @@ import DiskLayout
 import Foundation
 import Recorder
 import Testing
+import WebM
 @testable import Repair
 
 /// A shared catalog names the files repair rewrites, renames and deletes: a row naming anything
@@ -77,5 +78,52 @@ struct RepairResilienceTests {
         let repaired = try repair.repair(try #require(try catalog.session(id: good)), force: true)
         #expect(repaired.action == .repaired && repaired.files.allSatisfy { $0.error == nil })
         #expect(FileManager.default.fileExists(atPath: root + "/recordings/\(good)/report-\(good).json"))
+    }
+}
+
+/// Issue 39 item 3: a join killed while a split part waits for the keyframe after a boundary
+/// leaves that part holding video past the next part's start. Repaired, it stops where the next
+/// part starts (hisui drops a part that overlaps the next), in its sidecar and the report.
+struct RepairedPartsTileTests {
+    /// Opus-track blocks every 20 ms and no Cues, Duration or segment size: a killed join's file.
+    static func writeUnfinishedAudio(seconds: Int, to path: String) throws {
+        var muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: nil, audio: WebMAudioTrack(opusHead: OpusHead(channelCount: 1)),
+                                                                        segmentUID: [UInt8](repeating: 7, count: 16)))
+        let writer = try WebMFileWriter(creatingAt: path)
+        for index in 0..<(seconds * 50) {
+            try writer.apply(try muxer.write(WebMFrame(track: .audio, timestampNanoseconds: Int64(index) * 20_000_000, isKeyframe: true,
+                                                       data: [0xF8, 0xFF, 0xFE])))
+        }
+        try writer.apply(muxer.flush())
+        try writer.close()
+    }
+
+    @Test func aRepairedPartStopsWhereTheNextStarts() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-tile-\(UUID())").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let session = "01JD0000000000000000000061"
+        let directory = root + "/recordings/\(session)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let catalog = try Catalog(path: root + "/catalog.sqlite")
+        try catalog.insertSession(SessionRecord(id: session, channelID: "c", startedAt: 1_000, hostname: "here"))
+        // Two parts of 5 s each, left unfinished as a kill leaves them; the second starts 4 s in.
+        for (part, start) in [(1, Int64(1_000)), (2, 5_000)] {
+            let name = "split-archive-S1_000\(part).webm"
+            try Self.writeUnfinishedAudio(seconds: 5, to: directory + "/" + name)
+            try catalog.insertRecording(RecordingRecord(sessionID: session, connectionID: "S1", part: part, path: "recordings/\(session)/\(name)",
+                                                        videoCodec: "VP8", audioCodec: "OPUS", startedAt: start))
+        }
+        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), hostname: "here")
+        let outcome = try repair.repair(try #require(try catalog.session(id: session)), force: true)
+        #expect(outcome.action == .repaired && outcome.files.allSatisfy { $0.error == nil }, "\(outcome)")
+        func json(_ name: String) throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))) as? [String: Any])
+        }
+        let first = try json("split-archive-S1_0001.json"), second = try json("split-archive-S1_0002.json")
+        #expect(try catalog.recordings().first { $0.part == 1 }.map { ($0.durationMs ?? 0) > 4_000 } == true, "the media runs past 4 s")
+        #expect(first["start_time_offset"] as? Int == 0 && first["stop_time_offset"] as? Int == 4, "\(first)")
+        #expect(second["start_time_offset"] as? Int == 4 && (second["stop_time_offset"] as? Int ?? 0) > 4)
+        let entry = try #require((try json("report-\(session).json")["archives"] as? [[String: Any]])?.first)
+        #expect(entry["start_time_offset"] as? Int == 0 && entry["stop_time_offset"] as? Int == second["stop_time_offset"] as? Int)
     }
 }
