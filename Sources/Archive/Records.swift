@@ -1,6 +1,15 @@
 import Foundation
 import GRDB
 
+/// Catalog times are integers a damaged or hand-edited catalog may hold at any value, so every
+/// difference between two of them is checked: nil, not a trap, where it does not fit.
+public enum CatalogTime {
+    public static func span(from start: Int64, to end: Int64) -> Int64? {
+        let (difference, overflow) = end.subtractingReportingOverflow(start)
+        return overflow ? nil : difference
+    }
+}
+
 /// One `recbot join`. Times are Unix milliseconds (UTC).
 public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, PersistableRecord {
     public static let databaseTableName = "sessions"
@@ -248,10 +257,37 @@ public enum EventPayload: Codable, Sendable, Hashable {
     case text(String)
     case binary([UInt8])
 
-    /// Classifies a received string: JSON when it parses as JSON, text otherwise.
-    public static func classify(text: String, isJSON: Bool) -> EventPayload {
-        isJSON ? .json(text) : .text(text)
+    /// Classifies received text: JSON when it is JSON text as RFC 8259 defines it, text
+    /// otherwise. A leading byte-order mark is dropped first: Foundation's parser tolerates it,
+    /// but a JSON Lines export or `--json` output that copied it raw would not parse (§8.1:
+    /// networked JSON carries none).
+    public static func classify(text: String) -> EventPayload {
+        let body = StrictJSON.withoutByteOrderMark(text)
+        return StrictJSON.isValid(body) ? .json(body) : .text(text)
     }
+
+    /// A payload that the signaling parser already read as JSON, stored without a byte-order mark.
+    public static func json(received text: String) -> EventPayload {
+        .json(StrictJSON.withoutByteOrderMark(text))
+    }
+}
+
+/// The one test of "this text is JSON" that every writer of raw JSON (catalog, exports, `--json`)
+/// shares, so that what one accepts the others can copy verbatim.
+public enum StrictJSON {
+    /// JSON text that any JSON reader accepts as it stands: Foundation parses it and it does not
+    /// begin with a byte-order mark (which Foundation skips, and Python's `json` and `jq` refuse).
+    public static func isValid(_ text: String) -> Bool {
+        guard text.unicodeScalars.first != byteOrderMark else { return false }
+        return (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil
+    }
+
+    public static func withoutByteOrderMark(_ text: String) -> String {
+        guard text.unicodeScalars.first == byteOrderMark else { return text }
+        return String(String.UnicodeScalarView(text.unicodeScalars.dropFirst()))
+    }
+
+    private static let byteOrderMark: Unicode.Scalar = "\u{FEFF}"
 }
 
 /// A notify / push / data-channel message.

@@ -36,15 +36,41 @@ enum RejoinWait {
             })
             guard !targets.isEmpty else { return }
             tasks.add(Task {
-                while !Task.isCancelled {
-                    for target in targets {
-                        tasks.add(Task {
-                            if await target.answers(on: loop), state.reached() { finish(true) }
-                        })
-                    }
-                    try? await Task.sleep(nanoseconds: probeIntervalNanoseconds)
+                if await probeUntilAnswered(targets, intervalNanoseconds: probeIntervalNanoseconds, answers: { await $0.answers(on: loop) }),
+                   state.reached() {
+                    finish(true)
                 }
             })
+        }
+    }
+
+    /// Starts a probe of every target each interval (a probe may outlast the interval) until one
+    /// answers: true then, false when cancelled. The probes are children of one task group and
+    /// are reaped as they end, so however long the outage, only those still connecting are held.
+    static func probeUntilAnswered(_ targets: [ProbeTarget], intervalNanoseconds: UInt64,
+                                   answers: @escaping @Sendable (ProbeTarget) async -> Bool) async -> Bool {
+        enum Outcome { case probe(answered: Bool), nextRound }
+        return await withTaskGroup(of: Outcome.self) { group in
+            func startRound() {
+                for target in targets { group.addTask { .probe(answered: await answers(target)) } }
+                group.addTask {
+                    try? await Task.sleep(nanoseconds: intervalNanoseconds)
+                    return .nextRound
+                }
+            }
+            startRound()
+            while let outcome = await group.next() {
+                if Task.isCancelled { break }
+                switch outcome {
+                case .probe(answered: true):
+                    group.cancelAll()
+                    return true
+                case .probe(answered: false): continue
+                case .nextRound: startRound()
+                }
+            }
+            group.cancelAll()
+            return false
         }
     }
 }

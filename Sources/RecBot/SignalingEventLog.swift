@@ -63,17 +63,17 @@ final class SignalingEventLog {
         let event: EventRecord
         switch message {
         case .notify(let type, let raw):
-            event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, label: label, receivedAt: receivedAt, payload: .json(raw))
+            event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, label: label, receivedAt: receivedAt, payload: .json(received: raw))
             if let connection = ConnectionNotice(raw: raw, sessionID: sessionID, at: receivedAt) {
                 writer.submit(.upsertConnection(connection.record), bytes: raw.utf8.count + 256)
             }
         case .push(let raw):
-            event = EventRecord(sessionID: sessionID, kind: .push, label: label, receivedAt: receivedAt, payload: .json(raw))
+            event = EventRecord(sessionID: sessionID, kind: .push, label: label, receivedAt: receivedAt, payload: .json(received: raw))
         case .switched(_, let raw):
-            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: "switched", receivedAt: receivedAt, payload: .json(raw))
+            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: "switched", receivedAt: receivedAt, payload: .json(received: raw))
         case .other(let type, let raw):
             logger.info("unknown signaling message stored", metadata: ["type": "\(type)"])
-            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: type, label: label, receivedAt: receivedAt, payload: .json(raw))
+            event = EventRecord(sessionID: sessionID, kind: .signaling, eventType: type, label: label, receivedAt: receivedAt, payload: .json(received: raw))
         default:
             return
         }
@@ -94,8 +94,7 @@ final class SignalingEventLog {
     func recordDataChannelMessage(label: String, sender: String?, isBinary: Bool, data: [UInt8]) {
         let payload: EventPayload
         if !isBinary, let text = String(validating: data, as: UTF8.self) {
-            let isJSON = (try? JSONSerialization.jsonObject(with: Data(data), options: [.fragmentsAllowed])) != nil
-            payload = isJSON ? .json(text) : .text(text)
+            payload = .classify(text: text)
         } else {
             payload = .binary(data)
         }

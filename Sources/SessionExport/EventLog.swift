@@ -20,7 +20,7 @@ public enum EventLog {
             ("sender_connection_id", event.senderConnectionID.map(quoted) ?? "null"),
             ("received_at", quoted(rfc3339(milliseconds: event.receivedAt))),
             ("received_at_ms", String(event.receivedAt)),
-            ("session_offset_ms", String(event.receivedAt - sessionStart)),
+            ("session_offset_ms", CatalogTime.span(from: sessionStart, to: event.receivedAt).map { String($0) } ?? "null"),
             ("payload", payload(event.payload)),
         ]
         return "{" + fields.map { "\(quoted($0.0)):\($0.1)" }.joined(separator: ",") + "}"
@@ -32,7 +32,7 @@ public enum EventLog {
     static func payload(_ payload: EventPayload) -> String {
         switch payload {
         case .json(let text):
-            guard (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil else {
+            guard StrictJSON.isValid(text) else {
                 return "{\"text\":\(quoted(text))}"
             }
             return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\r\n" ? " " : $0 })

@@ -96,6 +96,46 @@ import Testing
         #expect((objects[2]["payload"] as? [String: Any])?["text"] as? String == "line\n\"quoted\"")
         #expect(objects[2]["sender_connection_id"] as? String == "ALICE" && objects[1]["label"] is NSNull)
     }
+
+    /// A message that begins with a byte-order mark (Foundation's parser skips it; JSON Lines
+    /// readers do not) is stored as JSON without it, and a row stored raw before that rule is
+    /// exported as text: every line stays JSON that a strict reader takes.
+    @Test func aByteOrderMarkNeverReachesTheExport() throws {
+        let received = "\u{FEFF}{\"message\":\"hi\"}"
+        #expect(EventPayload.classify(text: received) == .json("{\"message\":\"hi\"}"))
+        #expect(EventPayload.classify(text: "\u{FEFF}not json") == .text("\u{FEFF}not json"))
+        #expect(EventPayload.json(received: received) == .json("{\"message\":\"hi\"}"))
+        let stale = EventRecord(sessionID: session.id, kind: .datachannel, label: "#chat", receivedAt: 1_700_000_000_000,
+                                payload: .json(received))
+        let line = EventLog.render(session: session, events: [stale])
+        #expect(line.hasPrefix("{") && line.contains("\"payload\":{\"text\":"), "\(line)")
+        let object = try #require(JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect((object["payload"] as? [String: Any])?["text"] is String, "a stale row goes out as text, not as raw JSON")
+    }
+}
+
+/// A catalog is a file anyone with access can edit: times at Int64's ends export without a trap.
+@Suite struct ExtremeCatalogTimesTests {
+    @Test func timesAtInt64sEndsExportAsValidLines() throws {
+        let session = SessionRecord(id: "01JD2G0000AAAAAAAAAAAAAAAA", channelID: "sora", startedAt: .min)
+        let events = [Int64.max, .min, 0].map {
+            EventRecord(sessionID: session.id, kind: .datachannel, label: "#chat", senderConnectionID: "A", receivedAt: $0, payload: .text("x"))
+        }
+        let lines = EventLog.render(session: session, events: events).split(separator: "\n")
+        #expect(lines.count == 3)
+        for line in lines {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            let time = try #require(object["received_at"] as? String)
+            #expect(time.count == 24 && time.hasSuffix("Z"), "\(time)")
+        }
+        var recording = RecordingRecord(sessionID: session.id, connectionID: "A", part: 0, path: "p", videoCodec: nil, audioCodec: nil, startedAt: .min)
+        recording.endedAt = .max
+        #expect(MessageCaptions.render(recording: recording, events: events) == nil)
+        recording.startedAt = -10
+        recording.durationMs = .max
+        let captions = try #require(MessageCaptions.render(recording: recording, events: events))
+        #expect(captions.contains("00:00:00.010 --> 00:00:05.010"))
+    }
 }
 
 @Suite struct SessionExportFilesTests {

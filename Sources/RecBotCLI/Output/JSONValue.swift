@@ -1,3 +1,4 @@
+import Archive
 import Foundation
 
 /// JSON output with keys in the order we choose (id first) and stored JSON payloads
@@ -78,6 +79,6 @@ public indirect enum JSONValue: Sendable, Equatable {
 
     /// True when `text` is one complete JSON value (objects, arrays and scalars alike).
     public static func isValidJSON(_ text: String) -> Bool {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) != nil
+        StrictJSON.isValid(text)
     }
 }

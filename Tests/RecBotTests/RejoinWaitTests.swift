@@ -1,0 +1,52 @@
+import Foundation
+import Testing
+@testable import RecBot
+
+/// The reachability probes between rejoin attempts: a long outage holds only the probes that
+/// are still connecting, and the first answer ends the wait.
+@Suite struct RejoinWaitTests {
+    /// Counts probes under way and the most at once.
+    final class ProbeGauge: @unchecked Sendable {
+        // @unchecked: guarded by `lock`.
+        private let lock = NSLock()
+        private var current = 0
+        private(set) var started = 0
+        private(set) var most = 0
+        func enter() { lock.withLock { current += 1; started += 1; most = max(most, current) } }
+        func leave() { lock.withLock { current -= 1 } }
+        var snapshot: (started: Int, most: Int) { lock.withLock { (started, most) } }
+    }
+
+    let target = ProbeTarget(url: "wss://sora.invalid/signaling")!
+
+    /// 60+ rounds into a dark network, with each probe outlasting two intervals: the probes
+    /// in flight stay a few rounds' worth, and cancelling the wait ends them all.
+    @Test func aLongOutageHoldsOnlyTheProbesStillConnecting() async throws {
+        let gauge = ProbeGauge()
+        let prober = Task {
+            await RejoinWait.probeUntilAnswered([target, target], intervalNanoseconds: 2_000_000) { _ in
+                gauge.enter()
+                try? await Task.sleep(nanoseconds: 5_000_000)
+                gauge.leave()
+                return false
+            }
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while gauge.snapshot.started < 120, Date() < deadline { try await Task.sleep(nanoseconds: 5_000_000) }
+        prober.cancel()
+        #expect(await prober.value == false)
+        let seen = gauge.snapshot
+        #expect(seen.started >= 120)
+        // A probe lasts 2.5 intervals, so about three rounds of two overlap; a round only starts
+        // when the previous interval's timer has been reaped, so a slow host cannot pile them up.
+        #expect(seen.most <= 16, "\(seen.most) probes at once")
+    }
+
+    @Test func theFirstAnswerEndsTheWait() async {
+        let answered = await RejoinWait.probeUntilAnswered([target], intervalNanoseconds: 1_000_000) { _ in
+            try? await Task.sleep(nanoseconds: 3_000_000)
+            return true
+        }
+        #expect(answered)
+    }
+}
