@@ -90,11 +90,17 @@ public struct ArchiveLayout: Sendable {
     }
 }
 
-/// RFC 3339 with milliseconds in UTC.
+/// RFC 3339 with milliseconds in UTC, e.g. 2026-11-22T01:52:22.123Z. RFC 3339 has four-digit
+/// years, so a time outside years 0000–9999 (only a damaged catalog holds one) is written as
+/// the nearest end of that range rather than as something no reader parses.
 public func rfc3339(milliseconds: Int64) -> String {
-    let date = Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-    let formatter = ISO8601DateFormatter()
-    formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-    formatter.timeZone = TimeZone(identifier: "UTC")
-    return formatter.string(from: date)
+    let representable: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999  // 0000-01-01 … 9999-12-31T23:59:59.999
+    let clamped = min(max(milliseconds, representable.lowerBound), representable.upperBound)
+    let (quotient, remainder) = clamped.quotientAndRemainder(dividingBy: 1000)
+    var seconds = time_t(remainder < 0 ? quotient - 1 : quotient)
+    let millis = remainder < 0 ? remainder + 1000 : remainder
+    var parts = tm()
+    gmtime_r(&seconds, &parts)
+    return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                  Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), Int(millis))
 }

@@ -4,23 +4,38 @@ import Foundation
 import SystemClock
 import WireCoding
 
-/// A length of time: `45s`, `15m`, `2h`, `3d`, `1w`, `1h30m`; a bare number is seconds.
+/// A length of time: `45s`, `15m`, `2h`, `3d`, `1w`, `1h30m`; a bare number is seconds. At most
+/// ten years: any such length added to a wall-clock time in milliseconds, or turned into
+/// nanoseconds on a monotonic clock, stays far inside Int64, so no later arithmetic can trap.
 public struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
+    public static let maximumMilliseconds: Int64 = 3_650 * 86_400_000
+
     public var milliseconds: Int64
 
     public init(milliseconds: Int64) { self.milliseconds = milliseconds }
 
     public init?(argument: String) {
+        guard let parsed = Self.parse(argument), parsed <= Self.maximumMilliseconds else { return nil }
+        milliseconds = parsed
+    }
+
+    /// A length as a person writes it: `250ms`, `90s`, `15m`, `2h`, `3650d`.
+    static func describe(_ milliseconds: Int64) -> String {
+        for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)] where milliseconds >= size && milliseconds % size == 0 {
+            return "\(milliseconds / size)\(unit)"
+        }
+        return "\(milliseconds)ms"
+    }
+
+    private static func parse(_ argument: String) -> Int64? {
         let text = argument.trimmingCharacters(in: .whitespaces).lowercased()
         guard !text.isEmpty, text.count <= 32 else { return nil }
         if let seconds = Int64(text) {
             guard seconds >= 0, seconds <= Int64.max / 1000 else { return nil }
-            milliseconds = seconds * 1000
-            return
+            return seconds * 1000
         }
         if text.hasSuffix("ms"), let value = Int64(text.dropLast(2)), value >= 0 {
-            milliseconds = value
-            return
+            return value
         }
         let unitMilliseconds: [Character: Int64] = ["s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000, "w": 604_800_000]
         var total: Int64 = 0
@@ -40,7 +55,7 @@ public struct DurationArgument: ExpressibleByArgument, Sendable, Equatable {
             }
         }
         guard digits.isEmpty else { return nil }
-        milliseconds = total
+        return total
     }
 }
 

@@ -21,13 +21,13 @@ public enum MessageCaptions {
     /// The caption file, or nil when no message falls within the recording.
     public static func render(recording: RecordingRecord, events: [EventRecord], options: CaptionOptions = CaptionOptions()) -> String? {
         let start = recording.startedAt
-        let length = recording.durationMs ?? recording.endedAt.map { $0 - start } ?? 0
+        let length = recording.durationMs ?? recording.endedAt.flatMap { CatalogTime.span(from: start, to: $0) } ?? 0
         guard length > 0 else { return nil }
         var cues: [String] = []
         for event in events.sorted(by: { $0.receivedAt < $1.receivedAt }) {
-            let offset = event.receivedAt - start
-            guard offset >= 0, offset < length, let text = caption(event, options: options) else { continue }
-            let end = min(length, offset + options.cueMilliseconds)
+            guard let offset = CatalogTime.span(from: start, to: event.receivedAt), offset >= 0, offset < length,
+                  let text = caption(event, options: options) else { continue }
+            let end = offset + min(options.cueMilliseconds, length - offset)  // never past the file's end, never overflowing
             cues.append("\(WebVTTText.timestamp(milliseconds: offset)) --> \(WebVTTText.timestamp(milliseconds: end))\n\(text)")
         }
         guard !cues.isEmpty else { return nil }

@@ -48,6 +48,26 @@ import TestSupport
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["catalog.sqlite"])
     }
 
+    /// Every length of time from a flag, the environment or a config file is range-checked
+    /// where it is read: a clear error naming it, never a trap (132) at the first use.
+    @Test(arguments: [
+        (["webhooks", "retry", "--seconds", "10000000000"], [String: String](), Int32(64), "--seconds"),
+        (["repair", "--all", "--webhook-seconds", "10000000000"], [:], 64, "--webhook-seconds"),
+        (["sessions", "list", "--since", "9223372036854775807ms"], [:], 64, "--since"),
+        (["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--webhook-url", "http://127.0.0.1:9/",
+          "--webhook-retry-window", "9223372036854775807ms"], [:], 64, "--webhook-retry-window"),
+        (["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--webhook-url", "http://127.0.0.1:9/"],
+         ["RECBOT_WEBHOOK_RETRY_WINDOW": "9223372036854775807ms"], 78, "RECBOT_WEBHOOK_RETRY_WINDOW"),
+        (["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--webhook-url", "http://127.0.0.1:9/",
+          "--webhook-retry-window", "400d"], [:], 78, "--webhook-retry-window must be between 1s and 366d"),
+        (["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling"], ["RECBOT_CONNECT_TIMEOUT": "banana"], 78, "RECBOT_CONNECT_TIMEOUT"),
+        (["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--duration", "3651d"], [:], 64, "--duration"),
+    ])
+    func aLengthOfTimeOutOfRangeIsAClearError(arguments: [String], environment: [String: String], status: Int32, named: String) throws {
+        let result = try fixture.run(arguments, environment: environment)
+        #expect(result.status == status && result.stderr.contains(named), "\(arguments) \(environment): \(result.status): \(result.stderr)")
+    }
+
     @Test func aRecoveryDelayOutOfRangeIsAConfigurationError() throws {
         let result = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--max-recovery-delay", "50ms"])
         #expect(result.status == 78 && result.stderr.contains("--max-recovery-delay"), "\(result.status): \(result.stderr)")
@@ -69,10 +89,13 @@ import TestSupport
         #expect(try !fixture.run(join + ["--metadata", #"{"room":"a"}"#]).stderr.contains("warning"))
     }
 
-    /// Issue 12: a connect timeout of centuries trapped converting its deadline to nanoseconds.
-    @Test func aHugeConnectTimeoutIsAWaitNotACrash() throws {
+    /// Issue 12: a connect timeout of centuries trapped converting its deadline to nanoseconds;
+    /// since issue 39 it is refused where it is read (lengths of time have a range).
+    @Test func aHugeConnectTimeoutIsAClearErrorNotACrash() throws {
         let result = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--connect-timeout", "20000000000"])
-        #expect(result.status == 69, "unreachable, not a trap: \(result.status) \(result.stderr.suffix(500))")
+        #expect(result.status == 64 && result.stderr.contains("--connect-timeout"), "not a trap: \(result.status) \(result.stderr.suffix(500))")
+        let longest = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--connect-timeout", "10m"])
+        #expect(longest.status == 69, "the longest timeout is a wait: \(longest.status) \(longest.stderr.suffix(500))")
         let upperCase = try fixture.run(["join", "--channel", "c", "--url", "WS://127.0.0.1:9/signaling"])
         #expect(upperCase.status == 69, "URL schemes are case-insensitive: \(upperCase.status) \(upperCase.stderr.suffix(300))")
         let prefix = try fixture.run(["join", "--channel", "c", "--url", "ws://127.0.0.1:9/signaling", "--allow-address", "/"])

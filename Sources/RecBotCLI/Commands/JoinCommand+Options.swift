@@ -22,11 +22,8 @@ extension JoinCommand {
         let catalog = try common.catalogLocation(settings: settings)  // SQLite or PostgreSQL: chosen here, opened by the session
         options.openCatalog = { logger in try catalog.open(logger: logger) }
         options.host = try hostOptions.name(settings: settings)
-        if let duration = duration ?? settings[.duration].map({ DurationArgument(argument: $0) }) ?? nil {
-            guard duration.milliseconds > 0 else { throw ValidationError("--duration must be positive") }
-            options.durationMilliseconds = duration.milliseconds
-        } else if let text = settings[.duration] {
-            throw ValidationError("\(SettingName.duration.variable) \(text) is not a duration")
+        if let milliseconds = try settings.duration(duration, .duration, range: 1...DurationArgument.maximumMilliseconds) {
+            options.durationMilliseconds = milliseconds
         }
         try applyTimingAndLimits(to: &options, settings: settings)
         func prefixes(_ flags: [String], _ name: SettingName) throws -> [IPPrefix] {
@@ -93,26 +90,23 @@ extension JoinCommand {
 
     /// Timeouts, the recovery window, rejoining and the event limits, each checked against its range.
     private func applyTimingAndLimits(to options: inout JoinOptions, settings: Settings) throws {
-        if let timeout = connectTimeout ?? settings[.connectTimeout].flatMap({ DurationArgument(argument: $0) }) {
-            options.connectTimeoutSeconds = Double(timeout.milliseconds) / 1000
+        if let timeout = try settings.duration(connectTimeout, .connectTimeout, range: 100...600_000) {
+            options.connectTimeoutSeconds = Double(timeout) / 1000
         }
         options.insecure = insecure || settings.isOn(.insecure)
-        if let delay = maxRecoveryDelay ?? settings[.maxRecoveryDelay].flatMap({ DurationArgument(argument: $0) }) {
-            guard (200...10_000).contains(delay.milliseconds) else { throw ValidationError("--max-recovery-delay must be between 200ms and 10s") }
-            options.recovery.maximumRecoveryDelayNanoseconds = delay.milliseconds * 1_000_000
+        if let delay = try settings.duration(maxRecoveryDelay, .maxRecoveryDelay, range: 200...10_000) {
+            options.recovery.maximumRecoveryDelayNanoseconds = delay * 1_000_000
         }
-        if let timeout = finalizeTimeout ?? settings[.finalizeTimeout].flatMap({ DurationArgument(argument: $0) }) {
-            guard timeout.milliseconds >= 1_000 else { throw ValidationError("--finalize-timeout must be at least 1s") }
-            options.finalizeTimeoutSeconds = Double(timeout.milliseconds) / 1000
+        if let timeout = try settings.duration(finalizeTimeout, .finalizeTimeout, range: 1_000...86_400_000) {
+            options.finalizeTimeoutSeconds = Double(timeout) / 1000
         }
         if noRejoin && rejoinAttempts != nil { throw ValidationError("--no-rejoin and --rejoin-attempts contradict each other") }
         if let count = rejoinAttempts ?? settings[.rejoinAttempts].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }
             options.rejoin.maximumAttempts = count
         }
-        if let delay = rejoinMaxDelay ?? settings[.rejoinMaxDelay].flatMap({ DurationArgument(argument: $0) }) {
-            guard (1_000...3_600_000).contains(delay.milliseconds) else { throw ValidationError("--rejoin-max-delay must be between 1s and 1h") }
-            options.rejoin.maximumDelayNanoseconds = delay.milliseconds * 1_000_000
+        if let delay = try settings.duration(rejoinMaxDelay, .rejoinMaxDelay, range: 1_000...3_600_000) {
+            options.rejoin.maximumDelayNanoseconds = delay * 1_000_000
         }
         if noRejoin || settings.isOn(.noRejoin) { options.rejoin.maximumAttempts = 0 }
         options.failOnInterruption = failOnInterruption || settings.isOn(.failOnInterruption)

@@ -39,6 +39,9 @@ struct RepairCommand: AsyncParsableCommand {
     var channel: String?
 
     func validate() throws {
+        guard WebhookArguments.sendingSecondsRange.contains(webhookSeconds) else {
+            throw ValidationError("--webhook-seconds must be between 0 and \(WebhookArguments.sendingSecondsRange.upperBound)")
+        }
         if sessions.isEmpty && !all { throw ValidationError("name a session, or pass --all") }
     }
 

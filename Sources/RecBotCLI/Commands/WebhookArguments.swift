@@ -15,6 +15,10 @@ struct WebhookArguments: ParsableArguments {
         "How long an undelivered webhook is retried before it is given up on (default 24h).", valueName: "duration"))
     var retryWindow: DurationArgument?
 
+    static let retryWindowRange: ClosedRange<Int64> = 1_000...(366 * 86_400_000)
+    /// How long `webhooks retry --seconds` and `repair --webhook-seconds` may keep sending.
+    static let sendingSecondsRange = 0...86_400
+
     /// The settings for recording: nil without a URL.
     func recordingSettings(_ settings: Settings) throws -> WebhookSettings? {
         let urls = !self.urls.isEmpty ? self.urls : settings.list(.webhookURLs)
@@ -36,11 +40,8 @@ struct WebhookArguments: ParsableArguments {
         if let caFile = webhooks.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
             throw ValidationError("--webhook-ca-file \(caFile) cannot be read")
         }
-        if let window = retryWindow ?? settings[.webhookRetryWindow].flatMap(DurationArgument.init(argument:)) {
-            guard window.milliseconds >= 1_000 else { throw ValidationError("--webhook-retry-window must be at least 1s") }
-            webhooks.retryWindowMilliseconds = window.milliseconds
-        } else if let text = settings[.webhookRetryWindow] {
-            throw ValidationError("\(SettingName.webhookRetryWindow.variable) \(text) is not a duration")
+        if let window = try settings.duration(retryWindow, .webhookRetryWindow, range: Self.retryWindowRange) {
+            webhooks.retryWindowMilliseconds = window
         }
         return webhooks
     }

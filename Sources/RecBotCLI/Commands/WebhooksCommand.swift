@@ -56,7 +56,13 @@ struct WebhooksCommand: ParsableCommand {
         @OptionGroup var webhookArguments: WebhookArguments
         @Argument(help: ArgumentHelp("Ids of failed webhooks (from `webhooks list --failed`); none: every failed one.", valueName: "id"))
         var ids: [Int64] = []
-        @Option(help: "How long to keep sending.") var seconds: Int = 30
+        @Option(help: "How long to keep sending, in seconds (at most a day).") var seconds: Int = 30
+
+        func validate() throws {
+            guard WebhookArguments.sendingSecondsRange.contains(seconds) else {
+                throw ValidationError("--seconds must be between 0 and \(WebhookArguments.sendingSecondsRange.upperBound)")
+            }
+        }
 
         func run() async throws {
             let settings = try common.settings()

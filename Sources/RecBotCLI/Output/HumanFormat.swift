@@ -1,3 +1,4 @@
+import Archive
 import DiskLayout
 import Foundation
 
@@ -11,21 +12,10 @@ enum HumanFormat {
     }
 
     /// `end - start` of catalog times, or nil when a damaged catalog makes it overflow.
-    static func span(from start: Int64, to end: Int64) -> Int64? {
-        let (difference, overflow) = end.subtractingReportingOverflow(start)
-        return overflow ? nil : difference
-    }
+    static func span(from start: Int64, to end: Int64) -> Int64? { CatalogTime.span(from: start, to: end) }
 
     /// RFC 3339 in UTC with milliseconds, e.g. 2026-11-22T01:52:22.123Z.
-    static func rfc3339(milliseconds: Int64) -> String {
-        var seconds = time_t(milliseconds.floorDivided(by: 1000))
-        let millis = Int((milliseconds % 1000 + 1000) % 1000)  // never `seconds * 1000`: it overflows near Int64.min
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        return String(
-            format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1,
-            Int(parts.tm_mday), Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
-    }
+    static func rfc3339(milliseconds: Int64) -> String { DiskLayout.rfc3339(milliseconds: milliseconds) }
 
     /// Local wall-clock time to the second, e.g. 2026-11-22 10:52:22.
     static func localTime(milliseconds: Int64?) -> String? {

@@ -43,3 +43,27 @@ struct Settings {
         return self[name] == "1" || self[name]?.lowercased() == "true"
     }
 }
+
+extension Settings {
+    /// A length of time from its flag or, failing that, its setting, checked against `range`
+    /// (milliseconds): a value that does not parse or lies outside is an error that names the
+    /// flag and the range, never ignored, never clamped, never left to overflow later.
+    func duration(_ flag: DurationArgument?, _ name: SettingName, range: ClosedRange<Int64>) throws -> Int64? {
+        let label = name.flag ?? name.variable
+        let value: DurationArgument
+        if let flag {
+            value = flag
+        } else if let text = self[name] {
+            guard let parsed = DurationArgument(argument: text) else {
+                throw ValidationError("\(name.variable) \(text) is not a duration (45s, 15m, 2h; at most \(DurationArgument.describe(DurationArgument.maximumMilliseconds)))")
+            }
+            value = parsed
+        } else {
+            return nil
+        }
+        guard range.contains(value.milliseconds) else {
+            throw ValidationError("\(label) must be between \(DurationArgument.describe(range.lowerBound)) and \(DurationArgument.describe(range.upperBound))")
+        }
+        return value.milliseconds
+    }
+}
