@@ -101,6 +101,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -261,7 +262,10 @@ let package = Package(
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "DiskLayoutTests", dependencies: ["DiskLayout"]),
         .testTarget(name: "SessionExportTests", dependencies: ["SessionExport", "Archive"]),
-        .testTarget(name: "WebhooksTests", dependencies: ["Webhooks", "Recorder", "DiskLayout"]),
+        .testTarget(name: "WebhooksTests", dependencies: [
+            "Webhooks", "Recorder", "DiskLayout", "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport", "SystemClock", "WireCoding",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "WebM", "Archive", "DiskLayout", "Recorder"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
         .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),

@@ -65,10 +65,25 @@ public protocol CatalogStore: AnyObject, Sendable {
     // MARK: The webhook outbox
     /// Adds rows; one whose event id and URL are already there is skipped (a replayed write).
     func enqueueWebhooks(_ rows: [WebhookRecord]) throws(CatalogError)
-    /// Pending rows in id order (due or not: the dispatcher keeps each recording's order).
+    /// Pending rows in id order (due or not), for listings and tests.
     func pendingWebhooks(limit: Int) throws(CatalogError) -> [WebhookRecord]
-    /// Stores an attempt's outcome (status, attempts, next attempt, delivery time, error).
-    func updateWebhook(_ row: WebhookRecord) throws(CatalogError)
+    /// Leases to `claim.owner` the rows that may go now: of each (URL, recording), the oldest
+    /// pending row, when it is due, no live lease holds it and its credentials are the
+    /// claimant's; at most `perURL` leased per URL; the longest due first. Atomic against
+    /// every other process on the catalog (SQLite's write lock; PostgreSQL's row locks with
+    /// SKIP LOCKED), so no two processes send one row at once.
+    func claimWebhooks(_ claim: WebhookClaim) throws(CatalogError) -> [WebhookRecord]
+    /// Stores a claimed row's attempt (status, attempts, next attempt, delivery, error) and ends
+    /// the lease, only while `owner` still holds it: false when it does not (then nothing is written).
+    func recordWebhookAttempt(_ row: WebhookRecord, owner: String) throws(CatalogError) -> Bool
+    /// The owners of leases that have not run out.
+    func webhookLeaseOwners(now: Int64) throws(CatalogError) -> [String]
+    /// Ends `owner`'s leases (it is known dead): its rows may go at once.
+    func releaseWebhookLeases(owner: String) throws(CatalogError) -> Int
+    /// When the claimant's next row may be due (nil: none pending), for a drain to wait on.
+    func nextWebhookDue(credentials: String) throws(CatalogError) -> Int64?
+    /// Deletes delivered rows delivered before `before`; returns how many.
+    func pruneDeliveredWebhooks(before: Int64) throws(CatalogError) -> Int
     /// Newest first.
     func webhooks(_ filter: WebhookFilter) throws(CatalogError) -> [WebhookRecord]
     func webhookCounts() throws(CatalogError) -> WebhookCounts

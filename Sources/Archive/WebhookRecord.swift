@@ -31,10 +31,16 @@ public struct WebhookRecord: Codable, Sendable, Equatable, FetchableRecord, Muta
     public var deliveredAt: Int64?
     /// The last attempt's failure ("HTTP 500", "timed out after 10 s", "connection refused").
     public var lastError: String?
+    /// Which credentials (secret, headers) the row is sent with: a reference to them, '' for
+    /// none, nil for a row queued before references were kept (sent with the sender's own).
+    /// (Its lease, `lease_owner` and `lease_until`, lives in the table only: set and read by
+    /// the claim's SQL, never written from a record.)
+    public var credentials: String?
 
-    public init(eventID: String, sessionID: String?, eventType: String, url: String, body: String, createdAt: Int64, expiresAt: Int64) {
+    public init(eventID: String, sessionID: String?, eventType: String, url: String, body: String, createdAt: Int64, expiresAt: Int64,
+                credentials: String? = "") {
         (self.eventID, self.sessionID, self.eventType, self.url, self.body) = (eventID, sessionID, eventType, url, body)
-        (self.createdAt, self.nextAttemptAt, self.expiresAt) = (createdAt, createdAt, expiresAt)
+        (self.createdAt, self.nextAttemptAt, self.expiresAt, self.credentials) = (createdAt, createdAt, expiresAt, credentials)
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }
@@ -43,6 +49,26 @@ public struct WebhookRecord: Codable, Sendable, Equatable, FetchableRecord, Muta
         case id, url, body, attempts, status
         case eventID = "event_id", sessionID = "session_id", eventType = "event_type", createdAt = "created_at"
         case nextAttemptAt = "next_attempt_at", expiresAt = "expires_at", deliveredAt = "delivered_at", lastError = "last_error"
+        case credentials
+    }
+}
+
+/// What a dispatcher asks of the outbox when it claims rows to send.
+public struct WebhookClaim: Sendable {
+    /// This process (unique per dispatcher): the lease's owner.
+    public var owner: String
+    public var now: Int64
+    /// The lease ends here: long enough for one request, so a live owner always finishes first.
+    public var leaseUntil: Int64
+    /// The sender's credentials reference: rows with '' or this one (or none recorded) are its.
+    public var credentials: String
+    /// At most this many rows of one URL under lease at once, across every process, so one
+    /// receiver that hangs holds a few requests and never the whole queue.
+    public var perURL: Int
+    public var limit: Int
+
+    public init(owner: String, now: Int64, leaseUntil: Int64, credentials: String, perURL: Int, limit: Int) {
+        (self.owner, self.now, self.leaseUntil, self.credentials, self.perURL, self.limit) = (owner, now, leaseUntil, credentials, perURL, limit)
     }
 }
 
@@ -50,10 +76,12 @@ public struct WebhookRecord: Codable, Sendable, Equatable, FetchableRecord, Muta
 public struct WebhookFilter: Sendable {
     public var status: WebhookStatus?
     public var sessionID: String?
+    /// Only these rows.
+    public var ids: [Int64]?
     public var limit: Int?
 
-    public init(status: WebhookStatus? = nil, sessionID: String? = nil, limit: Int? = nil) {
-        (self.status, self.sessionID, self.limit) = (status, sessionID, limit)
+    public init(status: WebhookStatus? = nil, sessionID: String? = nil, ids: [Int64]? = nil, limit: Int? = nil) {
+        (self.status, self.sessionID, self.ids, self.limit) = (status, sessionID, ids, limit)
     }
 }
 

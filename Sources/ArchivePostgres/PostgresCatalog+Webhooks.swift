@@ -21,14 +21,63 @@ extension PostgresCatalog {
         return try fetch(query, WebhookRecord.init(postgres:))
     }
 
-    public func updateWebhook(_ row: WebhookRecord) throws(CatalogError) {
-        guard let id = row.id else { return }
+    public func claimWebhooks(_ claim: WebhookClaim) throws(CatalogError) -> [WebhookRecord] {
+        try link.transaction { db in
+            var binds = PostgresBindings()
+            binds.append(claim.now)
+            binds.append(claim.credentials)
+            binds.append(Int64(claim.perURL))
+            binds.append(Int64(claim.limit))
+            let sql = WebhookClaimSQL.candidates(placeholder: { "$\($0)" })
+            let ids = try db.query(PostgresQuery(unsafeSQL: sql, binds: binds)).rows.map { try $0.decode(Int64.self) }
+            guard !ids.isEmpty else { return [] }
+            // Another process may have chosen the same rows: the row locks decide. A row it
+            // holds is skipped, and one it leased meanwhile fails the lease test once locked.
+            return try db.query("""
+                UPDATE webhook_outbox SET lease_owner = \(claim.owner), lease_until = \(claim.leaseUntil)
+                WHERE id IN (SELECT id FROM webhook_outbox WHERE id = ANY(\(ids)) AND status = 'pending' AND lease_until <= \(claim.now)
+                             FOR UPDATE SKIP LOCKED)
+                RETURNING \(unescaped: WebhookRecord.selectColumns)
+                """).rows.map(WebhookRecord.init(postgres:)).sorted { ($0.nextAttemptAt, $0.id ?? 0) < ($1.nextAttemptAt, $1.id ?? 0) }
+        }
+    }
+
+    public func recordWebhookAttempt(_ row: WebhookRecord, owner: String) throws(CatalogError) -> Bool {
+        guard let id = row.id else { return false }
+        return try link.withConnection { db in
+            try db.changes("""
+                UPDATE webhook_outbox SET status = \(row.status.rawValue), attempts = \(Int64(row.attempts)),
+                next_attempt_at = \(row.nextAttemptAt), delivered_at = \(row.deliveredAt), last_error = \(row.lastError),
+                lease_owner = NULL, lease_until = 0 WHERE id = \(id) AND lease_owner = \(owner)
+                """) == 1
+        }
+    }
+
+    public func webhookLeaseOwners(now: Int64) throws(CatalogError) -> [String] {
+        try link.withConnection { db in
+            try db.query("SELECT DISTINCT lease_owner FROM webhook_outbox WHERE lease_until > \(now) AND lease_owner IS NOT NULL")
+                .rows.map { try $0.decode(String.self) }
+        }
+    }
+
+    public func releaseWebhookLeases(owner: String) throws(CatalogError) -> Int {
+        try link.withConnection { db in
+            try db.changes("UPDATE webhook_outbox SET lease_owner = NULL, lease_until = 0 WHERE lease_owner = \(owner)")
+        }
+    }
+
+    public func nextWebhookDue(credentials: String) throws(CatalogError) -> Int64? {
         try link.withConnection { db in
             try db.query("""
-                UPDATE webhook_outbox SET status = \(row.status.rawValue), attempts = \(Int64(row.attempts)),
-                next_attempt_at = \(row.nextAttemptAt), expires_at = \(row.expiresAt), delivered_at = \(row.deliveredAt),
-                last_error = \(row.lastError) WHERE id = \(id)
-                """)
+                SELECT min(greatest(next_attempt_at, lease_until)) FROM webhook_outbox
+                WHERE status = 'pending' AND (credentials IS NULL OR credentials = '' OR credentials = \(credentials))
+                """).rows.first?.decode(Int64?.self) ?? nil
+        }
+    }
+
+    public func pruneDeliveredWebhooks(before: Int64) throws(CatalogError) -> Int {
+        try link.withConnection { db in
+            try db.changes("DELETE FROM webhook_outbox WHERE status = 'delivered' AND delivered_at < \(before)")
         }
     }
 
@@ -36,6 +85,7 @@ extension PostgresCatalog {
         var query = FilteredQuery("SELECT \(WebhookRecord.selectColumns) FROM webhook_outbox")
         if let status = filter.status { query.require("status = ", status.rawValue) }
         if let session = filter.sessionID { query.require("session_id = ", session) }
+        if let ids = filter.ids { query.require("id = ANY(", ids, ")") }
         query.finish(orderBy: "id DESC", limit: filter.limit)
         return try fetch(query, WebhookRecord.init(postgres:))
     }
@@ -75,7 +125,7 @@ extension PostgresCatalog {
 
 extension WebhookRecord {
     static let selectColumns = """
-        id, event_id, session_id, event_type, url, body, created_at, attempts, next_attempt_at, expires_at, status, delivered_at, last_error
+        id, event_id, session_id, event_type, url, body, created_at, attempts, next_attempt_at, expires_at, status, delivered_at, last_error, credentials
         """
 
     init(postgres row: PostgresRow) throws {
@@ -88,6 +138,7 @@ extension WebhookRecord {
         status = WebhookStatus(rawValue: try value("status")) ?? .pending
         deliveredAt = try value("delivered_at")
         lastError = try value("last_error")
+        credentials = try value("credentials")
     }
 
     /// Without `id`: the server assigns it.
@@ -105,6 +156,7 @@ extension WebhookRecord {
         columns.add("status", status.rawValue)
         columns.add("delivered_at", deliveredAt)
         columns.add("last_error", lastError)
+        columns.add("credentials", credentials)
         return columns
     }
 }

@@ -42,14 +42,20 @@ final class SessionWebhooks: @unchecked Sendable {
         dispatcher = WebhookDispatcher(settings: settings, clock: clock, logger: logger)
     }
 
-    /// Delivers what is due about once a second, beside the session.
+    /// Delivers what comes due, beside the session, until `finish`.
     func start() {
         let (dispatcher, catalog) = (dispatcher, catalog)
         let task = Task.detached(priority: .utility) { [weak self] in
-            while !Task.isCancelled {
-                let report = await dispatcher.deliverDue(catalog)
-                self?.count(report, queued: try? catalog.webhookCounts().pending)
-                try? await Task.sleep(nanoseconds: 1_000_000_000)
+            let session = self
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { _ = await dispatcher.run(catalog, until: nil, untilIdle: false) { report in session?.count(report, queued: nil) } }
+                group.addTask {  // the queue's depth, for the metrics
+                    while !Task.isCancelled {
+                        let queued = await dispatcher.pendingCount(catalog)
+                        session?.count(WebhookDispatcher.Report(), queued: queued)
+                        try? await Task.sleep(nanoseconds: 2_000_000_000)
+                    }
+                }
             }
         }
         lock.withLock { loop = task }
@@ -62,7 +68,7 @@ final class SessionWebhooks: @unchecked Sendable {
         task?.cancel()
         _ = await task?.value
         let report = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: Int64(seconds * 1000)))
-        let left = try? catalog.webhookCounts().pending
+        let left = await dispatcher.pendingCount(catalog)
         count(report, queued: left)
         if let pending = left, pending > 0 {
             logger.notice("webhooks still queued; the next join, repair or `recbot webhooks retry` sends them",

@@ -49,15 +49,8 @@ public struct SessionRepair {
         self.isProcessAlive = isProcessAlive
     }
 
-    /// kill(pid, 0): the process exists (EPERM: it exists but is someone else's). A zombie (a
-    /// killed recbot nobody reaped yet, state Z in /proc) is dead for this purpose.
-    public static func processExists(_ pid: Int) -> Bool {
-        guard pid > 0, pid <= Int(Int32.max) else { return false }
-        guard kill(pid_t(pid), 0) == 0 || errno == EPERM else { return false }
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let afterName = stat.range(of: ") ", options: .backwards) else { return true }
-        return stat[afterName.upperBound...].first != "Z"
-    }
+    /// Whether `pid` is a live process on this host (`LocalProcess.isAlive`).
+    public static func processExists(_ pid: Int) -> Bool { LocalProcess.isAlive(pid: pid) }
 
     /// Sessions that never ended, or still have recordings in state `recording`.
     public func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {

@@ -41,9 +41,10 @@ public struct WebhookEvent: Sendable {
 
     /// The outbox rows: one per receiver URL.
     public func rows(settings: WebhookSettings, now: Int64) -> [WebhookRecord] {
-        settings.urls.map { url in
+        let credentials = settings.credentialsReference
+        return settings.urls.map { url in
             WebhookRecord(eventID: eventID, sessionID: sessionID, eventType: type, url: url, body: body, createdAt: now,
-                          expiresAt: now + settings.retryWindowMilliseconds)
+                          expiresAt: now + settings.retryWindowMilliseconds, credentials: credentials)
         }
     }
 

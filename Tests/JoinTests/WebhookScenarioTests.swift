@@ -6,36 +6,7 @@ import TestSupport
 /// Webhooks against a real HTTP receiver (Tests/Peers/webhook_receiver.py) that is down at
 /// first, then slow and failing: every event still arrives, signed, in order per recording.
 @Suite(.serialized) struct WebhookScenarioTests {
-    struct Receiver {
-        let process = Process()
-        let log: String
-        let url: String
-
-        init(directory: URL, arguments: [String]) throws {
-            let port = try freeLoopbackPort()
-            log = directory.appendingPathComponent("webhooks.jsonl").path
-            url = "http://127.0.0.1:\(port)/hook"
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", Scenario.peersDirectory.appendingPathComponent("webhook_receiver.py").path,
-                                 "--port", String(port), "--log", log] + arguments
-            process.standardOutput = FileHandle(forWritingAtPath: "/dev/null")
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
-        }
-
-        /// The requests it answered 200, with their parsed bodies.
-        func delivered() throws -> [(body: [String: Any], entry: [String: Any])] {
-            guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { return [] }
-            return try text.split(separator: "\n").compactMap { line in
-                let entry = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
-                guard entry["status"] as? Int == 200, let body = entry["body"] as? String,
-                      let object = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] else { return nil }
-                return (object, entry)
-            }
-        }
-
-        func stop() { stopProcess(process, graceSeconds: 0) }
-    }
+    typealias Receiver = WebhookReceiver
 
     @Test func everyEventArrivesSignedAndInOrderDespiteADownSlowFailingReceiver() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8"])

@@ -1,0 +1,124 @@
+import Archive
+import ArchivePostgres
+import Foundation
+import Logging
+import PostgresTestSupport
+import SystemClock
+import Testing
+import TestSupport
+import Webhooks
+import WireCoding
+
+/// The dispatcher against real receivers (Tests/Peers/webhook_receiver.py) and both catalogs
+/// (issue 39 item 4): one receiver's backlog starves no other, a drain keeps its deadline
+/// however a receiver behaves, two dispatchers share an outbox without sending a row twice,
+/// and a row goes only with its own credentials.
+@Suite(.serialized) struct WebhookOutboxDeliveryTests {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-outbox-\(UUID())")
+    let clock = SystemTimeSource()
+    let logger = Logger(label: "test")
+
+    init() throws { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+
+    func sqlite() throws -> Catalog { try Catalog(path: directory.appendingPathComponent("catalog-\(UUID()).sqlite").path) }
+
+    func rows(_ count: Int, sessions: Int, to url: String, settings: WebhookSettings, prefix: String) -> [WebhookRecord] {
+        let now = clock.wallClockMilliseconds()
+        return (0..<count).flatMap { index in
+            WebhookEvent(uploaded: "archive.uploaded", sessionID: "\(prefix)-S\(index % sessions)", fields: ["n": index],
+                         timestampMilliseconds: now, id: "\(prefix)-\(index)")
+                .rows(settings: WebhookSettings(urls: [url], secret: settings.secret, headers: settings.headers), now: now)
+        }
+    }
+
+    /// 10,000 rows for a receiver that accepts and never answers, queued before one row for a
+    /// live receiver: the live one has it within 2 s.
+    @Test func aHungReceiversBacklogDelaysNoOtherReceiver() async throws {
+        let hung = try WebhookReceiver(directory: directory, arguments: ["--delay", "3600"], waitUntilListening: true)
+        let live = try WebhookReceiver(directory: directory, arguments: [], waitUntilListening: true)
+        defer { hung.stop(); live.stop() }
+        let catalog = try sqlite()
+        let settings = WebhookSettings(urls: [])
+        try catalog.enqueueWebhooks(rows(10_000, sessions: 500, to: hung.url, settings: settings, prefix: "dead"))
+        try catalog.enqueueWebhooks(rows(1, sessions: 1, to: live.url, settings: settings, prefix: "live"))
+        let start = Date()
+        let dispatcher = WebhookDispatcher(settings: settings, clock: clock, logger: logger)
+        let drain = Task { await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: 4_000)) }
+        while try live.delivered().isEmpty, Date().timeIntervalSince(start) < 5 { try await Task.sleep(nanoseconds: 20_000_000) }
+        let waited = Date().timeIntervalSince(start)
+        #expect(try live.delivered().count == 1 && waited < 2, "the live receiver waited \(waited) s")
+        _ = await drain.value
+        #expect(Date().timeIntervalSince(start) < 6, "the drain kept its 4 s deadline")
+        #expect(try hung.requests().isEmpty, "no answer came from the hung receiver")
+        await dispatcher.shutdown()
+    }
+
+    /// `webhooks retry --seconds 1` against a receiver that never answers: about a second,
+    /// not a request's full timeout per row.
+    @Test func aDrainKeepsItsDeadlineWhenTheReceiverNeverAnswers() async throws {
+        let hung = try WebhookReceiver(directory: directory, arguments: ["--delay", "3600"], waitUntilListening: true)
+        defer { hung.stop() }
+        let catalog = try sqlite()
+        let settings = WebhookSettings(urls: [])
+        try catalog.enqueueWebhooks(rows(40, sessions: 40, to: hung.url, settings: settings, prefix: "hung"))
+        let start = Date()
+        let report = await WebhookSender.drainQueued(catalog, settings: settings, seconds: 1, clock: clock)
+        let took = Date().timeIntervalSince(start)
+        #expect(took < 2.5, "took \(took) s")
+        #expect(report.delivered == 0 && report.failedAttempts == WebhookDispatcher.leasesPerURL, "\(report)")
+        let retried = try catalog.pendingWebhooks(limit: 100).filter { $0.attempts == 1 }
+        #expect(retried.allSatisfy { $0.lastError?.hasPrefix("no answer within") == true } && retried.count == 4)
+    }
+
+    /// Rows queued under one secret and header set are not sent by a process holding another:
+    /// they stay queued for their own; then they go, signed with their own secret.
+    @Test func aRowGoesOnlyWithItsOwnCredentials() async throws {
+        let receiver = try WebhookReceiver(directory: directory, arguments: ["--secret", "secret-A"], waitUntilListening: true)
+        defer { receiver.stop() }
+        let catalog = try sqlite()
+        let channelA = WebhookSettings(urls: [], secret: Array("secret-A".utf8), headers: [(name: "Authorization", value: "Bearer A")])
+        let channelB = WebhookSettings(urls: [], secret: Array("secret-B".utf8), headers: [(name: "Authorization", value: "Bearer B")])
+        #expect(channelA.credentialsReference != channelB.credentialsReference && !channelA.credentialsReference.contains("secret"))
+        try catalog.enqueueWebhooks(rows(3, sessions: 1, to: receiver.url, settings: channelA, prefix: "A"))
+        let asB = await WebhookSender.drainQueued(catalog, settings: channelB, seconds: 1, clock: clock)
+        #expect(try asB.attempts == 0 && receiver.requests().isEmpty, "B sends none of A's rows")
+        #expect(try catalog.webhookCounts().pending == 3)
+        let asA = await WebhookSender.drainQueued(catalog, settings: channelA, seconds: 5, clock: clock)
+        let seen = try receiver.delivered()
+        #expect(asA.delivered == 3 && seen.count == 3, "\(asA)")
+        #expect(seen.allSatisfy { $0.entry["signature_valid"] as? Bool == true && ($0.entry["headers"] as? [String: String])?["authorization"] == "Bearer A" })
+    }
+
+    /// Two dispatchers (as two joins, or a join and a repair, on two hosts) drain one
+    /// PostgreSQL outbox of 1,000 events to a slow receiver: each event arrives once, and each
+    /// recording's events in their order.
+    @Test(.enabled(if: PostgresServer.isInstalled, "PostgreSQL 15 is not installed: deploy/install-deps.sh installs it"))
+    func twoDispatchersOnOnePostgresOutboxSendEachRowOnceInOrder() async throws {
+        let receiver = try WebhookReceiver(directory: directory, arguments: ["--delay", "0.02"], waitUntilListening: true)
+        defer { receiver.stop() }
+        let server = try PostgresServer.shared.get()
+        guard case .postgres(let url) = try CatalogLocation.parse(try server.makeDatabase()) else { Issue.record("not PostgreSQL"); return }
+        let settings = WebhookSettings(urls: [])
+        let first = try PostgresCatalog(url: url), second = try PostgresCatalog(url: url)
+        try first.enqueueWebhooks(rows(1_000, sessions: 25, to: receiver.url, settings: settings, prefix: "fleet"))
+        let dispatchers = [WebhookDispatcher(settings: settings, clock: clock, logger: logger),
+                           WebhookDispatcher(settings: settings, clock: clock, logger: logger)]
+        let deadline = clock.now().adding(milliseconds: 120_000)
+        async let a = dispatchers[0].drain(first, until: deadline)
+        async let b = dispatchers[1].drain(second, until: deadline)
+        let reports = await [a, b]
+        for dispatcher in dispatchers { await dispatcher.shutdown() }
+        #expect(reports.allSatisfy { $0.delivered > 0 }, "both took part: \(reports.map(\.delivered))")
+        let ids = try receiver.delivered().compactMap { $0.body["id"] as? String }
+        #expect(ids.count == 1_000 && Set(ids).count == 1_000, "\(ids.count) requests, \(Set(ids).count) events")
+        for session in 0..<25 {
+            let order = ids.filter { $0.hasPrefix("fleet-") }.compactMap { Int($0.dropFirst(6)) }.filter { $0 % 25 == session }
+            #expect(order == order.sorted(), "recording S\(session) out of order")
+        }
+        #expect(try first.webhookCounts().delivered == 1_000)
+    }
+}
+
+extension WebhookDispatcher.Report {
+    var attempts: Int { delivered + failedAttempts + givenUp + unrecorded }
+}
