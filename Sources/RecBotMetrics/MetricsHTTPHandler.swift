@@ -18,9 +18,12 @@ final class MetricsHTTPHandler: ChannelInboundHandler {
     private var waiting: HTTPRequestHead?
     private var deadline: Scheduled<Void>?
 
-    init(registry: PrometheusCollectorRegistry, limits: MetricsServerLimits) {
+    private let connections: ConnectionTable
+
+    init(registry: PrometheusCollectorRegistry, limits: MetricsServerLimits, connections: ConnectionTable) {
         self.registry = registry
         self.limits = limits
+        self.connections = connections
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -42,6 +45,7 @@ final class MetricsHTTPHandler: ChannelInboundHandler {
         case .head(let head):
             request = head
             bodyBytes = 0
+            connections.setBusy(context.channel, true)
         case .body(let chunk):
             // A scrape has no body; a large one is not a scrape.
             bodyBytes += chunk.readableBytes
@@ -81,6 +85,8 @@ final class MetricsHTTPHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: written)
         let channel = context.channel
         if head.isKeepAlive {
+            let connections = self.connections
+            written.futureResult.whenComplete { _ in connections.setBusy(channel, false) }
             armDeadline(context: context)
         } else {
             written.futureResult.whenComplete { _ in channel.close(promise: nil) }

@@ -24,23 +24,23 @@ public struct MetricsServerLimits: Sendable {
 /// endpoint needs no web framework). Anything else is 404; methods other than GET and HEAD 405.
 public final class MetricsHTTPServer: Sendable {
     private let channel: Channel
-    private let connections: NIOLockedValueBox<Int>
+    private let connections: ConnectionTable
     /// Where it listens (the real port when asked for port 0).
     public let port: Int
 
-    private init(channel: Channel, connections: NIOLockedValueBox<Int>) {
+    private init(channel: Channel, connections: ConnectionTable) {
         self.channel = channel
         self.connections = connections
         port = channel.localAddress?.port ?? 0
     }
 
     /// Connections open now.
-    public var openConnections: Int { connections.withLockedValue { $0 } }
+    public var openConnections: Int { connections.count }
 
     /// Listens on `host:port`; throws when the address cannot be bound (in use, not local).
     public static func start(host: String, port: Int, registry: PrometheusCollectorRegistry, group: EventLoopGroup,
                              limits: MetricsServerLimits = MetricsServerLimits()) async throws -> MetricsHTTPServer {
-        let connections = NIOLockedValueBox(0)
+        let connections = ConnectionTable(limit: limits.maximumConnections)
         let decoderLimits = {
             var configuration = NIOHTTPDecoderLimitConfiguration()
             (configuration.maxHeaderFieldSize, configuration.maxHeaderListSize, configuration.maxHeaderFieldCount) =
@@ -52,12 +52,11 @@ public final class MetricsHTTPServer: Sendable {
             .childChannelOption(ChannelOptions.writeBufferWaterMark,
                                 value: .init(low: limits.writeBufferHighWaterMark / 2, high: limits.writeBufferHighWaterMark))
             .childChannelInitializer { channel in
-                guard admit(channel, connections: connections, limit: limits.maximumConnections) else {
-                    return channel.close()
-                }
+                guard connections.admit(channel) else { return channel.close() }
                 return channel.pipeline.configureHTTPServerPipeline(withDecoderLimitConfiguration: decoderLimits).flatMap {
                     channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(registry: registry, limits: limits))
+                        try channel.pipeline.syncOperations.addHandler(MetricsHTTPHandler(registry: registry, limits: limits,
+                                                                                          connections: connections))
                     }
                 }
             }
@@ -65,18 +64,60 @@ public final class MetricsHTTPServer: Sendable {
         return MetricsHTTPServer(channel: channel, connections: connections)
     }
 
-    /// Counts the connection while it is open; false when the cap is reached.
-    private static func admit(_ channel: Channel, connections: NIOLockedValueBox<Int>, limit: Int) -> Bool {
-        let admitted = connections.withLockedValue { count in
-            guard count < limit else { return false }
-            count += 1
-            return true
+    public func close() async {
+        try? await channel.close()
+    }
+}
+
+/// The open connections in the order they came, each idle (between requests) or busy (a
+/// request under way). At the cap the oldest idle one is closed to make room, so clients that
+/// hold connections open without asking (or trickle a request's headers) cannot keep a scrape
+/// out; only when every connection is busy is a new one refused.
+final class ConnectionTable: Sendable {
+    private struct State {
+        var busy: [ObjectIdentifier: Bool] = [:]
+        /// Arrival order, for "the oldest idle".
+        var order: [(id: ObjectIdentifier, channel: Channel)] = []
+    }
+
+    private let limit: Int
+    private let state = NIOLockedValueBox(State())
+
+    init(limit: Int) { self.limit = limit }
+
+    var count: Int { state.withLockedValue { $0.order.count } }
+
+    /// Counts `channel` while it is open, closing the oldest idle connection when the cap is
+    /// reached; false when every connection is busy.
+    func admit(_ channel: Channel) -> Bool {
+        let id = ObjectIdentifier(channel)
+        let (admitted, evicted) = state.withLockedValue { state -> (Bool, Channel?) in
+            var evicted: Channel?
+            if state.order.count >= limit {
+                guard let oldest = state.order.firstIndex(where: { state.busy[$0.id] == false }) else { return (false, nil) }
+                evicted = state.order.remove(at: oldest).channel
+                state.busy[ObjectIdentifier(evicted!)] = nil
+            }
+            state.order.append((id, channel))
+            state.busy[id] = false
+            return (true, evicted)
         }
-        if admitted { channel.closeFuture.whenComplete { _ in connections.withLockedValue { $0 -= 1 } } }
+        evicted?.close(promise: nil)
+        if admitted { channel.closeFuture.whenComplete { [weak self] _ in self?.remove(id) } }
         return admitted
     }
 
-    public func close() async {
-        try? await channel.close()
+    func setBusy(_ channel: Channel, _ busy: Bool) {
+        state.withLockedValue { state in
+            let id = ObjectIdentifier(channel)
+            if state.busy[id] != nil { state.busy[id] = busy }
+        }
+    }
+
+    private func remove(_ id: ObjectIdentifier) {
+        state.withLockedValue { state in
+            guard state.busy.removeValue(forKey: id) != nil else { return }
+            state.order.removeAll { $0.id == id }
+        }
     }
 }
