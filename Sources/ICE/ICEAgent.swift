@@ -184,6 +184,11 @@ public final class ICEAgent {
         pairs.contains { $0.remote.address == remote && $0.state == .succeeded }
     }
 
+    /// When the peer last proved consent on the selected pair (nil before one is selected).
+    public var consentGrantedAt: MonotonicTime? {
+        state == .connected ? consent.lastGranted : nil
+    }
+
     /// When consent expires unless a consent check is answered before (RFC 7675).
     public var consentExpiresAt: MonotonicTime? {
         state == .connected ? consent.expiresAt : nil

@@ -58,10 +58,12 @@ public struct RecvOnlyNegotiation {
             remotePassword: answer.remote.icePwd, role: answer.remote.iceLite ? .controlling : .controlled, tieBreaker: random())
         configuration.maximumRemoteCandidates = 64
         configuration.relayOnly = relayOnly
-        // A recorder rejoins rather than wait out RFC 7675's 30 s: consent is checked about
-        // every 2 s, and a path with no answer for 10 s is lost (the session then joins again).
+        // Consent is checked about every 2 s, so a quiet path shows within seconds; the
+        // session's watch (LivenessWatch) then keeps it while the network is dark, or rejoins at
+        // once when the server answers again but this path does not. Consent itself runs out
+        // after RFC 7675's 30 s: an outage shorter than that costs no more than itself.
         configuration.consentIntervalMilliseconds = 2_000
-        configuration.consentTimeoutMilliseconds = 10_000
+        configuration.consentTimeoutMilliseconds = 30_000
         let ice = ICEAgent(configuration: configuration, hosts: hosts, remoteCandidates: answer.remote.candidates, random: random)
         if answer.remote.endOfCandidates { ice.setRemoteEndOfCandidates() }
         let dtls: DTLSEndpoint

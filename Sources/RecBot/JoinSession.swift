@@ -335,7 +335,10 @@ public final class JoinSession: @unchecked Sendable {
         let lost = String(format: "%.1f", Double(interruptions.mediaLostNanoseconds) / 1e9)
         let counted = "\(interruptions.count) interruption\(interruptions.count == 1 ? "" : "s"), \(lost) s lost"
         if let current = interruptions.current {
-            ending.reason = "\(last.reason) (still rejoining after \(current); \(counted))"
+            // Told apart: a connection kept through a stall the window ended in (the network
+            // was still down), and a rejoin still under way.
+            let state = interruptions.currentIsStall ? "network still down at the end" : "still rejoining"
+            ending.reason = "\(last.reason) (\(state) after \(current); \(counted))"
             if ending.result == .success { ending.cause = .connectionLost }
         } else {
             ending.reason = "\(last.reason) (\(counted))"

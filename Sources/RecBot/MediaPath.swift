@@ -221,6 +221,12 @@ final class MediaPath: @unchecked Sendable {
         transport.withCore { $0.handle(remoteCandidate: candidate, now: clock.now()) }
     }
 
+    /// When ICE consent was last granted on the selected pair (nil before one is selected).
+    func consentGrantedAt() async -> MonotonicTime? {
+        let core = self.core
+        return (try? await transport.eventLoop.submit(confined: core) { $0.ice.consentGrantedAt }.get()) ?? nil
+    }
+
     func packetsReceived() async -> Int {
         let core = self.core
         return (try? await transport.eventLoop.submit(confined: core) { $0.counters.rtpPackets }.get()) ?? 0

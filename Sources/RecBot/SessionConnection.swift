@@ -84,11 +84,16 @@ struct SessionConnection {
             inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
         }
         let progress = Task { await path.reportProgress(every: 5) }
+        let watch = Task { [media, inbox] in
+            await ConnectionWatch(clock: session.clock, logger: logger, interruptions: media.interruptions, inbox: inbox)
+                .run(path: path, connection: start.connection, loop: media.loop)
+        }
         let layers = LayerPreference(simulcastRID: options.connect.simulcastRID, spotlightFocusRID: options.connect.spotlightFocusRID,
                                      spotlightUnfocusRID: options.connect.spotlightUnfocusRID)
         var signaling = SignalingSession(offer: offer, layers: layers, logger: logger)
         let end = await converse(&signaling, path: path, connection: start.connection)
         progress.cancel()
+        watch.cancel()
 
         // 4. Leave politely; this connection's files go to the finisher.
         let rejoinable = ConnectionEndKind.isRejoinable(end, transportFailure: path.transportFailure.withLockedValue { $0 })

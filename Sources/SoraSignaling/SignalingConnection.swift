@@ -13,37 +13,50 @@ public final class SignalingConnection: @unchecked Sendable {
     public let messages: AsyncStream<String>
     private let socket: WebSocket
     private let continuation: AsyncStream<String>.Continuation
-    private let drops: DropCounter
+    private let drops: EventCounter
+    private let heard: EventCounter
     public static let bufferedMessages = 4_096
 
     private init(url: String, socket: WebSocket, messages: AsyncStream<String>, continuation: AsyncStream<String>.Continuation,
-                 drops: DropCounter) {
+                 drops: EventCounter, heard: EventCounter) {
         self.url = url
         self.socket = socket
         self.messages = messages
         self.continuation = continuation
         self.drops = drops
+        self.heard = heard
     }
+
+    /// Frames received so far (messages and pongs): the session's watch samples it to see
+    /// whether the WebSocket still carries anything.
+    public var framesHeard: Int { heard.count }
+
+    /// A WebSocket ping; its pong counts in `framesHeard`.
+    public func sendPing() { socket.sendPing() }
 
     /// Messages dropped because the stream was full (logged once, when the first is).
     public var droppedMessages: Int { drops.count }
 
     /// Wires the socket into the stream. websocket-kit wants this on the socket's event loop (onUpgrade).
-    private static func attach(_ socket: WebSocket, to stream: AsyncStream<String>.Continuation, url: String, drops: DropCounter,
-                               logger: Logger) {
+    private static func attach(_ socket: WebSocket, to stream: AsyncStream<String>.Continuation, url: String, drops: EventCounter,
+                               heard: EventCounter, logger: Logger) {
         socket.onText { _, text in
+            _ = heard.add()
             if case .dropped = stream.yield(text), drops.add() == 1 {
                 logger.error("signaling messages dropped: consumer too slow (counted; total at the end)", metadata: ["url": "\(url)"])
             }
         }
+        socket.onPong { _, _ in _ = heard.add() }
         socket.onClose.whenComplete { _ in stream.finish() }
-        // A connection that went dark (no close, no RST: a blackout, a dead NAT) shows here:
-        // a ping unanswered for one interval closes it with 1006, and the session can rejoin.
+        // A connection that went dark (no close, no RST: a blackout, a dead NAT) is watched by
+        // the session (its pings every 2 s, `framesHeard`), which keeps it through a short
+        // outage; websocket-kit's own ping is only the backstop: unanswered for a whole
+        // interval, it closes the socket with 1006.
         socket.pingInterval = keepaliveInterval
     }
 
-    /// WebSocket-level pings: a dead connection is noticed within one to two of these.
-    public static let keepaliveInterval = TimeAmount.seconds(5)
+    /// websocket-kit's pings: a connection silent for one to two of these is closed.
+    public static let keepaliveInterval = TimeAmount.seconds(30)
 
     public func send(_ text: String) { socket.send(text) }
 
@@ -76,13 +89,13 @@ public final class SignalingConnection: @unchecked Sendable {
         let stream = streamContinuation!
         // websocket-kit's future can complete before onUpgrade hands over the socket: wait for onUpgrade.
         let handoff = SocketHandoff()
-        let drops = DropCounter()
+        let (drops, heard) = (EventCounter(), EventCounter())
         let socket: WebSocket
         do {
             socket = try await withCheckedThrowingContinuation { continuation in
                 handoff.start(continuation)
                 WebSocket.connect(to: connectURL, configuration: configuration, on: group) { socket in
-                    attach(socket, to: stream, url: url, drops: drops, logger: logger)
+                    attach(socket, to: stream, url: url, drops: drops, heard: heard, logger: logger)
                     handoff.succeed(socket)
                 }
                 .whenFailure { error in handoff.fail(error) }
@@ -92,12 +105,12 @@ public final class SignalingConnection: @unchecked Sendable {
             let tls = TLSFailure.describe(error, serverName: components.host ?? url, trustHint: "--insecure accepts any certificate, for test servers only")
             throw .connectFailed(url: url, detail: tls ?? "\(error)")
         }
-        return SignalingConnection(url: url, socket: socket, messages: messages, continuation: stream, drops: drops)
+        return SignalingConnection(url: url, socket: socket, messages: messages, continuation: stream, drops: drops, heard: heard)
     }
 }
 
-/// Counts drops from the socket's event loop; read from anywhere.
-private final class DropCounter: @unchecked Sendable {
+/// Counts from the socket's event loop (drops, frames heard); read from anywhere.
+private final class EventCounter: @unchecked Sendable {
     private let lock = NSLock()
     private var value = 0
 

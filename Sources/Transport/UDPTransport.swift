@@ -15,9 +15,11 @@ public final class UDPTransport: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `eventLoop` (checked by preconditions).
     public let eventLoop: EventLoop
     public let localAddresses: [TransportAddress]
-    private let channels: [TransportAddress: Channel]
+    /// The sockets by their address; on `eventLoop` (a socket NIO closed is bound again).
+    private var channels: [TransportAddress: Channel]
     /// The thread that reads the sockets (and nothing else).
     private let readers: MultiThreadedEventLoopGroup
+    private let box: HandlerBox
     public let backlog: ReceiveBacklog
     var core: PeerConnectionCore?
     private var onEvent: ((TransportEvent) -> Void)?
@@ -34,12 +36,13 @@ public final class UDPTransport: @unchecked Sendable {
     /// The time the core is given; its deadlines are scheduled as delays from it.
     let clock: any TimeSource
 
-    private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], readers: MultiThreadedEventLoopGroup,
+    private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], readers: MultiThreadedEventLoopGroup, box: HandlerBox,
                  backlog: ReceiveBacklog, clock: any TimeSource, logger: Logger) {
         self.eventLoop = eventLoop
         self.clock = clock
         self.channels = channels
         self.readers = readers
+        self.box = box
         self.backlog = backlog
         self.localAddresses = channels.keys.sorted { $0.description < $1.description }
         self.logger = logger
@@ -64,7 +67,7 @@ public final class UDPTransport: @unchecked Sendable {
     /// The receive buffer the kernel actually granted (Linux reports twice the usable size).
     public func grantedReceiveBufferBytes() async throws -> [Int] {
         var sizes: [Int] = []
-        for channel in channels.values {
+        for channel in await openChannels() {
             sizes.append(Int(try await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get()))
         }
         return sizes
@@ -88,14 +91,21 @@ public final class UDPTransport: @unchecked Sendable {
             guard let local = bound.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { continue }
             channels[local] = bound
         }
-        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, readers: readers, backlog: backlog, clock: clock, logger: logger)
+        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, readers: readers, box: box, backlog: backlog, clock: clock,
+                                     logger: logger)
         box.transport = transport
+        let bound = channels
+        eventLoop.execute { for (local, channel) in bound { transport.watch(channel, local: local) } }
         return transport
     }
 
     private static func bindReader(_ ip: IPAddress, on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog,
                                    loop: EventLoop) async throws -> Channel {
-        try await DatagramBootstrap(group: readLoop)
+        try await bootstrap(on: readLoop, box: box, backlog: backlog, loop: loop).bind(host: ip.description, port: 0).get()
+    }
+
+    private static func bootstrap(on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog, loop: EventLoop) -> DatagramBootstrap {
+        DatagramBootstrap(group: readLoop)
             .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             // Bursts (keyframes from many senders, a burst of data-channel messages) must
             // not overflow the socket while the sockets' thread waits for a core; the kernel's
@@ -114,7 +124,50 @@ public final class UDPTransport: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.pipeline.addHandler(DatagramHandler(box: box, backlog: backlog, coreLoop: loop))
             }
-            .bind(host: ip.description, port: 0).get()
+    }
+
+    /// The open sockets, read on the loop that owns them.
+    private func openChannels() async -> [Channel] {
+        await withCheckedContinuation { continuation in eventLoop.execute { continuation.resume(returning: Array(self.channels.values)) } }
+    }
+
+    // MARK: Sockets that NIO closes
+
+    /// NIO closes a datagram socket on a failed send (all but EMSGSIZE and EHOSTUNREACH): a
+    /// firewall that drops (EPERM) or a route that went away (ENETUNREACH) during an outage
+    /// would end the connection for good, though the peer still knows this address and port
+    /// and answers once the network is back. Such a socket is bound again, on the same address
+    /// and port, every half second until that holds, so the connection comes back with the network.
+    private func watch(_ channel: Channel, local: TransportAddress) {
+        channel.closeFuture.whenComplete { [weak self] _ in
+            guard let self else { return }
+            self.eventLoop.execute { self.socketClosed(channel, local: local) }
+        }
+    }
+
+    private func socketClosed(_ channel: Channel, local: TransportAddress) {
+        eventLoop.preconditionInEventLoop()
+        guard core != nil, channels[local] === channel else { return }  // closing, or already replaced
+        channels[local] = nil
+        logger.notice("a socket was closed by a failed send (the network may be down); binding it again", metadata: ["address": "\(local)"])
+        rebind(local)
+    }
+
+    private func rebind(_ local: TransportAddress) {
+        eventLoop.scheduleTask(in: .milliseconds(500)) { [weak self] in
+            guard let self, self.core != nil, let address = try? local.socketAddress() else { return }
+            Self.bootstrap(on: self.readers.next(), box: self.box, backlog: self.backlog, loop: self.eventLoop).bind(to: address)
+                .hop(to: self.eventLoop).whenComplete { result in
+                    switch result {
+                    case .success(let channel):
+                        guard self.core != nil else { channel.close(promise: nil); return }
+                        self.channels[local] = channel
+                        self.watch(channel, local: local)
+                    case .failure:
+                        self.rebind(local)
+                    }
+                }
+        }
     }
 
     /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
@@ -152,7 +205,7 @@ public final class UDPTransport: @unchecked Sendable {
                 continuation.resume()
             }
         }
-        for channel in channels.values { try? await channel.close() }
+        for channel in await openChannels() { try? await channel.close() }
         try? await readers.shutdownGracefully()
         let streams = await withCheckedContinuation { continuation in
             eventLoop.execute { continuation.resume(returning: Array(self.streamChannels.values)) }

@@ -106,29 +106,63 @@ import Testing
         try expectContinuousArchive(run, scenario, publishers: 1, parts: 2, minimumSeconds: 16 - 4 - 2 - 1)
     }
 
-    /// The WebSocket stays open but nothing comes back: recbot's pings go unanswered and it
-    /// closes the connection itself. Media flowed meanwhile, so little is lost.
+    /// The WebSocket stays open but nothing comes back while the media path is fine: recbot's
+    /// pings go unanswered, the server answers a TCP probe, and 15 s later (what TCP's backoff
+    /// after a real outage may take) recbot ends the connection and joins again. Media flowed
+    /// meanwhile, so little is lost.
     @Test func aWebSocketThatStopsAnsweringIsNoticedByItsPings() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--fault", "ws-silence@3"])
         defer { scenario.stop() }
-        let run = try record(scenario, ["--duration", "20s"])
+        let run = try record(scenario, ["--duration", "32s"])
         expectRejoined(run, outages: 1)
         let outage = try #require(run.interruptions.first)
-        #expect(outage.cause.hasPrefix("signaling-closed"), "\(outage)")
-        try expectContinuousArchive(run, scenario, publishers: 1, parts: 2, minimumSeconds: 20 - 2 - 1)
+        #expect(outage.cause.contains("this WebSocket does not (nothing on the WebSocket for"), "\(outage)")
+        try expectContinuousArchive(run, scenario, publishers: 1, parts: 2, minimumSeconds: 32 - 2 - 1)
     }
 
-    /// ICE consent goes unanswered: after 10 s without a response the path is lost and
-    /// recbot joins again (the media went on until then).
+    /// ICE consent goes unanswered while media still arrives: the connection delivers, so it
+    /// is kept until consent runs out (RFC 7675's 30 s after the last answer); then recbot
+    /// joins again (the media went on until then).
     @Test func lostICEConsentIsNoticedAndRejoined() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--fault", "consent-stop@3"])
         defer { scenario.stop() }
-        let run = try record(scenario, ["--duration", "20s"])
+        let run = try record(scenario, ["--duration", "40s"])
         expectRejoined(run, outages: 1)
         let outage = try #require(run.interruptions.first)
         #expect(outage.cause.contains("consent"), "\(outage)")
-        #expect(outage.startedAt - run.session.startedAt > 10_000, "consent lost 10 s after the last response: \(outage)")
-        try expectContinuousArchive(run, scenario, publishers: 1, parts: 2, minimumSeconds: 20 - 2 - 1)
+        #expect(outage.startedAt - run.session.startedAt > 30_000, "consent lost 30 s after the last response: \(outage)")
+        try expectContinuousArchive(run, scenario, publishers: 1, parts: 2, minimumSeconds: 40 - 2 - 1)
+    }
+
+    /// Issue 39 item 7: an 8 s blackout (a firewall dropping everything) costs no more than
+    /// itself: the connection is kept while the network is dark and records again when it is
+    /// back (or, if it cannot, a rejoin does), with no more than the blackout and a second lost.
+    @Test(.enabled(if: FirewalledNetwork.isAvailable, "needs root and nftables for a network namespace with a firewall"))
+    func anEightSecondBlackoutIsRiddenThrough() throws {
+        let network = try FirewalledNetwork(blockingUDP: false)
+        defer { network.remove() }
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--listen-host", network.hostAddress, "--serve-rejoins",
+                                                      "--max-seconds", "90"])
+        defer { scenario.stop() }
+        let blackout = Thread {
+            Thread.sleep(forTimeInterval: 10)
+            try? network.startBlackout()
+            Thread.sleep(forTimeInterval: 8)
+            try? network.endBlackout()
+        }
+        blackout.start()
+        let run = try record(scenario, ["--duration", "30s", "--allow-address", "\(network.clientAddress)/32"], launcher: network.launcher)
+        #expect(run.status == 0, "\(run.session.endReason ?? "-") \(run.stderr.suffix(3_000))")
+        #expect(run.interruptions.count == 1 && run.interruptions.allSatisfy { $0.endedAt != nil }, "\(run.interruptions)")
+        #expect((run.interruptions.first?.mediaLostMs ?? .max) <= 9_000, "the blackout and at most a second: \(run.interruptions)")
+        let bySender = Dictionary(grouping: run.recordings, by: \.connectionID)
+        for (sender, parts) in bySender {
+            let seconds = Double(parts.compactMap(\.durationMs).reduce(0, +)) / 1000
+            // The first second goes to the join, the keyframe and the sync hold.
+            #expect(seconds >= 30 - 8 - 1 - 1, "\(sender): \(seconds) s of media in \(parts.count) part(s)")
+        }
+        let verify = try scenario.recbot(["verify", "--data-dir", scenario.dataDirectory, run.session.id])
+        #expect(verify.status == 0, "\(verify.stdout.suffix(2_000))")
     }
 
     /// Signaling on data channels only (the WebSocket gone after the switch): the signaling
@@ -194,7 +228,11 @@ import Testing
         }
         blackout.start()
         let run = try record(scenario, ["--duration", "60s", "--allow-address", "\(network.clientAddress)/32"], launcher: network.launcher)
-        expectRejoined(run, outages: 2)
-        try expectContinuousArchive(run, scenario, publishers: 2, parts: 3, minimumSeconds: 60 - 20 - 2 * 2)
+        // The drop is rejoined; the blackout, within the consent window, is ridden through on
+        // the same connection when it comes back by itself (else a rejoin takes over).
+        #expect(run.status == 0 && run.interruptions.count == 2 && run.interruptions.allSatisfy { $0.endedAt != nil }, "\(run.interruptions)")
+        let parts = Set(run.recordings.map(\.part)).count
+        try expectContinuousArchive(run, scenario, publishers: 2, parts: parts, minimumSeconds: 60 - 20 - 2 * 2)
+        #expect(parts == 2 || parts == 3)
     }
 }

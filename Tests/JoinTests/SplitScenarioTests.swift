@@ -92,6 +92,28 @@ import WebMReader
         #expect(verify.status == 0, "\(verify.stdout.suffix(3_000))")
     }
 
+    /// Issue 39 item 1, as the issue reproduced it: a video-only VP9 sender that answers no
+    /// keyframe request and sends one every 10 s, split every 2 s without the whole file, its
+    /// WebSocket aborted at 7 s while the current part waits for the keyframe after a boundary.
+    /// The rejoined sender's next part reuses no number: exit 0, every part verifies, and the
+    /// media lost is the outage and at most a second more.
+    @Test func aRejoinWhileAPartWaitsForItsKeyframeReusesNoPartNumber() throws {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp9", "--video-only", "--keyframe-interval", "10",
+                                                      "--ignore-keyframe-requests", "--fault", "ws-abort@7"])
+        defer { scenario.stop() }
+        let result = try scenario.join(["--duration", "14s", "--split-duration", "2", "--split-only"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+        let catalog = try scenario.catalog()
+        let session = try #require(try catalog.sessions().first)
+        let parts = try catalog.recordings(RecordingFilter(sessionID: session.id)).map(\.part).sorted()
+        #expect(parts == Array(1...max(1, parts.count)) && parts.count >= 2, "each part number once, no hole: \(parts)")
+        let outage = try #require(try catalog.interruptions(sessionID: session.id).first)
+        let outageMs = (outage.endedAt ?? .max) - outage.startedAt
+        #expect((outage.mediaLostMs ?? .max) <= outageMs + 1_000, "\(outage)")
+        let verify = try scenario.recbot(["verify", "--data-dir", scenario.dataDirectory, session.id])
+        #expect(verify.status == 0, "\(verify.stdout.suffix(3_000))")
+    }
+
     private func json(_ path: String) throws -> [String: Any] {
         try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any], "\(path)")
     }

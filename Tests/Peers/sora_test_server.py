@@ -191,8 +191,9 @@ def fill_in_rejected_sections(offer, answer):
 
 
 class Publisher:
-    def __init__(self, codec, index, rtx=True, resize_after=0, switch=None, clock=None):
+    def __init__(self, codec, index, rtx=True, resize_after=0, switch=None, clock=None, audio=True):
         self.codec = codec
+        self.sends_audio = audio
         self.index = index
         self.rtx = rtx
         self.connection_id = sora_id()
@@ -223,6 +224,8 @@ class Publisher:
             self.video.skip_to_now()
             self.audio.skip_to_now()
         for kind, track in (("video", self.video), ("audio", self.audio)):
+            if kind == "audio" and not self.sends_audio:
+                continue
             transceiver = pc.addTransceiver(track, direction="sendonly")
             if kind == "video":
                 # The codec to switch to comes second: aiortc keeps this order in what it
@@ -323,7 +326,7 @@ class Publisher:
         return {
             "type": "notify", "event_type": event_type, "role": "sendonly", "channel_id": channel_id,
             "connection_id": self.connection_id, "client_id": self.client_id, "bundle_id": self.connection_id,
-            "audio": True, "video": True, "metadata": {"publisher": self.client_id, "codec": self.codec},
+            "audio": self.sends_audio, "video": True, "metadata": {"publisher": self.client_id, "codec": self.codec},
             "authn_metadata": None, "authz_metadata": {"room": "test"}, "minutes": 0,
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime()), **counts,
         }
@@ -529,7 +532,7 @@ class Channel:
                       "connections": [], "faults": []}
         shared = MediaClock() if args.shared_clock else None
         self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after or args.layer_switch_after,
-                                     switch=args.switch_codec_after if index == 0 else None, clock=shared)
+                                     switch=args.switch_codec_after if index == 0 else None, clock=shared, audio=not args.video_only)
                            for index, codec in enumerate(args.publisher)]
         self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms, burst=args.burst_loss, jitter_ms=args.jitter_ms)
         self.truth["impairment"] = {"loss_percent": args.loss, "loss_seed": args.loss_seed,
@@ -1177,6 +1180,9 @@ async def main():
     parser.add_argument("--audio-nack", action="store_true", help="offer generic NACK for Opus as well (aiortc resends audio plainly)")
     parser.add_argument("--no-rtx", action="store_true",
                         help="offer video without RTX: aiortc then answers NACKs by resending the packet on the media SSRC")
+    parser.add_argument("--video-only", action="store_true", help="the publishers send video and no audio")
+    parser.add_argument("--ignore-keyframe-requests", action="store_true",
+                        help="VP9, AV1 and H.265 publishers answer no PLI or FIR: keyframes come only on --keyframe-interval")
     parser.add_argument("--keyframe-interval", type=float, default=2.0, metavar="SECONDS",
                         help="VP9, AV1 and H.265 publishers send a keyframe this often (besides those PLI or FIR ask for)")
     parser.add_argument("--resolution-change-after", type=float, default=0, metavar="SECONDS",
@@ -1206,7 +1212,7 @@ async def main():
         # The publishers' media is offered there too, so a client behind it has a direct path
         # (which a firewall may then block).
         aioice.ice.get_host_addresses = lambda use_ipv4, use_ipv6: ["127.0.0.1", args.listen_host]
-    video_codecs.register(keyframe_interval=args.keyframe_interval)
+    video_codecs.register(keyframe_interval=args.keyframe_interval, honour_requests=not args.ignore_keyframe_requests)
 
     finished = asyncio.Event()
     state = {}

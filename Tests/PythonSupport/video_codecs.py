@@ -303,6 +303,10 @@ class RealtimeEncoder(Encoder):
 
     payload_max = PAYLOAD_MAX
 
+    # --ignore-keyframe-requests: a sender that answers no PLI or FIR (keyframes on its own
+    # interval only), as a busy or broken publisher does.
+    honours_requests = True
+
     def __init__(self, keyframe_interval):
         self.keyframe_interval = keyframe_interval
         self.codec = None
@@ -315,7 +319,7 @@ class RealtimeEncoder(Encoder):
             frame = frame.reformat(format="yuv420p")
         if self.codec is None or (frame.width, frame.height) != (self.codec.width, self.codec.height):
             self.codec = self.open(frame.width, frame.height)
-        if force_keyframe:
+        if force_keyframe and self.honours_requests:
             frame.pict_type = av.video.frame.PictureType.I
         self.pending.extend(self.codec.encode(frame))
         if not self.pending:
@@ -414,12 +418,14 @@ FORMAT_PARAMETERS = {
 }
 
 
-def register(keyframe_interval=2.0):
+def register(keyframe_interval=2.0, honour_requests=True):
     """Offers VP9, AV1 and H.265 (after aiortc's own codecs, with RTX) and lets aiortc's senders
     encode them.
 
-    Idempotent. `keyframe_interval` (seconds) applies to the encoders made from then on.
+    Idempotent. `keyframe_interval` (seconds) applies to the encoders made from then on;
+    `honour_requests` False: they answer no PLI or FIR.
     """
+    RealtimeEncoder.honours_requests = honour_requests
     video = aiortc.codecs.CODECS["video"]
     for mime_type, parameters in FORMAT_PARAMETERS.items():
         if any(codec.mimeType == mime_type for codec in video):

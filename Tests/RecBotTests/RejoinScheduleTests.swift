@@ -1,4 +1,7 @@
 import Archive
+import Foundation
+import Logging
+import TestSupport
 import Testing
 import WireCoding
 @testable import RecBot
@@ -90,5 +93,113 @@ struct RejoinScheduleTests {
         let unended = JoinSession.sessionEnding(SessionEnding(.connectionLost, "duration-elapsed"), interruptions: summary, failOnInterruption: false)
         #expect(unended.cause == .connectionLost && unended.result == .network)
         #expect(unended.reason == "duration-elapsed (still rejoining after transport: consent lost; 2 interruptions, 9.4 s lost)")
+        summary.currentIsStall = true
+        let dark = JoinSession.sessionEnding(SessionEnding(.completed, "duration-elapsed"), interruptions: summary, failOnInterruption: false)
+        #expect(dark.result == .network && dark.reason.hasPrefix("duration-elapsed (network still down at the end after transport"), "\(dark.reason)")
+    }
+}
+
+/// Issue 39 item 7: a connection that goes quiet is kept while the network is dark, given up
+/// at once when the server answers but it does not, and never judged while media flows.
+@Suite struct LivenessWatchTests {
+    func at(_ seconds: Double) -> MonotonicTime { MonotonicTime(nanoseconds: Int64(seconds * 1e9)) }
+
+    /// An 8 s blackout from 24 s: quiet at 28.5 s, dark until 32 s, back by 33 s: the outage
+    /// is recorded and ends in place, and the connection is never ended.
+    @Test func aBlackoutShorterThanTheConsentWindowIsRiddenThrough() {
+        var watch = LivenessWatch()
+        var actions: [LivenessWatch.Action] = []
+        for step in 0...90 {  // 20 s to 65 s, every half second
+            let now = 20 + Double(step) / 2
+            // Consent answered every 2 s and media every 20 ms, but not while dark (24–32 s),
+            // and the first answer back comes 0.8 s after the return.
+            let lastAnswer = now < 24 ? (now / 2).rounded(.down) * 2 : now < 32.8 ? 24 : now
+            let signals = LivenessWatch.Signals(consentAt: at(lastAnswer), mediaAt: at(now < 24 ? now : now < 32.8 ? 24 : now),
+                                                webSocketAt: at(now < 24 ? now : now < 38 ? 24 : now))
+            actions += watch.observe(signals, now: at(now))
+            if now >= 32.5, watch.wantsProbes { watch.probeAnswered(now: at(now)) }  // the probe's TCP connect succeeds once it is back
+        }
+        #expect(actions.count == 2, "\(actions)")
+        guard case .stalled(let cause) = actions.first, case .resumed(let after) = actions.last else { Issue.record("\(actions)"); return }
+        #expect(cause.hasPrefix("no ICE consent answer for 4.5 s"), "\(cause)")
+        #expect(after == 4_500_000_000, "quiet from 28.5 s, back at 33 s")
+    }
+
+    /// The server answers probes but the path stays dead (Sora restarted its node): ended 3 s
+    /// after the first answer, not when consent runs out.
+    @Test func aPathThatStaysDeadWhileTheServerAnswersIsEnded() {
+        var watch = LivenessWatch()
+        let quiet = LivenessWatch.Signals(consentAt: at(10), mediaAt: at(10), webSocketAt: at(16))
+        #expect(watch.observe(quiet, now: at(15)) == [.stalled(cause: "no ICE consent answer for 5.0 s, no media for 5.0 s")])
+        #expect(watch.wantsProbes)
+        watch.probeAnswered(now: at(15.5))
+        #expect(!watch.wantsProbes && watch.observe(quiet, now: at(18)).isEmpty)
+        guard case .end(let reason)? = watch.observe(quiet, now: at(18.5)).first else { Issue.record("not ended"); return }
+        #expect(reason.contains("answers again but this connection does not"))
+        #expect(watch.observe(quiet, now: at(30)).isEmpty, "once")
+    }
+
+    /// Consent unanswered while media still arrives: the connection delivers, so it is not quiet.
+    @Test func aConnectionThatDeliversMediaIsNeverQuiet() {
+        var watch = LivenessWatch()
+        for second in 10...40 {
+            #expect(watch.observe(.init(consentAt: at(3), mediaAt: at(Double(second)), webSocketAt: at(Double(second))), now: at(Double(second))).isEmpty)
+        }
+        #expect(!watch.wantsProbes)
+    }
+
+    /// A WebSocket that stops answering while the path is fine (the peer's application is
+    /// stuck): no outage, and ended 15 s after the server is seen answering (TCP's backoff
+    /// after a real outage is given that long).
+    @Test func aSilentWebSocketAloneIsEndedAfterItsLongerGrace() {
+        var watch = LivenessWatch()
+        var actions: [LivenessWatch.Action] = []
+        for step in 0...60 {
+            let now = 10 + Double(step) / 2
+            actions += watch.observe(.init(consentAt: at(now), mediaAt: at(now), webSocketAt: at(10)), now: at(now))
+            if watch.wantsProbes { watch.probeAnswered(now: at(now)) }
+        }
+        #expect(actions.count == 1, "\(actions)")
+        guard case .end(let reason)? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(reason.contains("this WebSocket does not (nothing on the WebSocket for 21.5 s)"), "\(reason)")
+    }
+}
+
+/// Issue 39 item 7: an outage ridden out in place is one row that ends without a rejoin; one
+/// that turns into a rejoin stays one row, begun when the connection went quiet.
+@Suite struct StallBookkeepingTests {
+    func log() throws -> (InterruptionLog, Catalog) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-stall-\(UUID())").path
+        let catalog = try Catalog(path: root + "/catalog.sqlite")
+        try catalog.insertSession(SessionRecord(id: "01JD0000000000000000000077", channelID: "c", startedAt: 0))
+        let writer = CatalogWriter(catalog: catalog, clock: ManualTimeSource(wallClockMilliseconds: 0), logger: Logger(label: "test"))
+        return (InterruptionLog(sessionID: "01JD0000000000000000000077", settings: .init(), writer: writer, logger: Logger(label: "test"),
+                                random: { 0 }), catalog)
+    }
+
+    func at(_ seconds: Double) -> MonotonicTime { MonotonicTime(nanoseconds: Int64(seconds * 1e9)) }
+
+    @Test func aStallThatResumesIsOneEndedOutageWithoutARejoin() throws {
+        let (log, _) = try log()
+        log.stalled(cause: "connection quiet: no ICE consent answer for 4.5 s", lastMediaAt: at(24), now: at(28.5), wallClock: 28_500)
+        #expect(log.summary(now: at(30)).currentIsStall && log.summary(now: at(30)).current?.hasPrefix("connection quiet") == true)
+        log.resumed(now: at(33), wallClock: 33_000)
+        let summary = log.summary(now: at(60))
+        #expect(summary.count == 1 && summary.rejoins == 0 && summary.current == nil)
+        #expect(summary.mediaLostNanoseconds == 9_000_000_000 && summary.rows.first?.endedAt == 33_000 && summary.rows.first?.mediaLostMs == 9_000)
+    }
+
+    @Test func aStallThatTurnsIntoARejoinIsOneOutage() throws {
+        let (log, _) = try log()
+        log.stalled(cause: "connection quiet: no ICE consent answer for 4.5 s", lastMediaAt: at(24), now: at(28.5), wallClock: 28_500)
+        _ = log.begin(cause: "transport: the signaling server answers again but this connection does not", connectedAt: at(0),
+                      lastMediaAt: at(24), now: at(32), wallClock: 32_000)
+        log.attemptStarted()
+        log.recovered(connectionID: "NEW", now: at(33), wallClock: 33_000)
+        let summary = log.summary(now: at(60))
+        #expect(summary.count == 1 && summary.rejoins == 1 && summary.current == nil, "\(summary)")
+        let row = try #require(summary.rows.first)
+        #expect(row.startedAt == 28_500 && row.endedAt == 33_000 && row.attempts == 1 && row.connectionID == "NEW")
+        #expect(row.cause.contains("; then transport:"), "\(row.cause)")
     }
 }
