@@ -248,7 +248,7 @@ public final class MediaReceiver {
                 continue
             }
             let before = stream.bufferedBytes
-            let result = stream.handleTimeout(now: now, retryInterval: retry)
+            let result = stream.handleTimeout(now: now)
             bufferedBytes += stream.bufferedBytes - before
             collect(result.assembled, from: stream, now: now, &output, feedback: &feedback)
             let lost = stream.dueNacks(now: now, retryInterval: retry, budget: &budget)

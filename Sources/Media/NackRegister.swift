@@ -30,8 +30,10 @@ public struct RecoveryPolicy: Sendable, Equatable {
 }
 
 /// The missing sequence numbers of one stream (RFC 4585 generic NACK, receiver side): each is
-/// NACKed as soon as its gap is seen, again at the retry interval, and given up after a bounded
-/// number of NACKs or the maximum recovery delay. Sequence numbers are the stream's extended
+/// NACKed as soon as its gap is seen, again at the retry interval up to a bounded number of
+/// NACKs, and given up only when the maximum recovery delay has passed, never when its NACKs
+/// are spent: a retransmission that a busy sender or a reordering path (120 ms of jitter)
+/// delays past the last of ten short, RTT-based intervals is still on its way, and still taken. Sequence numbers are the stream's extended
 /// (64-bit) ones; entries stay sorted, and since gaps are found in sequence order the oldest
 /// entry is always first.
 struct NackRegister {
@@ -77,10 +79,10 @@ struct NackRegister {
     mutating func removeAll() { entries.removeAll(keepingCapacity: false) }
 
     /// The newest sequence number whose recovery time is up, if any: everything up to it is lost.
-    func expired(now: MonotonicTime, retryInterval: Int64) -> Int64? {
+    func expired(now: MonotonicTime) -> Int64? {
         var last: Int64?
         for entry in entries {
-            guard isExpired(entry, now: now, retryInterval: retryInterval) else { break }
+            guard isExpired(entry, now: now) else { break }
             last = entry.sequence
         }
         return last
@@ -111,24 +113,17 @@ struct NackRegister {
         guard let first = entries.first else { return nil }
         var deadline = first.firstMissing.adding(nanoseconds: policy.giveUpDelayNanoseconds)
         guard policy.nackEnabled else { return deadline }
-        for entry in entries {
-            let next: MonotonicTime
-            if let last = entry.lastNack {
-                next = last.adding(nanoseconds: retryInterval)  // a retry, or (when spent) the give-up below
-            } else {
-                next = entry.firstMissing
-            }
+        for entry in entries where entry.nacks < policy.maximumNacksPerPacket {
+            let next = entry.lastNack.map { $0.adding(nanoseconds: retryInterval) } ?? entry.firstMissing
             if next < deadline { deadline = next }
         }
         return deadline
     }
 
-    private func isExpired(_ entry: Entry, now: MonotonicTime, retryInterval: Int64) -> Bool {
-        if now.nanoseconds - entry.firstMissing.nanoseconds >= policy.giveUpDelayNanoseconds { return true }
-        // Every NACK spent and the last one had a retry interval to be answered.
-        if policy.nackEnabled, entry.nacks >= policy.maximumNacksPerPacket, let last = entry.lastNack,
-           now.nanoseconds - last.nanoseconds >= retryInterval { return true }
-        return false
+    /// A packet is given up when its recovery window is over, never sooner: the answer to the
+    /// last NACK may still be on its way.
+    private func isExpired(_ entry: Entry, now: MonotonicTime) -> Bool {
+        now.nanoseconds - entry.firstMissing.nanoseconds >= policy.giveUpDelayNanoseconds
     }
 
     private func index(of sequence: Int64) -> Int? {

@@ -213,9 +213,9 @@ final class ReceiveStream {
     // MARK: - Loss
 
     /// Gives up what has waited too long; returns frames that were waiting behind it.
-    func handleTimeout(now: MonotonicTime, retryInterval: Int64) -> StreamOutput {
+    func handleTimeout(now: MonotonicTime) -> StreamOutput {
         var output = StreamOutput()
-        if let last = register.expired(now: now, retryInterval: retryInterval) { giveUp(through: last, &output) }
+        if let last = register.expired(now: now) { giveUp(through: last, &output) }
         return output
     }
 

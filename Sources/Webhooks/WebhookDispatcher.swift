@@ -233,11 +233,12 @@ public final class WebhookDispatcher: Sendable {
     }
 
     /// Catalog calls block (SQLite's file, PostgreSQL's wait for an answer): they run on NIO's
-    /// blocking-I/O pool, never on a thread of Swift's concurrency pool.
-    /// Detached, so a dispatcher being cancelled still stores what it sent (and gives back its
-    /// leases) rather than leaving rows leased until the lease runs out.
+    /// blocking-I/O pool, never on a thread of Swift's concurrency pool. Through a future, whose
+    /// wait ignores cancellation: a dispatcher being cancelled still stores what it sent (and
+    /// gives back its leases) rather than leaving rows leased until the lease runs out.
     static func onCatalog<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await Task.detached { try await NIOThreadPool.singleton.runIfActive(body) }.value
+        let pool = NIOThreadPool.singleton
+        return try await pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.next(), body).get()
     }
 }
 

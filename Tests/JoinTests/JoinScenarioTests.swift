@@ -395,8 +395,8 @@ struct Scenario {
     @Test func serverEndingTheSessionIsASuccess() throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--end-after", "3"])
         defer { scenario.stop() }
-        // The largest duration the parser takes (in seconds): its timer once overflowed and trapped.
-        let result = try scenario.join(["--duration", "9223372036854775"])
+        // The largest duration recbot takes (ten years): its timer once overflowed and trapped.
+        let result = try scenario.join(["--duration", "3650d"])
         #expect(result.status == 0, "\(result.stderr.suffix(2_000))")
         #expect(try scenario.catalog().sessions().first?.endReason == "server-closed: 1000")
     }

@@ -73,6 +73,33 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         try expectDecodable(harness.frames)
     }
 
+    /// Issue 39 item 8: with a short round trip measured (10 ms), a retransmission that a busy
+    /// sender or a reordering path delays by 600 ms is still taken within the 1 s recovery
+    /// window; before, the packet was given up once ten NACKs 25 ms apart were spent, after a
+    /// quarter of a second.
+    @Test func aRetransmissionThatComesLongAfterTheRetryIntervalIsStillTaken() throws {
+        let publisher = try SimulatedPublisher()
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        var sent: [[UInt8]] = []
+        for _ in 0..<30 { sent += try publisher.nextFrame().packets }
+        let third = sent.count / 3
+        // A first gap, answered 10 ms after its NACK: the round trip measured is short.
+        for (index, bytes) in sent[..<third].enumerated() where index != 3 { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000)) }
+        for bytes in publisher.answer(harness.feedback) { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_010)) }
+        // A second gap, answered only after 600 ms, while time passes in small steps.
+        let before = harness.feedback.count
+        for (offset, bytes) in sent[third...].enumerated() where offset != 2 { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_100)) }
+        for step in 1...60 { harness.advance(to: .milliseconds(1_100 + Int64(step) * 10)) }
+        #expect(harness.nacked.count - 1 == RecoveryPolicy().maximumNacksPerPacket, "asked again, as often as allowed")
+        for bytes in publisher.answer(Array(harness.feedback[before...])).prefix(1) {
+            harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_700))
+        }
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.lost == 0 && counters.recovered == 2, "\(counters)")
+        #expect(harness.frames.count == 30)
+        try expectDecodable(harness.frames)
+    }
+
     @Test func rtxOnItsOwnSSRCIsMappedByAptAndMIDWithoutAFIDGroup() throws {
         let publisher = try SimulatedPublisher(ssrc: 77, rtxSSRC: 78)
         publisher.midExtension = "0"

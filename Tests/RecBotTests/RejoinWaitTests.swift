@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 @testable import RecBot
 
 /// The reachability probes between rejoin attempts: a long outage holds only the probes that
@@ -22,8 +23,12 @@ import Testing
     /// 60+ rounds into a dark network, with each probe outlasting two intervals: the probes
     /// in flight stay a few rounds' worth, and cancelling the wait ends them all.
     @Test func aLongOutageHoldsOnlyTheProbesStillConnecting() async throws {
+        try await withTaskExecutorPreference(DedicatedExecutor.shared) { try await probeALongOutage() }
+    }
+
+    func probeALongOutage() async throws {
         let gauge = ProbeGauge()
-        let prober = Task {
+        let prober = Task(executorPreference: DedicatedExecutor.shared) { [target] in
             await RejoinWait.probeUntilAnswered([target, target], intervalNanoseconds: 2_000_000) { _ in
                 gauge.enter()
                 try? await Task.sleep(nanoseconds: 5_000_000)
@@ -43,9 +48,11 @@ import Testing
     }
 
     @Test func theFirstAnswerEndsTheWait() async {
-        let answered = await RejoinWait.probeUntilAnswered([target], intervalNanoseconds: 1_000_000) { _ in
-            try? await Task.sleep(nanoseconds: 3_000_000)
-            return true
+        let answered = await withTaskExecutorPreference(DedicatedExecutor.shared) { [target] in
+            await RejoinWait.probeUntilAnswered([target], intervalNanoseconds: 1_000_000) { _ in
+                try? await Task.sleep(nanoseconds: 3_000_000)
+                return true
+            }
         }
         #expect(answered)
     }

@@ -34,6 +34,10 @@ import WireCoding
     /// 10,000 rows for a receiver that accepts and never answers, queued before one row for a
     /// live receiver: the live one has it within 2 s.
     @Test func aHungReceiversBacklogDelaysNoOtherReceiver() async throws {
+        try await withTaskExecutorPreference(DedicatedExecutor.shared) { try await aHungReceiversBacklogDelaysNoOtherReceiverBody() }
+    }
+
+    func aHungReceiversBacklogDelaysNoOtherReceiverBody() async throws {
         let hung = try WebhookReceiver(directory: directory, arguments: ["--delay", "3600"], waitUntilListening: true)
         let live = try WebhookReceiver(directory: directory, arguments: [], waitUntilListening: true)
         defer { hung.stop(); live.stop() }
@@ -43,7 +47,9 @@ import WireCoding
         try catalog.enqueueWebhooks(rows(1, sessions: 1, to: live.url, settings: settings, prefix: "live"))
         let start = Date()
         let dispatcher = WebhookDispatcher(settings: settings, clock: clock, logger: logger)
-        let drain = Task { await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: 4_000)) }
+        let drain = Task(executorPreference: DedicatedExecutor.shared) { [clock] in
+            await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: 4_000))
+        }
         while try live.delivered().isEmpty, Date().timeIntervalSince(start) < 5 { try await Task.sleep(nanoseconds: 20_000_000) }
         let waited = Date().timeIntervalSince(start)
         #expect(try live.delivered().count == 1 && waited < 2, "the live receiver waited \(waited) s")
@@ -56,6 +62,10 @@ import WireCoding
     /// `webhooks retry --seconds 1` against a receiver that never answers: about a second,
     /// not a request's full timeout per row.
     @Test func aDrainKeepsItsDeadlineWhenTheReceiverNeverAnswers() async throws {
+        try await withTaskExecutorPreference(DedicatedExecutor.shared) { try await aDrainKeepsItsDeadlineWhenTheReceiverNeverAnswersBody() }
+    }
+
+    func aDrainKeepsItsDeadlineWhenTheReceiverNeverAnswersBody() async throws {
         let hung = try WebhookReceiver(directory: directory, arguments: ["--delay", "3600"], waitUntilListening: true)
         defer { hung.stop() }
         let catalog = try sqlite()
@@ -73,6 +83,10 @@ import WireCoding
     /// Rows queued under one secret and header set are not sent by a process holding another:
     /// they stay queued for their own; then they go, signed with their own secret.
     @Test func aRowGoesOnlyWithItsOwnCredentials() async throws {
+        try await withTaskExecutorPreference(DedicatedExecutor.shared) { try await aRowGoesOnlyWithItsOwnCredentialsBody() }
+    }
+
+    func aRowGoesOnlyWithItsOwnCredentialsBody() async throws {
         let receiver = try WebhookReceiver(directory: directory, arguments: ["--secret", "secret-A"], waitUntilListening: true)
         defer { receiver.stop() }
         let catalog = try sqlite()
@@ -94,6 +108,10 @@ import WireCoding
     /// recording's events in their order.
     @Test(.enabled(if: PostgresServer.isInstalled, "PostgreSQL 15 is not installed: deploy/install-deps.sh installs it"))
     func twoDispatchersOnOnePostgresOutboxSendEachRowOnceInOrder() async throws {
+        try await withTaskExecutorPreference(DedicatedExecutor.shared) { try await twoDispatchersBody() }
+    }
+
+    func twoDispatchersBody() async throws {
         let receiver = try WebhookReceiver(directory: directory, arguments: ["--delay", "0.02"], waitUntilListening: true)
         defer { receiver.stop() }
         let server = try PostgresServer.shared.get()
