@@ -90,13 +90,13 @@ public final class WebhookDispatcher: Sendable {
                 inFlight += claimed.count
                 if inFlight == 0 {
                     guard let pause = await idlePause(catalog, left: left, untilIdle: untilIdle) else { break }
-                    try? await Task.sleep(nanoseconds: pause)
+                    await LoopTimer.sleep(nanoseconds: pause)
                     continue
                 }
                 if !ticking {
                     ticking = true
                     group.addTask {
-                        try? await Task.sleep(nanoseconds: 1_000_000_000)
+                        await LoopTimer.sleep(nanoseconds: 1_000_000_000)
                         return .tick
                     }
                 }

@@ -64,7 +64,7 @@ public final class WebhookSender: Sendable {
                 }
             }
             group.addTask {
-                try? await Task.sleep(nanoseconds: nanoseconds)
+                await LoopTimer.sleep(nanoseconds: nanoseconds)
                 return Self.noAnswer(limit)
             }
             let first = await group.next() ?? Self.noAnswer(limit)

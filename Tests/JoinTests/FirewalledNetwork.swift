@@ -107,6 +107,16 @@ struct FirewalledNetwork {
         try runChecked(launcher + ["/usr/sbin/nft", "delete", "table", "inet", Self.blackoutTable])
     }
 
+    /// A blackout `after` seconds from now, lasting `seconds`, on a thread of its own.
+    func scheduleBlackout(after delay: Double, for seconds: Double) {
+        Thread {
+            Thread.sleep(forTimeInterval: delay)
+            try? startBlackout()
+            Thread.sleep(forTimeInterval: seconds)
+            try? endBlackout()
+        }.start()
+    }
+
     func remove() {
         // Deleting one end of a veth pair deletes both; the namespace goes with its last process.
         _ = try? runChecked(["/usr/sbin/ip", "link", "del", hostLink])

@@ -17,10 +17,15 @@ import WireCoding
     var layout: ArchiveLayout { ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000") }
     let context = SidecarContext(recordingID: "01JD0000000000000000000000", channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
 
+    /// A set splitting every 2 s, with the whole file beside the parts unless `only`.
+    func makeSet(only: Bool) -> RecordingSet {
+        RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
+                     split: SplitPolicy(seconds: 2, only: only), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+    }
+
     /// 7 s of media; returns the set and how many keyframes the sender was asked for.
     func record(only: Bool, seconds: Int = 7) throws -> (RecordingSet, Int) {
-        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                               split: SplitPolicy(seconds: 2, only: only), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+        let set = makeSet(only: only)
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: 1)])
         let audio = try OpusEncoder(channels: 1)
         // No keyframe of its own after the first: every part's first keyframe is one recbot asked for.
@@ -123,8 +128,7 @@ import WireCoding
     /// A codec change at 3 s ends the current part there and the whole-file archive with it;
     /// the split parts carry on, on the same 2 s grid.
     @Test func aCodecChangeEndsThePartAndTheWholeFile() throws {
-        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                               split: SplitPolicy(seconds: 2, only: false), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+        let set = makeSet(only: false)
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: nil)])
         let vp8 = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
         let vp9 = try VPXEncoder(codec: .vp9, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
@@ -150,8 +154,7 @@ import WireCoding
     /// media). When it is back after the rejoin, its next part takes the number that empty part
     /// had, not one of an existing file: no EEXIST, no catalog collision, nothing lost.
     @Test func aRejoinWhileAPartWaitsForItsKeyframeReusesNoNumber() throws {
-        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                               split: SplitPolicy(seconds: 2, only: true), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+        let set = makeSet(only: true)
         let vp9 = try VPXEncoder(codec: .vp9, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 250)
         func send(_ range: Range<Int>, forceKeyframeAt first: Bool = false) throws {
             for index in range {
@@ -190,8 +193,7 @@ import WireCoding
     /// Issue 39 item 2: with the whole file beside the parts, a codec change between a boundary
     /// and the next part's first keyframe ends the whole file: it never takes the new codec.
     @Test func aCodecChangeWhileAPartWaitsForItsKeyframeEndsTheWholeFile() throws {
-        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                               split: SplitPolicy(seconds: 2, only: false), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+        let set = makeSet(only: false)
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: nil)])
         let vp8 = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 10_000)
         let vp9 = try VPXEncoder(codec: .vp9, width: 96, height: 64, framesPerSecond: 25, keyframeInterval: 25)
