@@ -231,10 +231,11 @@ final class RecordingSet {
         leave(current)
         counters.codecChanges += 1
         let tracks = SenderTracks(videoCodec: videoCodec, audioChannels: current.tracks.audioChannels)
+        let next = makeRecorder(current.connectionID, tracks: tracks, startsAt: boundary)
         logger.notice("video codec changed; the sender's recording continues in a new part",
                       metadata: ["sender": "\(current.connectionID)", "from": "\(current.tracks.videoCodec?.rawValue ?? "-")",
-                                 "to": "\(videoCodec.rawValue)", "part": "\(current.part + 1)"])
-        return makeRecorder(current.connectionID, tracks: tracks, startsAt: boundary)
+                                 "to": "\(videoCodec.rawValue)", "part": "\(next.map { String($0.part) } ?? "-")"])
+        return next
     }
 
     private func recorder(for sender: String) -> SenderRecorder? {

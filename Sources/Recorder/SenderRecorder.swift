@@ -109,7 +109,10 @@ extension FinishedRecording {
         let startOffset = max(0, fileStartMilliseconds - recordingStartMilliseconds) / 1000
         let stopped = fileStartMilliseconds + durationMilliseconds
         var stopOffset = (stopped - recordingStartMilliseconds + 999) / 1000
-        if let next = nextPartStartMilliseconds { stopOffset = min(stopOffset, (next - recordingStartMilliseconds) / 1000) }
+        // Catalog times: checked, as a damaged catalog may hold any value.
+        if let next = nextPartStartMilliseconds, case let (since, false) = next.subtractingReportingOverflow(recordingStartMilliseconds) {
+            stopOffset = min(stopOffset, since / 1000)
+        }
         return FinishedRecording(
             connectionID: connectionID, part: part, createdFilename: filename, filename: filename,
             sidecarFilename: layout.sidecarFilename(connectionID: connectionID, part: part), tracks: tracks,
