@@ -232,14 +232,21 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// Catalog calls block (SQLite's file, PostgreSQL's wait for an answer): they run on NIO's
-    /// blocking-I/O pool, never on a thread of Swift's concurrency pool. Through a future, whose
-    /// wait ignores cancellation: a dispatcher being cancelled still stores what it sent (and
-    /// gives back its leases) rather than leaving rows leased until the lease runs out.
+    /// Catalog calls block (SQLite's file, PostgreSQL's wait for an answer): they run on threads
+    /// of their own, never on Swift's concurrency pool, and not on NIO's shared blocking pool
+    /// either, where file I/O (an upload reading a recording) could queue them past a drain's
+    /// deadline. Through a future, whose wait ignores cancellation: a dispatcher being cancelled
+    /// still stores what it sent (and gives back its leases) rather than leaving rows leased
+    /// until the lease runs out.
     static func onCatalog<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let pool = NIOThreadPool.singleton
-        return try await pool.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.next(), body).get()
+        try await catalogThreads.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.next(), body).get()
     }
+
+    private static let catalogThreads: NIOThreadPool = {
+        let pool = NIOThreadPool(numberOfThreads: 2)
+        pool.start()
+        return pool
+    }()
 }
 
 extension WebhookDispatcher.Report {

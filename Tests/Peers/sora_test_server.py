@@ -88,6 +88,7 @@ from aiortc.rtcconfiguration import RTCBundlePolicy  # noqa: E402
 from aiortc.rtp import RTP_HISTORY_SIZE, RtcpPsfbPacket, RtcpRrPacket, RtcpRtpfbPacket, RtcpSrPacket  # noqa: E402
 from aiortc.sdp import candidate_from_sdp  # noqa: E402
 from websockets.asyncio.server import serve  # noqa: E402
+from websockets.exceptions import ConnectionClosed  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "PythonSupport"))  # the shared media and codec modules
 import video_codecs  # noqa: E402
@@ -1223,6 +1224,15 @@ async def main():
         state.setdefault("sockets", set()).add(ws)
         try:
             await session.run(ws)
+        except ConnectionClosed:
+            # The WebSocket died under the session (its keepalive gave up during a long
+            # outage): with rejoins served the client may come back, as after any drop.
+            if channel.serves_rejoins and session.faulted is None and "end" not in session.truth:
+                session.faulted = "client-dropped"
+                if getattr(session, "pc", None) is not None:
+                    await session.close_connection(session.pc)
+            else:
+                raise
         finally:
             state["sockets"].discard(ws)
             ends_channel = session.faulted is None and not session.redirected
