@@ -54,7 +54,12 @@ import WireCoding
         let waited = Date().timeIntervalSince(start)
         #expect(try live.delivered().count == 1 && waited < 2, "the live receiver waited \(waited) s")
         _ = await drain.value
-        #expect(Date().timeIntervalSince(start) < 6, "the drain kept its 4 s deadline")
+        // Each hung request was given what was left of the 4 s, not its own 10 s. (The wall
+        // clock is only held loosely: a loaded 2-core machine can hold the event loops' timers
+        // back by seconds.)
+        let limits = try catalog.pendingWebhooks(limit: 20_000).compactMap { Self.limitSeconds($0.lastError) }
+        #expect(limits.count == WebhookDispatcher.leasesPerURL && limits.allSatisfy { $0 <= 4 }, "\(limits)")
+        #expect(Date().timeIntervalSince(start) < 30, "the drain kept its 4 s deadline, give or take a loaded machine")
         #expect(try hung.requests().isEmpty, "no answer came from the hung receiver")
         await dispatcher.shutdown()
     }
@@ -74,10 +79,18 @@ import WireCoding
         let start = Date()
         let report = await WebhookSender.drainQueued(catalog, settings: settings, seconds: 1, clock: clock)
         let took = Date().timeIntervalSince(start)
-        #expect(took < 2.5, "took \(took) s")
+        // Before, one request's 10 s per row: 40 s for this queue. Now the second it was given
+        // (held loosely on the wall clock: a loaded machine can hold timers back by seconds).
+        #expect(took < 15, "took \(took) s")
         #expect(report.delivered == 0 && report.failedAttempts == WebhookDispatcher.leasesPerURL, "\(report)")
-        let retried = try catalog.pendingWebhooks(limit: 100).filter { $0.attempts == 1 }
-        #expect(retried.allSatisfy { $0.lastError?.hasPrefix("no answer within") == true } && retried.count == 4)
+        let limits = try catalog.pendingWebhooks(limit: 100).filter { $0.attempts == 1 }.compactMap { Self.limitSeconds($0.lastError) }
+        #expect(limits.count == 4 && limits.allSatisfy { $0 <= 1 }, "each request had what was left of the second: \(limits)")
+    }
+
+    /// The limit a timed-out attempt had, from its `last_error` ("no answer within 3 s").
+    static func limitSeconds(_ error: String?) -> Double? {
+        guard let error, error.hasPrefix("no answer within ") else { return nil }
+        return Double(error.dropFirst("no answer within ".count).prefix { $0 != " " })
     }
 
     /// Rows queued under one secret and header set are not sent by a process holding another:
