@@ -86,6 +86,8 @@ struct SenderClock {
     static let maximumStreams = 64
 
     var isSynchronised: Bool { offset != nil }
+    /// Some active stream can already be mapped by its SRs: the sender does send them.
+    var hasAnyReport: Bool { streams.values.contains { $0.active && $0.estimator.hasMapping } }
 
     mutating func addStream(ssrc: UInt32, clockRate: Int) {
         if streams[ssrc] != nil {

@@ -1,28 +1,47 @@
 import WireCoding
 
-/// One sender's frames on their way to the recorder. The sender's first frames wait (at most
-/// `maximumHold`) until its SRs can place every stream that has frames, so its file starts with
-/// audio and video already aligned instead of switching from arrival time to SR time with a
-/// step. The hold is only at the sender's start: once a frame went out, the recorder may have
-/// written past anything held later, so every later frame is placed at once (a stream that
-/// starts later without an SR starts on arrival time and slews when its SR comes).
+/// One sender's frames on their way to the recorder. The sender's first frames wait until its
+/// SRs can place every stream that has frames, so its file starts with audio and video already
+/// aligned, on the senders' RTP clocks, instead of starting on arrival time and slewing into
+/// line for tens of seconds. The hold is only at the sender's start: once a frame went out, the
+/// recorder may have written past anything held later, so every later frame is placed at once
+/// (a stream that starts later without an SR starts on arrival time and slews when its SR comes).
+///
+/// How long: `maximumHold` while no stream of the sender has a report (it may never send
+/// any), and up to `maximumReportWait` once one has. libwebrtc, every real Sora publisher,
+/// sends an audio SR only every 5 s (randomised 2.5–7.5 s) against 1 s for video: without the
+/// longer wait its audio started on arrival time in most sessions and then slid by 1 ms/s.
 struct SenderTimeline {
     private(set) var clock = SenderClock()
     private var held: [(frame: ReceivedFrame, rtp: Int64)] = []
-    /// When the held frames go out whatever the SRs say (nil: nothing held).
-    private var holdUntil: Int64?
+    /// When the first held frame arrived (nil: nothing held).
+    private var heldSince: Int64?
     /// A frame of this sender went out: no more holding.
     private var started = false
     private(set) var heldBytes = 0
 
-    /// Hold no longer than this (then the streams start on their arrival time); 0 holds nothing.
+    /// Hold no longer than this while no stream has a report; 0 holds nothing.
     let maximumHold: Int64
-    /// Past this many frames held, the sender's frames are released at once.
-    static let maximumHeldFrames = 512
-    /// …or past this many bytes (2 s of even a 20 Mbit/s stream stays under it).
+    /// Hold no longer than this once a stream has a report and another still waits for one.
+    let maximumReportWait: Int64
+    /// Past this many frames held, the sender's frames are released at once (8 s of 30 fps
+    /// video and 20 ms audio is 640).
+    static let maximumHeldFrames = 1_024
+    /// …or past this many bytes (8 s of an 8 Mbit/s stream stays under it).
     static let maximumHeldBytes = 8 << 20
+    /// libwebrtc's longest audio SR interval (1.5 × 5 s) and a little for the path.
+    static let defaultReportWait: Int64 = 8_000_000_000
 
-    init(maximumHold: Int64) { self.maximumHold = max(0, maximumHold) }
+    init(maximumHold: Int64, maximumReportWait: Int64 = SenderTimeline.defaultReportWait) {
+        self.maximumHold = max(0, maximumHold)
+        self.maximumReportWait = maximumHold > 0 ? max(self.maximumHold, maximumReportWait) : 0
+    }
+
+    /// When the held frames go out whatever the SRs say.
+    private var holdUntil: Int64? {
+        guard let heldSince else { return nil }
+        return heldSince &+ (clock.hasAnyReport ? maximumReportWait : maximumHold)
+    }
 
     var nextDeadline: MonotonicTime? { holdUntil.map { MonotonicTime(nanoseconds: $0) } }
     var counters: SyncCounters { clock.counters }
@@ -51,12 +70,12 @@ struct SenderTimeline {
     /// Places `frame` (its `mediaTime` is set here), or holds it for its sender's SRs.
     mutating func take(_ frame: ReceivedFrame, into output: inout [ReceivedFrame]) {
         let rtp = clock.unwrap(ssrc: frame.ssrc, rtpTimestamp: frame.frame.rtpTimestamp)
-        guard !started, maximumHold > 0, holdUntil != nil || clock.needsReport(ssrc: frame.ssrc) else {
+        guard !started, maximumHold > 0, heldSince != nil || clock.needsReport(ssrc: frame.ssrc) else {
             started = true
             output.append(placed(frame, rtp: rtp))
             return
         }
-        if holdUntil == nil { holdUntil = frame.completedAt.nanoseconds &+ maximumHold }
+        if heldSince == nil { heldSince = frame.completedAt.nanoseconds }
         held.append((frame, rtp))
         heldBytes += frame.frame.data.count
         clock.countHeld()
@@ -90,7 +109,7 @@ struct SenderTimeline {
         for entry in held { output.append(placed(entry.frame, rtp: entry.rtp)) }
         held.removeAll()
         heldBytes = 0
-        holdUntil = nil
+        heldSince = nil
         started = true
     }
 

@@ -22,6 +22,10 @@ struct SimulatedSender {
     var senderReports = true
     /// The first SR is sent at this second of the sender's clock.
     var reportsFrom: Int64 = 1
+    /// libwebrtc's pattern instead: SRs that map the RTP clock at their own NTP instant, video
+    /// every second from 0.5 s and audio every 5 s from `firstAudioReport`, and video frames
+    /// captured every 33 ms ± up to this much (its RTP time is the capture time, off any grid).
+    var libwebrtc: (firstAudioReport: Int64, captureJitter: Int64)?
     var seed: UInt64 = 7
 
     enum Event {
@@ -50,18 +54,29 @@ struct SimulatedSender {
             var lastArrival: Int64 = .min
             let count = seconds * rate / ticks
             for index in 0..<count {
-                let senderTime = index * ticks * 1_000_000_000 / rate
+                var senderTime = index * ticks * 1_000_000_000 / rate
+                if kind == .video, let libwebrtc, libwebrtc.captureJitter > 0 {
+                    senderTime += Int64(random.next() % UInt64(libwebrtc.captureJitter))
+                }
                 if kind == .audio, let silence, silence.contains(senderTime) { continue }
                 let capture = local(senderTime)
                 let jitter = self.jitter > 0 ? Int64(random.next() % UInt64(self.jitter)) : 0
                 lastArrival = max(lastArrival, capture + delay + jitter)
-                let rtp = base &+ UInt32(truncatingIfNeeded: index * ticks)
+                let rtp = base &+ UInt32(truncatingIfNeeded: senderTime * rate / 1_000_000_000)
                 let frame = ReceivedFrame(ssrc: ssrc, sender: sender, kind: kind, codec: kind == .video ? "VP8" : "OPUS",
                                           frame: EncodedFrame(data: [0], rtpTimestamp: rtp, isKeyframe: true),
                                           mediaTime: MonotonicTime(nanoseconds: 0), completedAt: MonotonicTime(nanoseconds: lastArrival))
                 events.append(.frame(frame, captureLocal: capture))
             }
             guard senderReports else { return }
+            if let libwebrtc {
+                let (first, every): (Int64, Int64) = kind == .video ? (500_000_000, 1_000_000_000) : (libwebrtc.firstAudioReport, 5_000_000_000)
+                for senderTime in stride(from: first, to: seconds * 1_000_000_000, by: Int(every)) {
+                    events.append(.report(ssrc: ssrc, ntp: Self.ntp(ntpBase + senderTime),
+                                          rtp: base &+ UInt32(truncatingIfNeeded: senderTime * rate / 1_000_000_000), arrival: local(senderTime) + delay))
+                }
+                return
+            }
             for second in reportsFrom..<seconds {
                 let senderTime = second * 1_000_000_000
                 let lastSentIndex = senderTime * rate / 1_000_000_000 / ticks
@@ -228,6 +243,41 @@ struct TimelineRun {
         let videoLate = run.lateness("S", .video), audioLate = run.lateness("S", .audio)
         let first = abs(videoLate[0] - audioLate[0]), last = abs(videoLate[videoLate.count - 3] - audioLate[(videoLate.count - 3) / 3 * 5])
         #expect(first >= 25_000_000 && last <= 3_000_000, "A/V offset \(first / 1_000_000) ms at the start, \(last / 1_000_000) ms at the end")
+    }
+
+    /// libwebrtc: audio SRs only every 5 s (the first one 4.5 s in), video on its capture clock,
+    /// Opus in DTX. The sender is held until its audio SR comes, so both tracks start where the
+    /// reports put them and nothing slews: every block sits on its sender's RTP time.
+    @Test func libwebrtcsSparseAudioReportsPlaceEveryBlockOnItsRTPTime() {
+        var sender = SimulatedSender()
+        sender.libwebrtc = (firstAudioReport: 4_500_000_000, captureJitter: 3_000_000)
+        sender.delay = (25_000_000, 10_000_000)
+        sender.jitter = 15_000_000
+        sender.silence = 9_000_000_000..<14_000_000_000
+        let run = TimelineRun([("S", sender)], seconds: 60)
+        let counters = run.counters("S")
+        #expect(counters.arrivalStarts == 0 && counters.slewCorrections == 0 && counters.timestampDiscontinuities == 0)
+        for kind in [MediaKind.video, .audio] {
+            // Media time − capture time is one constant per track: the RTP clock, to its tick.
+            let late = run.lateness("S", kind), tick: Int64 = kind == .video ? 11_112 : 20_834
+            #expect(late.max()! - late.min()! <= tick, "\(kind): placement moved by \(late.max()! - late.min()!) ns")
+        }
+        let videoLate = run.lateness("S", .video)[0], audioLate = run.lateness("S", .audio)[0]
+        #expect(abs(videoLate - audioLate) <= 1_000_000, "A/V offset \((videoLate - audioLate) / 1_000) µs")
+    }
+
+    /// A sender whose audio report comes even later than libwebrtc's longest interval is held
+    /// no longer than the report wait: then it starts on arrival time and slews, as before.
+    @Test func theHoldForAMissingReportEndsAtTheReportWait() {
+        var sender = SimulatedSender()
+        sender.libwebrtc = (firstAudioReport: 12_000_000_000, captureJitter: 0)
+        let run = TimelineRun([("S", sender)], seconds: 30)
+        #expect(run.counters("S").arrivalStarts == 2)
+        let first = run.frames("S", .video).first!.frame
+        #expect(first.mediaTime.nanoseconds == first.completedAt.nanoseconds)
+        // Held for 8 s from the first frame (30 fps video and 50 audio frames a second), not 2 s.
+        let held = run.counters("S").framesHeldForSync
+        #expect((600...680).contains(held), "\(held) frames held")
     }
 
     @Test func aTimestampJumpStartsANewOriginAndIsCounted() {
