@@ -64,6 +64,10 @@ struct SenderClock {
     /// When the offset was first decided (arrival time): the delay floor steers it only after
     /// `floorSettling`, once every stream had time to add its own samples.
     private var synchronisedAt: Int64?
+    /// The delay floor's lasting change that was not drift (see `followFloor`), and when the
+    /// floor last moved the offset or its bias.
+    private var floorBias: Int64 = 0
+    private var floorAnchor: Int64?
     private(set) var inconsistent = false
     private(set) var counters = SyncCounters()
 
@@ -82,6 +86,9 @@ struct SenderClock {
     /// The sender's offset follows its delay floor once they differ by more than this.
     static let offsetTolerance: Int64 = 3_000_000
     static let floorSettling: Int64 = 5_000_000_000
+    /// The fastest two clocks are believed to drift apart: 500 µs per second (crystals stay
+    /// within 100 ppm); a delay floor that moves faster found a better path, not a drift.
+    static let maximumDriftPerMillion: Int64 = 500
     /// Timings kept per sender, ended streams included.
     static let maximumStreams = 64
 
@@ -236,15 +243,29 @@ struct SenderClock {
         counters.slewedNanoseconds &+= move < 0 ? -move : move
     }
 
-    /// The sender's offset follows the largest of its streams' delay floors (see the type's note).
+    /// The sender's offset follows the largest of its streams' delay floors (see the type's note),
+    /// but only as fast as clocks drift. A floor that moves faster did not find a drift but a
+    /// better path: the first frames came slowly (a keyframe paced out, bandwidth probing), and
+    /// later ones find the base delay. Following that would slew every block of the sender off
+    /// its RTP timestamps for tens of seconds to gain nothing within the file; the move is kept
+    /// as the floor's bias instead, and only what changes after it counts as drift.
     private mutating func followFloor(now: Int64) {
         guard let offset, let synchronisedAt, now &- synchronisedAt >= SenderClock.floorSettling else { return }
         var floor: Int64?
         for timing in streams.values where timing.active && timing.timeline != nil && timing.floorFollowsReports {
             if let value = timing.floor.minimum { floor = max(floor ?? value, value) }
         }
-        guard let floor, (floor &- offset).magnitude > UInt64(SenderClock.offsetTolerance) else { return }
-        self.offset = floor
+        guard let floor else { return }
+        let change = floor &- offset &- floorBias
+        guard change.magnitude > UInt64(SenderClock.offsetTolerance) else { return }
+        let since = max(0, now &- (floorAnchor ?? synchronisedAt))
+        floorAnchor = now
+        if change.magnitude > UInt64(since / 1_000_000 * SenderClock.maximumDriftPerMillion) {
+            floorBias &+= change
+            counters.delayFloorSteps += 1
+            return
+        }
+        self.offset = offset &+ change
     }
 
     /// A new origin when the frame's time cannot be the stream's clock going on; nil otherwise.

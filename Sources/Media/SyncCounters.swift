@@ -18,6 +18,9 @@ public struct SyncCounters: Sendable, Equatable {
     public var slewCorrections = 0
     /// How far all origins moved by slewing, in total (ns).
     public var slewedNanoseconds: Int64 = 0
+    /// Times a sender's delay floor moved faster than clocks drift (a better path, not a
+    /// drift): kept as a bias, no stream slewed.
+    public var delayFloorSteps = 0
 
     public init() {}
 
@@ -32,6 +35,7 @@ public struct SyncCounters: Sendable, Equatable {
         sum.framesHeldForSync += rhs.framesHeldForSync
         sum.slewCorrections += rhs.slewCorrections
         sum.slewedNanoseconds &+= rhs.slewedNanoseconds
+        sum.delayFloorSteps += rhs.delayFloorSteps
         return sum
     }
 }

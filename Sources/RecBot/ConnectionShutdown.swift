@@ -91,6 +91,7 @@ struct ConnectionShutdown {
                 "slews": "\(sync.slewCorrections)", "slewed_ms": "\(sync.slewedNanoseconds / 1_000_000)",
                 "discontinuities": "\(sync.timestampDiscontinuities)", "arrival_starts": "\(sync.arrivalStarts)",
                 "inconsistent_senders": "\(sync.inconsistentSenders)", "outlier_reports": "\(sync.outlierSenderReports)",
+                "delay_floor_steps": "\(sync.delayFloorSteps)",
             ])
         }
         if received.budgetSheds > 0 {

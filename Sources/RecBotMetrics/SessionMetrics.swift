@@ -52,6 +52,7 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_timeline_events_total", ("event", "slew"), to: sync.slewCorrections)
             count("recbot_timeline_events_total", ("event", "discontinuity"), to: sync.timestampDiscontinuities)
             count("recbot_timeline_events_total", ("event", "arrival_start"), to: sync.arrivalStarts)
+            count("recbot_timeline_events_total", ("event", "delay_floor_step"), to: sync.delayFloorSteps)
             count("recbot_feedback_deferred_total", ("type", "nack"), to: totals.receiver.feedback.nacksDeferred)
             count("recbot_feedback_deferred_total", ("type", "keyframe_request"), to: totals.receiver.feedback.keyframeRequestsDeferred)
             count("recbot_frames_dropped_total", ("reason", "incomplete"), to: received.framesDropped.incomplete)

@@ -26,6 +26,8 @@ struct SimulatedSender {
     /// every second from 0.5 s and audio every 5 s from `firstAudioReport`, and video frames
     /// captured every 33 ms ± up to this much (its RTP time is the capture time, off any grid).
     var libwebrtc: (firstAudioReport: Int64, captureJitter: Int64)?
+    /// Frames captured before `until` (sender time) take `extra` longer on the way.
+    var slowStart: (until: Int64, extra: Int64)?
     var seed: UInt64 = 7
 
     enum Event {
@@ -60,7 +62,8 @@ struct SimulatedSender {
                 }
                 if kind == .audio, let silence, silence.contains(senderTime) { continue }
                 let capture = local(senderTime)
-                let jitter = self.jitter > 0 ? Int64(random.next() % UInt64(self.jitter)) : 0
+                var jitter = self.jitter > 0 ? Int64(random.next() % UInt64(self.jitter)) : 0
+                if let slowStart, senderTime < slowStart.until { jitter += slowStart.extra }
                 lastArrival = max(lastArrival, capture + delay + jitter)
                 let rtp = base &+ UInt32(truncatingIfNeeded: senderTime * rate / 1_000_000_000)
                 let frame = ReceivedFrame(ssrc: ssrc, sender: sender, kind: kind, codec: kind == .video ? "VP8" : "OPUS",
@@ -264,6 +267,22 @@ struct TimelineRun {
         }
         let videoLate = run.lateness("S", .video)[0], audioLate = run.lateness("S", .audio)[0]
         #expect(abs(videoLate - audioLate) <= 1_000_000, "A/V offset \((videoLate - audioLate) / 1_000) µs")
+    }
+
+    /// The first 6 s come 40 ms slower than the rest (a paced-out keyframe, bandwidth probing):
+    /// sync is decided on the slow frames, and the faster path found later is not a drift, so
+    /// no stream slews for it.
+    @Test func aFasterPathFoundAfterSyncMovesNoBlock() {
+        var sender = SimulatedSender()
+        sender.libwebrtc = (firstAudioReport: 4_500_000_000, captureJitter: 3_000_000)
+        sender.jitter = 5_000_000
+        sender.slowStart = (until: 6_000_000_000, extra: 40_000_000)
+        let run = TimelineRun([("S", sender)], seconds: 60)
+        #expect(run.counters("S").slewCorrections == 0 && run.counters("S").delayFloorSteps >= 1)
+        for kind in [MediaKind.video, .audio] {
+            let late = run.lateness("S", kind)
+            #expect(late.max()! - late.min()! <= 20_834, "\(kind): placement moved by \(late.max()! - late.min()!) ns")
+        }
     }
 
     /// A sender whose audio report comes even later than libwebrtc's longest interval is held
