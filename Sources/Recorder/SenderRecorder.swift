@@ -42,6 +42,11 @@ public struct RecordingStatistics: Sendable, Equatable {
     public var videoSizes: [String] = []
     /// Keyframes whose size WebM cannot hold (beyond 16,384 pixels): ignored, the file goes on.
     public var videoSizesRefused = 0
+    /// Video frames that came with the timestamp of one before them (an SFU switching simulcast
+    /// layers forwards both layers' keyframes of one instant): a keyframe replaces the waiting
+    /// one, or goes 1 ms after the written one; a delta frame is dropped.
+    public var videoFramesSuperseded = 0
+    public var videoKeyframesNudged = 0
 
     public var framesDropped: Int {
         framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe + framesDroppedAfterWriteError
@@ -176,6 +181,8 @@ public final class SenderRecorder: @unchecked Sendable {
     /// frames flow) whatever it waits for, so a flood cannot grow the list.
     static let maximumPendingFrames = 2_048
     private var lastWrittenNanoseconds: Int64 = -1
+    /// The last video block's time in the file (ms): no two video blocks share one.
+    private var lastVideoMilliseconds: Int64?
     private var hasVideoStarted = false
     private var videoNeedsKeyframe = false
     private var lastMediaNanoseconds: Int64 = 0
@@ -278,6 +285,15 @@ public final class SenderRecorder: @unchecked Sendable {
     private func insertPending(_ frame: WebMFrame, arrival: MonotonicTime, source: FrameSource) {
         var index = pending.endIndex
         while index > pending.startIndex, pending[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
+        if frame.track == .video, let same = pending[..<index].lastIndex(where: {
+            $0.frame.track == .video && $0.frame.timestampNanoseconds == frame.timestampNanoseconds
+        }) {
+            // Two pictures of one instant (a layer switch): the later one is the stream from now
+            // on. A keyframe takes the waiting one's place; a delta frame cannot, and goes.
+            statistics.videoFramesSuperseded += 1
+            if frame.isKeyframe { pending[same] = (frame, arrival, source) }
+            return
+        }
         pending.insert((frame, arrival, source), at: index)
     }
 
@@ -407,6 +423,15 @@ public final class SenderRecorder: @unchecked Sendable {
         }
         var adjusted = frame
         adjusted.timestampNanoseconds = frame.timestampNanoseconds - fileOriginNanoseconds
+        if isVideo, let last = lastVideoMilliseconds, adjusted.timestampNanoseconds / 1_000_000 <= last {
+            // Another picture of the instant already written (a layer switch whose first frame
+            // was written before the second came). Repeating the block's time would fail the
+            // file; the new layer's keyframe goes 1 ms later, a delta frame goes.
+            statistics.videoFramesSuperseded += 1
+            guard frame.isKeyframe else { return dropped(isVideo) }
+            statistics.videoKeyframesNudged += 1
+            adjusted.timestampNanoseconds = (last + 1) * 1_000_000
+        }
         if adjusted.timestampNanoseconds < lastWrittenNanoseconds {
             // Arrived too late to keep the file in order (e.g. a long stall): never write backwards.
             statistics.framesDroppedForOrder += 1
@@ -430,6 +455,7 @@ public final class SenderRecorder: @unchecked Sendable {
             let writes = try muxer!.write(adjusted)
             lastWrittenNanoseconds = adjusted.timestampNanoseconds
             lastMediaNanoseconds = adjusted.timestampNanoseconds
+            if isVideo { lastVideoMilliseconds = adjusted.timestampNanoseconds / 1_000_000 }
             if isVideo { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
             file.submit(writes, releasing: size)
             return true

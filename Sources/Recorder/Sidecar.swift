@@ -93,6 +93,8 @@ extension Sidecar {
                 "frames_dropped_after_write_error": r.statistics.framesDroppedAfterWriteError,
                 "frames_dropped_before_start": r.statistics.framesDroppedBeforeStart,
                 "frames_dropped_awaiting_keyframe": r.statistics.framesDroppedAwaitingKeyframe,
+                "video_frames_superseded": r.statistics.videoFramesSuperseded,
+                "video_keyframes_nudged": r.statistics.videoKeyframesNudged,
                 "frames_dropped_incomplete": r.reception.framesDropped.incomplete,
                 "frames_dropped_waiting_for_keyframe": r.reception.framesDropped.waitingForKeyframe,
                 "frames_dropped_malformed": r.reception.framesDropped.malformed,

@@ -234,3 +234,67 @@ import WireCoding
         #expect(sidecar["video"] as? Bool == false && sidecar["audio"] as? Bool == true)
     }
 }
+
+/// An SFU switching simulcast layers forwards the old layer's keyframe and the new layer's
+/// keyframe of one capture instant, with one RTP timestamp (Janus did, going from r1 to r0).
+/// Two blocks at one time would fail the file: the new layer's keyframe wins.
+@Suite struct LayerSwitchKeyframeTests {
+    func recorder(_ name: String, audio: Bool) throws -> (SenderRecorder, ArchiveLayout) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-switch-\(UUID())").path
+        let layout = ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
+        let recorder = try SenderRecorder(connectionID: name, tracks: SenderTracks(videoCodec: .vp8, audioChannels: audio ? 1 : nil), layout: layout,
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
+        return (recorder, layout)
+    }
+
+    func keyframes() throws -> (large: EncodedFrame, delta: EncodedFrame, small: EncodedFrame) {
+        let large = try VPXEncoder(codec: .vp8, width: 160, height: 120, framesPerSecond: 30, keyframeInterval: 100)
+        let small = try VPXEncoder(codec: .vp8, width: 80, height: 60, framesPerSecond: 30, keyframeInterval: 100)
+        let first = try large.encode(.testPattern(width: 160, height: 120, frame: 0), pts: 0, forceKeyframe: true)[0]
+        let delta = try large.encode(.testPattern(width: 160, height: 120, frame: 1), pts: 1, forceKeyframe: false)[0]
+        let switched = try small.encode(.testPattern(width: 80, height: 60, frame: 2), pts: 0, forceKeyframe: true)[0]
+        return (EncodedFrame(data: first.data, rtpTimestamp: 0, isKeyframe: true, width: 160, height: 120),
+                EncodedFrame(data: delta.data, rtpTimestamp: 3_000, isKeyframe: false),
+                EncodedFrame(data: switched.data, rtpTimestamp: 3_000, isKeyframe: true, width: 80, height: 60))
+    }
+
+    func finish(_ recorder: SenderRecorder, _ layout: ArchiveLayout) throws -> (FinishedRecording, WebMParsedFile) {
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 2_000, now: .milliseconds(2_000),
+                                                    context: SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil,
+                                                                            botConnectionID: nil, recbotVersion: "t")))
+        return (finished, WebMReader.parse(path: layout.directory + "/" + finished.filename))
+    }
+
+    @Test func theNewLayersKeyframeReplacesTheWaitingOne() throws {
+        let (recorder, layout) = try recorder("SWITCH01", audio: true)
+        let (large, delta, small) = try keyframes()
+        let audio = try OpusEncoder(channels: 1)
+        recorder.add(large, video: true, mediaTime: .milliseconds(0), arrival: .milliseconds(0))
+        recorder.add(delta, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(40))
+        recorder.add(small, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(41))
+        for index in 0..<20 {
+            let data = try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1))
+            recorder.add(EncodedFrame(data: data, rtpTimestamp: UInt32(index * 960), isKeyframe: true), video: false,
+                         mediaTime: .milliseconds(Int64(index) * 20), arrival: .milliseconds(Int64(index) * 20 + 1))
+        }
+        let (finished, parsed) = try finish(recorder, layout)
+        let video = parsed.frames.filter { $0.track == 1 }
+        #expect(video.map(\.timecode) == [0, 33] && video.last?.data == small.data, "one block per instant, the new layer's")
+        #expect(finished.statistics.videoFramesSuperseded == 1 && finished.statistics.videoKeyframesNudged == 0)
+    }
+
+    @Test func aKeyframeAfterTheWrittenPictureOfItsInstantGoesOneMillisecondLater() throws {
+        let (recorder, layout) = try recorder("SWITCH02", audio: false)
+        let (large, delta, small) = try keyframes()
+        recorder.add(large, video: true, mediaTime: .milliseconds(0), arrival: .milliseconds(0))
+        recorder.add(delta, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(40))
+        recorder.add(small, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(41))
+        var late = delta
+        late.rtpTimestamp = 3_000
+        #expect(recorder.add(late, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(42)) != nil, "a delta frame of that instant goes")
+        let (finished, parsed) = try finish(recorder, layout)
+        let video = parsed.frames.filter { $0.track == 1 }
+        #expect(video.map(\.timecode) == [0, 33, 34] && video.last?.data == small.data)
+        #expect(finished.statistics.videoFramesSuperseded == 2 && finished.statistics.videoKeyframesNudged == 1)
+    }
+}
