@@ -22,6 +22,8 @@ final class RecordingFinisher: @unchecked Sendable {
     private let host: String
 
     private let clock: any TimeSource
+    /// Senders' client and bundle ids, as the notifies tell them (the offer names neither).
+    private var participants: (clientIDs: [String: String], bundleIDs: [String: String]) = ([:], [:])
 
     init(sessionID: String, host: String, writer: CatalogWriter, clock: any TimeSource) {
         self.clock = clock
@@ -31,6 +33,23 @@ final class RecordingFinisher: @unchecked Sendable {
     }
 
     var all: [FinishedRecording] { lock.withLock { items } }
+
+    /// A notify named a sender's client or bundle id: its sidecars and the report carry it.
+    func noteParticipant(connectionID: String, clientID: String?, bundleID: String?) {
+        lock.withLock {
+            if let clientID { participants.clientIDs[connectionID] = clientID }
+            if let bundleID { participants.bundleIDs[connectionID] = bundleID }
+        }
+    }
+
+    /// `context` with the participants' ids known so far (the context's own win).
+    func withParticipants(_ context: SidecarContext) -> SidecarContext {
+        var context = context
+        let known = lock.withLock { participants }
+        context.clientIDs.merge(known.clientIDs) { own, _ in own }
+        context.bundleIDs.merge(known.bundleIDs) { own, _ in own }
+        return context
+    }
 
     /// A recorder's finishing ended with these totals (called on the finishing thread). Set
     /// before the first recorder is finished.
@@ -43,6 +62,7 @@ final class RecordingFinisher: @unchecked Sendable {
     /// `isLastPart`: the sender's recording ends here (it left, or the session ended); a split
     /// sender then gets its end marker. A part retired by a codec change is not the last.
     func finish(_ recorder: SenderRecorder, counts: ReceiveCounters, context: SidecarContext, isLastPart: Bool = true) {
+        let context = withParticipants(context)
         group.enter()
         let name = recorder.connectionID
         lock.withLock { inFlight[name, default: 0] += 1 }
@@ -72,6 +92,7 @@ final class RecordingFinisher: @unchecked Sendable {
     /// At the session's end: senders whose last part ended with a lost connection (they did
     /// not come back after the rejoin) get the end marker naming that part.
     func writeMissingSplitEnds(layout: ArchiveLayout, context: SidecarContext) {
+        let context = withParticipants(context)
         let unmarked = lock.withLock { lastParts.filter { !$0.value.marked } }
         for (sender, last) in unmarked.sorted(by: { $0.key < $1.key }) {
             guard let done = all.last(where: { $0.connectionID == sender && $0.part == last.part }) else { continue }

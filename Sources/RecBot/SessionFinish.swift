@@ -25,7 +25,8 @@ struct SessionFinish {
                          metadata: ["seconds": "\(options.finalizeTimeoutSeconds)", "senders": "\(unfinished.joined(separator: ","))"])
             (cause, reason) = (.storageFailed, "storage: finalize timed out after \(Int(options.finalizeTimeoutSeconds)) s for \(unfinished.joined(separator: ", "))")
         }
-        var endContext = media.lastContext ?? SidecarContext(session: session.id, options: options, soraSessionID: nil, botConnectionID: nil)
+        var endContext = media.finisher.withParticipants(
+            media.lastContext ?? SidecarContext(session: session.id, options: options, soraSessionID: nil, botConnectionID: nil))
         endContext.endReason = reason
         media.finisher.writeMissingSplitEnds(layout: media.layout, context: endContext)
         let all = media.finisher.all.sorted { ($0.connectionID, $0.part) < ($1.connectionID, $1.part) }

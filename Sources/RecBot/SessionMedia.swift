@@ -53,6 +53,9 @@ final class SessionMedia: @unchecked Sendable {
         self.layout = layout
         finisher = RecordingFinisher(sessionID: session.id, host: options.host, writer: writer, clock: session.clock)
         eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, clock: session.clock, limits: options.eventLimits)
+        eventLog.onParticipant = { [finisher] record in
+            finisher.noteParticipant(connectionID: record.connectionID, clientID: record.clientID, bundleID: record.bundleID)
+        }
         interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
         recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
                                   interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,

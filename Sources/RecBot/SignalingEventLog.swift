@@ -18,6 +18,8 @@ final class SignalingEventLog {
     private(set) var storedBytes = 0
     private(set) var refused = 0
     private(set) var refusedBytes = 0
+    /// A notify told a participant's ids (for the sidecars; set before the first message).
+    var onParticipant: ((ConnectionRecord) -> Void)?
 
     init(sessionID: String, writer: CatalogWriter, logger: Logger, clock: any TimeSource, limits: EventLimits = EventLimits()) {
         self.sessionID = sessionID
@@ -66,6 +68,7 @@ final class SignalingEventLog {
             event = EventRecord(sessionID: sessionID, kind: .notify, eventType: type, label: label, receivedAt: receivedAt, payload: .json(received: raw))
             if let connection = ConnectionNotice(raw: raw, sessionID: sessionID, at: receivedAt) {
                 writer.submit(.upsertConnection(connection.record), bytes: raw.utf8.count + 256)
+                onParticipant?(connection.record)
             }
         case .push(let raw):
             event = EventRecord(sessionID: sessionID, kind: .push, label: label, receivedAt: receivedAt, payload: .json(received: raw))

@@ -148,6 +148,13 @@ struct Scenario {
         for publisher in publishers {
             #expect(connections.contains { $0.connectionID == publisher["connection_id"] as? String && $0.clientID == publisher["client_id"] as? String })
         }
+        // …and so does every sidecar: the offer names no client id, the notify does.
+        for recording in recordings {
+            let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath:
+                scenario.dataDirectory + "/" + recording.path.replacingOccurrences(of: ".webm", with: ".json")))) as? [String: Any])
+            let publisher = publishers.first { $0["connection_id"] as? String == recording.connectionID }
+            #expect(sidecar["client_id"] as? String == publisher?["client_id"] as? String, "client_id in \(recording.path)")
+        }
     }
 
     /// A per-session cap on stored events (issue 12): past it events are counted, not stored,
