@@ -74,6 +74,12 @@ class ForwardingCallback final : public webm::Callback {
       if (entry.video.is_present()) {
         t.pixel_width = entry.video.value().pixel_width.value();
         t.pixel_height = entry.video.value().pixel_height.value();
+        const auto &projection = entry.video.value().projection;
+        if (projection.is_present()) {
+          t.has_projection = 1;
+          t.projection_type = static_cast<uint64_t>(projection.value().type.value());
+          t.projection_pose_roll = projection.value().pose_roll.value();
+        }
       }
       if (entry.audio.is_present()) {
         t.sampling_frequency = entry.audio.value().sampling_frequency.value();

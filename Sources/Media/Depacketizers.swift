@@ -8,13 +8,17 @@ public struct EncodedFrame: Sendable, Equatable {
     /// Picture size when the frame says (VP8 keyframes, H.264 SPS, AV1 sequence headers).
     public var width: Int?
     public var height: Int?
+    /// Clockwise quarter turns (0–3) the sender tagged the picture with (video orientation),
+    /// nil when the extension is not negotiated.
+    public var quarterTurns: UInt8?
 
-    public init(data: [UInt8], rtpTimestamp: UInt32, isKeyframe: Bool, width: Int? = nil, height: Int? = nil) {
+    public init(data: [UInt8], rtpTimestamp: UInt32, isKeyframe: Bool, width: Int? = nil, height: Int? = nil, quarterTurns: UInt8? = nil) {
         self.data = data
         self.rtpTimestamp = rtpTimestamp
         self.isKeyframe = isKeyframe
         self.width = width
         self.height = height
+        self.quarterTurns = quarterTurns
     }
 }
 

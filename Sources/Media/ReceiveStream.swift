@@ -81,6 +81,10 @@ final class ReceiveStream {
     private var held: [Int64: RTPPacket] = [:]
     private var heldBytes = 0
     private var lossBeforeNext = false
+    /// The video orientation extension's id, and the rotation it last said (libwebrtc tags
+    /// every keyframe and every frame while turned; a frame without the tag keeps the last one).
+    private let orientationExtensionID: UInt8?
+    private var quarterTurns: UInt8?
     /// Recently given-up ranges, to tell a late arrival from a duplicate.
     private var givenUp: [ClosedRange<Int64>] = []
     /// Consecutive packets far behind the stream: a sender that restarted its numbering.
@@ -105,6 +109,8 @@ final class ReceiveStream {
         register = NackRegister(policy: policy)
         statistics = ReceptionStatistics(clockRate: codec.clockRate)
         assembler = FrameAssembler(depacketizer: depacketizer, isVideo: track.kind == .video)
+        orientationExtensionID = track.videoOrientationExtensionID
+        quarterTurns = orientationExtensionID != nil ? 0 : nil
         lastArrival = now
     }
 
@@ -299,8 +305,15 @@ final class ReceiveStream {
         // Padding-only packets (bandwidth probes without RTX) fill a sequence number, nothing else;
         // a loss before one still belongs to the next real packet.
         guard !packet.payloadRange.isEmpty else { return }
+        if let id = orientationExtensionID, let value = packet.headerExtension(id), let byte = value.first {
+            quarterTurns = byte & 0x03  // the low two bits: R1 R0 (C and F, camera and flip, are not kept)
+        }
+        let before = output.assembled.frames.count
         assembler.push(packet, afterLoss: lossBeforeNext, &output.assembled)
         lossBeforeNext = false
+        if let quarterTurns {
+            for index in before..<output.assembled.frames.count { output.assembled.frames[index].quarterTurns = quarterTurns }
+        }
     }
 
     /// The stream ends (BYE, its section went away): what it holds goes out, gaps given up.

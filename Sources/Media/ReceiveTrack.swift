@@ -62,9 +62,12 @@ public struct ReceiveTrack: Sendable, Equatable {
     public var midExtensionID: UInt8?
     public var ridExtensionID: UInt8?
     public var repairedRidExtensionID: UInt8?
+    /// `urn:3gpp:video-orientation`, when negotiated: the frames then carry the sender's rotation.
+    public var videoOrientationExtensionID: UInt8?
 
     public init(mid: String, kind: MediaKind, sender: String?, codecs: [ReceiveCodec], ssrcs: [UInt32] = [], rtxSSRCs: [UInt32: UInt32] = [:],
-                midExtensionID: UInt8? = nil, ridExtensionID: UInt8? = nil, repairedRidExtensionID: UInt8? = nil) {
+                midExtensionID: UInt8? = nil, ridExtensionID: UInt8? = nil, repairedRidExtensionID: UInt8? = nil,
+                videoOrientationExtensionID: UInt8? = nil) {
         self.mid = mid
         self.kind = kind
         self.sender = sender
@@ -74,6 +77,7 @@ public struct ReceiveTrack: Sendable, Equatable {
         self.midExtensionID = midExtensionID
         self.ridExtensionID = ridExtensionID
         self.repairedRidExtensionID = repairedRidExtensionID
+        self.videoOrientationExtensionID = videoOrientationExtensionID
     }
 
     /// The sender this track's media is recorded under (a placeholder when the offer names none).

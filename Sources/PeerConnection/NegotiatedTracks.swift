@@ -26,6 +26,7 @@ extension ReceiveTrack {
         self.init(mid: mid, kind: kind, sender: section.msidStream, codecs: codecs, ssrcs: section.ssrcs, rtxSSRCs: section.rtxSSRCs,
                   midExtensionID: extensionID(ReceiverCapabilities.midExtension),
                   ridExtensionID: extensionID(ReceiverCapabilities.ridExtension),
-                  repairedRidExtensionID: extensionID(ReceiverCapabilities.repairedRidExtension))
+                  repairedRidExtensionID: extensionID(ReceiverCapabilities.repairedRidExtension),
+                  videoOrientationExtensionID: kind == .video ? extensionID(ReceiverCapabilities.videoOrientationExtension) : nil)
     }
 }

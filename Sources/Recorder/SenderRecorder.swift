@@ -47,12 +47,21 @@ public struct RecordingStatistics: Sendable, Equatable {
     /// one, or goes 1 ms after the written one; a delta frame is dropped.
     public var videoFramesSuperseded = 0
     public var videoKeyframesNudged = 0
+    /// The sender's video orientation where it was first known and wherever it changed (file
+    /// time); empty when the sender does not tag it. The file's header has the first one.
+    public var videoRotations: [VideoRotationChange] = []
 
     public var framesDropped: Int {
         framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe + framesDroppedAfterWriteError
     }
 
     public init() {}
+}
+
+/// The pictures turn by `rotation` from `offsetMilliseconds` of the file on.
+public struct VideoRotationChange: Sendable, Equatable {
+    public var offsetMilliseconds: Int64
+    public var rotation: VideoRotation
 }
 
 public enum RecorderError: Error, Sendable, CustomStringConvertible {
@@ -176,10 +185,19 @@ public final class SenderRecorder: @unchecked Sendable {
     /// AV1's av1C record, from the first sequence header (WebM needs it in the track header).
     private var videoCodecPrivate: [UInt8]?
     private var codecPrivateIsProvisional = false
-    private var pending: [(frame: WebMFrame, arrival: MonotonicTime, source: FrameSource)] = []
+    private struct PendingFrame {
+        var frame: WebMFrame
+        var arrival: MonotonicTime
+        var source: FrameSource
+        var quarterTurns: UInt8?
+    }
+
+    private var pending: [PendingFrame] = []
     /// Frames held for interleaving or for the file to start; past this the file starts (and
     /// frames flow) whatever it waits for, so a flood cannot grow the list.
     static let maximumPendingFrames = 2_048
+    /// Orientation changes listed in the sidecar (a phone turned back and forth all session long).
+    static let maximumRotationChanges = 256
     private var lastWrittenNanoseconds: Int64 = -1
     /// The last video block's time in the file (ms): no two video blocks share one.
     private var lastVideoMilliseconds: Int64?
@@ -276,13 +294,15 @@ public final class SenderRecorder: @unchecked Sendable {
         } else if tracks.audioChannels == nil {
             return nil
         }
-        insertPending(WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds, isKeyframe: frame.isKeyframe,
-                                data: frame.data), arrival: arrival, source: FrameSource(ssrc: ssrc, rtpTimestamp: frame.rtpTimestamp))
+        insertPending(PendingFrame(frame: WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds,
+                                                    isKeyframe: frame.isKeyframe, data: frame.data),
+                                   arrival: arrival, source: FrameSource(ssrc: ssrc, rtpTimestamp: frame.rtpTimestamp), quarterTurns: frame.quarterTurns))
         return drain(now: arrival, force: pending.count > SenderRecorder.maximumPendingFrames)
     }
 
     /// Keeps `pending` in media-time order; frames arrive nearly in order, so the scan is short.
-    private func insertPending(_ frame: WebMFrame, arrival: MonotonicTime, source: FrameSource) {
+    private func insertPending(_ entry: PendingFrame) {
+        let frame = entry.frame
         var index = pending.endIndex
         while index > pending.startIndex, pending[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
         if frame.track == .video, let same = pending[..<index].lastIndex(where: {
@@ -291,10 +311,10 @@ public final class SenderRecorder: @unchecked Sendable {
             // Two pictures of one instant (a layer switch): the later one is the stream from now
             // on. A keyframe takes the waiting one's place; a delta frame cannot, and goes.
             statistics.videoFramesSuperseded += 1
-            if frame.isKeyframe { pending[same] = (frame, arrival, source) }
+            if frame.isKeyframe { pending[same] = entry }
             return
         }
-        pending.insert((frame, arrival, source), at: index)
+        pending.insert(entry, at: index)
     }
 
 
@@ -362,7 +382,7 @@ public final class SenderRecorder: @unchecked Sendable {
             guard force || !bothTracks || otherTrackAhead || waitedEnough else { break }
             released += 1
             if isVideo { pendingVideo -= 1 } else { pendingAudio -= 1 }
-            if !write(entry.frame), dropped == nil { dropped = entry.source }
+            if !write(entry.frame, quarterTurns: entry.quarterTurns), dropped == nil { dropped = entry.source }
         }
         pending.removeFirst(released)
         return dropped
@@ -382,7 +402,10 @@ public final class SenderRecorder: @unchecked Sendable {
                 videoCodecPrivate = AV1CodecConfiguration.provisionalRecord
                 codecPrivateIsProvisional = true
             }
-            video = WebMVideoTrack(codec: codec, width: size.width, height: size.height, codecPrivate: videoCodecPrivate)
+            // The first keyframe's orientation, when the sender tags it (the pictures are not turned).
+            let turns = pending.first { $0.frame.track == .video && $0.frame.isKeyframe }?.quarterTurns
+            video = WebMVideoTrack(codec: codec, width: size.width, height: size.height, codecPrivate: videoCodecPrivate,
+                                   rotation: turns.flatMap { VideoRotation(rawValue: Int($0) * 90) })
         }
         let audio = tracks.audioChannels.map { WebMAudioTrack(opusHead: OpusHead(channelCount: UInt8(min(2, max(1, $0))))) }
         do {
@@ -404,7 +427,7 @@ public final class SenderRecorder: @unchecked Sendable {
     }
 
     /// Muxes one frame; false when it was a video frame that had to be dropped.
-    private func write(_ frame: WebMFrame) -> Bool {
+    private func write(_ frame: WebMFrame, quarterTurns: UInt8? = nil) -> Bool {
         guard muxer != nil else { return true }
         let isVideo = frame.track == .video
         if isVideo && videoNeedsKeyframe {
@@ -455,7 +478,10 @@ public final class SenderRecorder: @unchecked Sendable {
             let writes = try muxer!.write(adjusted)
             lastWrittenNanoseconds = adjusted.timestampNanoseconds
             lastMediaNanoseconds = adjusted.timestampNanoseconds
-            if isVideo { lastVideoMilliseconds = adjusted.timestampNanoseconds / 1_000_000 }
+            if isVideo {
+                lastVideoMilliseconds = adjusted.timestampNanoseconds / 1_000_000
+                noteRotation(quarterTurns, at: adjusted.timestampNanoseconds / 1_000_000)
+            }
             if isVideo { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
             file.submit(writes, releasing: size)
             return true
@@ -464,6 +490,13 @@ public final class SenderRecorder: @unchecked Sendable {
             statistics.framesDroppedForOrder += 1
             return dropped(isVideo)
         }
+    }
+
+    private func noteRotation(_ quarterTurns: UInt8?, at milliseconds: Int64) {
+        guard let quarterTurns, let rotation = VideoRotation(rawValue: Int(quarterTurns) * 90),
+              statistics.videoRotations.last?.rotation != rotation,
+              statistics.videoRotations.count < SenderRecorder.maximumRotationChanges else { return }
+        statistics.videoRotations.append(VideoRotationChange(offsetMilliseconds: milliseconds, rotation: rotation))
     }
 
     private func dropped(_ isVideo: Bool) -> Bool {

@@ -116,6 +116,10 @@ extension Sidecar {
         if let refused = r.refusedVideoCodec { object["video_refused_codec"] = refused }
         if let interruption = r.interruption { object["interrupted"] = interruption }  // cut short by a write error
         if r.tracks.audioChannels != nil { object["audio_codec_type"] = "OPUS" }
+        if !r.statistics.videoRotations.isEmpty {
+            // Clockwise degrees the pictures must turn to show upright, from each offset (ms of the file).
+            object["video_rotations"] = r.statistics.videoRotations.map { ["offset_ms": $0.offsetMilliseconds, "degrees": $0.rotation.rawValue] }
+        }
         if let codec = r.tracks.videoCodec {
             object["video_codec_type"] = codec.rawValue
             object["video_width"] = null(r.videoWidth)

@@ -97,7 +97,8 @@ private final class Rewriter {
     func add(_ track: WebMParsedFile.Track) {
         if track.type == 1, track.number == 1, let codec = WebMVideoCodec(codecID: track.codecID) {
             video = WebMVideoTrack(codec: codec, width: Int(clamping: track.pixelWidth), height: Int(clamping: track.pixelHeight),
-                                   codecPrivate: track.codecPrivate.isEmpty ? nil : track.codecPrivate)
+                                   codecPrivate: track.codecPrivate.isEmpty ? nil : track.codecPrivate,
+                                   rotation: track.projection.flatMap { $0.type == 0 ? VideoRotation(projectionRoll: $0.roll) : nil })
             (result.videoCodec, result.videoWidth, result.videoHeight) = (codec, video?.width, video?.height)
         } else if track.type == 2, track.number == 2, track.codecID == "A_OPUS" {
             let head = track.codecPrivate

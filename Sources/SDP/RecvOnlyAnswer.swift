@@ -6,6 +6,8 @@ public struct ReceiverCapabilities: Sendable {
     public static let midExtension = "urn:ietf:params:rtp-hdrext:sdes:mid"
     public static let ridExtension = "urn:ietf:params:rtp-hdrext:sdes:rtp-stream-id"
     public static let repairedRidExtension = "urn:ietf:params:rtp-hdrext:sdes:repaired-rtp-stream-id"
+    /// Coordination of video orientation (3GPP TS 26.114): phones turn pictures by this tag, not by pixels.
+    public static let videoOrientationExtension = "urn:3gpp:video-orientation"
 
     /// Video encodings (rtpmap names, case-insensitive) recbot records.
     public var videoCodecs: Set<String> = ["VP8", "VP9", "AV1", "H264"]
@@ -14,7 +16,7 @@ public struct ReceiverCapabilities: Sendable {
     /// rtcp-fb values (e.g. "nack", "nack pli") the receiver acts on.
     public var rtcpFeedback: Set<String> = []
     /// Header extension URIs the RTP demultiplexer reads.
-    public var headerExtensions: Set<String> = [midExtension, ridExtension, repairedRidExtension]
+    public var headerExtensions: Set<String> = [midExtension, ridExtension, repairedRidExtension, videoOrientationExtension]
     public var acceptsDataChannels = false
     /// Answer `a=rtcp-rsize` where offered (RFC 5506): feedback may then go out alone.
     public var acceptsReducedSizeRTCP = true

@@ -36,6 +36,9 @@ enum WebMElementID {
     static let video: UInt32 = 0xE0
     static let pixelWidth: UInt32 = 0xB0
     static let pixelHeight: UInt32 = 0xBA
+    static let projection: UInt32 = 0x7670
+    static let projectionType: UInt32 = 0x7671
+    static let projectionPoseRoll: UInt32 = 0x7675
     static let audio: UInt32 = 0xE1
     static let samplingFrequency: UInt32 = 0xB5
     static let channels: UInt32 = 0x9F

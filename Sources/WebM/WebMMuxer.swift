@@ -393,6 +393,13 @@ public struct WebMMuxer: Sendable {
                     entry.writeMaster(WebMElementID.video) { v in
                         v.writeUInt(WebMElementID.pixelWidth, UInt64(video.width), width: 2)
                         v.writeUInt(WebMElementID.pixelHeight, UInt64(video.height), width: 2)
+                        if let rotation = video.rotation {
+                            // A rectangular projection with a roll: how Matroska says "turn to show".
+                            v.writeMaster(WebMElementID.projection) { projection in
+                                projection.writeUInt(WebMElementID.projectionType, 0)
+                                projection.writeFloat(WebMElementID.projectionPoseRoll, rotation.projectionRoll)
+                            }
+                        }
                     }
                 }
             }

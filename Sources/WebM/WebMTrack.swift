@@ -28,12 +28,40 @@ public struct WebMVideoTrack: Sendable, Equatable {
     public var height: Int
     /// Required for AV1 (the av1C record, see `AV1CodecConfiguration`); absent otherwise.
     public var codecPrivate: [UInt8]?
+    /// How far the pictures must turn clockwise to show upright (a phone's sender tags it,
+    /// `urn:3gpp:video-orientation`); nil writes no Projection element.
+    public var rotation: VideoRotation?
 
-    public init(codec: WebMVideoCodec, width: Int, height: Int, codecPrivate: [UInt8]? = nil) {
+    public init(codec: WebMVideoCodec, width: Int, height: Int, codecPrivate: [UInt8]? = nil, rotation: VideoRotation? = nil) {
         self.codec = codec
         self.width = width
         self.height = height
         self.codecPrivate = codecPrivate
+        self.rotation = rotation
+    }
+}
+
+/// A quarter-turn rotation of the pictures, clockwise, as RTP's video orientation tags it.
+public enum VideoRotation: Int, Sendable, Equatable, CaseIterable, Codable {
+    case none = 0
+    case clockwise90 = 90
+    case upsideDown = 180
+    case clockwise270 = 270
+
+    /// Matroska's ProjectionPoseRoll turns counter-clockwise, in −180…180 degrees; FFmpeg
+    /// reads it as the display matrix that turns the picture back upright.
+    public var projectionRoll: Double {
+        switch self {
+        case .none: 0
+        case .clockwise90: -90
+        case .upsideDown: 180
+        case .clockwise270: 90
+        }
+    }
+
+    public init?(projectionRoll roll: Double) {
+        guard let match = Self.allCases.first(where: { $0.projectionRoll == roll }) else { return nil }
+        self = match
     }
 }
 

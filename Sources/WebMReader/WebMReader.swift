@@ -34,8 +34,21 @@ public struct WebMParsedFile: Sendable {
         public var usesLacing: Bool
         public var pixelWidth: UInt64
         public var pixelHeight: UInt64
+        /// The video Projection's type and roll, when the file has one (nil otherwise).
+        public var projection: Projection?
         public var samplingFrequency: Double
         public var channels: UInt64
+    }
+
+    public struct Projection: Sendable, Equatable {
+        public var type: UInt64
+        /// Counter-clockwise degrees.
+        public var roll: Double
+
+        public init(type: UInt64, roll: Double) {
+            self.type = type
+            self.roll = roll
+        }
     }
 
     public struct Frame: Sendable, Equatable {
@@ -190,6 +203,7 @@ private final class Collector {
                 number: t.number, uid: t.uid, type: t.type, codecID: String(cString: t.codec_id),
                 codecPrivate: codecPrivate, codecDelay: t.codec_delay, seekPreRoll: t.seek_pre_roll,
                 usesLacing: t.uses_lacing != 0, pixelWidth: t.pixel_width, pixelHeight: t.pixel_height,
+                projection: t.has_projection != 0 ? WebMParsedFile.Projection(type: t.projection_type, roll: t.projection_pose_roll) : nil,
                 samplingFrequency: t.sampling_frequency, channels: t.channels)
             collector.result.tracks.append(parsed)
             collector.trackHandler?(parsed)

@@ -31,6 +31,28 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         try expectDecodable(harness.frames)
     }
 
+    /// libwebrtc tags the last packet of each keyframe, and of every frame while turned, with
+    /// its video orientation; a frame without the tag keeps the last one. Only a negotiated
+    /// extension id is read.
+    @Test func videoOrientationTagsReachTheFrames() throws {
+        for negotiated in [true, false] {
+            let publisher = try SimulatedPublisher()
+            publisher.orientation = [0: 0x01, 1: 0x01, 20: 0x0A, 40: 0x00]  // 90°; 180° with the camera bit; upright
+            var track = Fixtures.videoTrack()
+            if negotiated { track.videoOrientationExtensionID = 4 }
+            let harness = Harness(Fixtures.receiver([track]))
+            for index in 0..<60 {
+                for bytes in try publisher.nextFrame().packets {
+                    harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000 + Int64(index) * 33))
+                }
+            }
+            let turns = harness.frames.map(\.frame.quarterTurns)
+            let expected: [UInt8?] = negotiated ? Array(repeating: 1, count: 20) + Array(repeating: 2, count: 20) + Array(repeating: 0, count: 20)
+                                                : Array(repeating: nil, count: 60)
+            #expect(turns == expected, "negotiated: \(negotiated)")
+        }
+    }
+
     @Test(arguments: [(0.05, 0.995, UInt64(5)), (0.20, 0.985, UInt64(20))])
     func randomLossIsRecoveredByNACKAndRTX(loss: Double, minimumShare: Double, seed: UInt64) throws {
         var network = LossyNetwork(loss: loss, random: SeededRandom(seed: seed))

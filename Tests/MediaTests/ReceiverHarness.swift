@@ -116,6 +116,8 @@ final class SimulatedPublisher {
     private(set) var keyframeRequests = 0
     private(set) var retransmissions = 0
     var midExtension: String?
+    /// Video orientation bytes (extension id 4) on the last packet of these frames, as libwebrtc tags them.
+    var orientation: [Int: UInt8] = [:]
 
     init(width: Int = 160, height: Int = 120, ssrc: UInt32 = 1, rtxSSRC: UInt32? = 2, firstSequence: UInt16 = 65_000,
          maximumPayload: Int = 120, keyframeInterval: Int = 3_000) throws {
@@ -145,6 +147,7 @@ final class SimulatedPublisher {
                 if let midExtension { builder.extensions = [(1, Array(midExtension.utf8))] }
                 offset += chunk.count
                 builder.marker = offset >= frame.data.count
+                if builder.marker, let tag = orientation[frameIndex] { builder.extensions.append((4, [tag])) }
                 let bytes = builder.build(payload: descriptor + chunk)
                 history[sequence] = bytes
                 history[sequence &- 1_024] = nil

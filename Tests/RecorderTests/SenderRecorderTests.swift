@@ -298,3 +298,40 @@ import WireCoding
         #expect(finished.statistics.videoFramesSuperseded == 2 && finished.statistics.videoKeyframesNudged == 1)
     }
 }
+
+/// A phone's sender tags its pictures' orientation instead of turning them: the file's track
+/// says how to turn them (Matroska Projection, read back by libwebm), and the sidecar lists
+/// where the orientation changed.
+@Suite struct VideoOrientationRecordingTests {
+    @Test(arguments: [true, false])
+    func theFirstKeyframesOrientationIsTheTracksAndChangesAreListed(tagged: Bool) throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-turn-\(UUID())").path
+        let layout = ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
+        let recorder = try SenderRecorder(connectionID: "PHONE01", tracks: SenderTracks(videoCodec: .vp8, audioChannels: nil), layout: layout,
+                                          recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), segmentUID: Array(1...16), clock: SystemTimeSource())
+        let encoder = try VPXEncoder(codec: .vp8, width: 96, height: 64, framesPerSecond: 30, keyframeInterval: 30)
+        for index in 0..<60 {
+            let encoded = try encoder.encode(.testPattern(width: 96, height: 64, frame: index), pts: Int64(index), forceKeyframe: index == 0)[0]
+            var frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3_000), isKeyframe: encoded.isKeyframe)
+            if frame.isKeyframe { (frame.width, frame.height) = (96, 64) }
+            if tagged { frame.quarterTurns = index < 45 ? 1 : 0 }
+            let time = MonotonicTime.milliseconds(Int64(index) * 100)
+            recorder.add(frame, video: true, mediaTime: time, arrival: time)
+        }
+        let finished = try #require(recorder.finish(stoppedAtMilliseconds: 7_000, now: .milliseconds(7_000),
+                                                    context: SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil,
+                                                                            botConnectionID: nil, recbotVersion: "t")))
+        let parsed = WebMReader.parse(path: layout.directory + "/" + finished.filename)
+        #expect(parsed.isComplete)
+        let projection = parsed.tracks.first { $0.number == 1 }?.projection
+        let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath:
+            layout.directory + "/" + finished.filename.replacingOccurrences(of: ".webm", with: ".json")))) as? [String: Any])
+        let rotations = sidecar["video_rotations"] as? [[String: Any]]
+        if tagged {
+            #expect(projection == WebMParsedFile.Projection(type: 0, roll: -90), "90° clockwise is a roll of −90")
+            #expect(rotations?.map { $0["offset_ms"] as? Int } == [0, 4_500] && rotations?.map { $0["degrees"] as? Int } == [90, 0])
+        } else {
+            #expect(projection == nil && rotations == nil, "untagged: nothing changes")
+        }
+    }
+}

@@ -30,6 +30,9 @@ typedef struct {
     uint64_t codec_delay, seek_pre_roll;
     int uses_lacing;
     uint64_t pixel_width, pixel_height;  /* 0 when absent */
+    int has_projection;                  /* a Projection element is present */
+    uint64_t projection_type;
+    double projection_pose_roll;
     double sampling_frequency;           /* 0 when absent */
     uint64_t channels;                   /* 0 when absent */
 } cwebm_track;
