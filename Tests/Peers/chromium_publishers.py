@@ -72,18 +72,53 @@ def frame_luma(index, width, height):
     return top + bytes(cells) * band
 
 
-def read_frame_number(luma, width, height):
-    """The frame number in a decoded frame's luma plane (bytes, width x height, any size: scaled
-    layers keep the geometry), and whether it is a flash. Reads the middle of each cell."""
-    band = band_height(height)
-    y = height - band // 2
-    number = 0
+def read_frame(luma, width, height, stride=None, source=None):
+    """Reads a decoded frame back: its frame number, whether it is a flash, and how sure the read is.
+
+    luma: the luma plane, as bytes (rows of `stride` bytes, default width) or a 2-D numpy array
+    (height x stride); width x height: the decoded picture's size. source: the y4m's (width, height)
+    when known (a scaled layer, e.g. VP8 simulcast r0 at 1/4, keeps the geometry, so the band and
+    cells are found by proportion); without it the band is band_height(height) rows, as made.
+    Each cell is the mean of its inner half (across and down the band), so blocking and ringing at
+    cell edges, scaling and lossy coding hardly move it. Returns a dict:
+      number: the 12-bit value; flash: mean luma above the band past the flash/pattern midpoint;
+      top_luma: that mean; margin: the least clear cell, 0 (mid grey) .. 1 (exact black/white);
+      readable: margin >= 0.3 (every cell's mean outside roughly 82..169)."""
+    import numpy as np
+
+    stride = stride or width
+    plane = luma if isinstance(luma, np.ndarray) else np.frombuffer(luma, dtype=np.uint8, count=stride * height).reshape(height, stride)
+    plane = plane[:height, :width]
+    if source:
+        source_width, source_height = source
+        band_top = (source_height - band_height(source_height)) * height / source_height
+        scale_x = width / source_width
+        edges = [bit * source_width // BITS * scale_x for bit in range(BITS + 1)]
+    else:
+        band_top = height - band_height(height)
+        edges = [bit * width / BITS for bit in range(BITS + 1)]
+    band = height - band_top
+    y0, y1 = int(round(band_top + band / 4)), int(round(height - band / 4))
+    y1 = max(y1, y0 + 1)
+    rows = plane[y0:y1].astype(np.float32)
+    middle = (BLACK + WHITE) / 2
+    number, margin = 0, 1.0
     for bit in range(BITS):
-        x = (2 * bit + 1) * width // (2 * BITS)
-        number = number << 1 | (luma[y * width + x] > (BLACK + WHITE) // 2)
-    top = luma[: (height - band) * width: 97]
-    flash = sum(top) / max(1, len(top)) > (PATTERN_LUMA_MAX + MARKER_LUMA) / 2
-    return number, flash
+        x0, x1 = edges[bit], edges[bit + 1]
+        a, b = int(round(x0 + (x1 - x0) / 4)), int(round(x1 - (x1 - x0) / 4))
+        value = float(rows[:, a:max(b, a + 1)].mean())
+        number = number << 1 | (value > middle)
+        margin = min(margin, abs(value - middle) / (middle - BLACK))
+    top_rows = max(1, int(band_top * 0.95))
+    top_luma = float(plane[:top_rows:2, ::2].mean())
+    return {"number": number, "flash": top_luma > (PATTERN_LUMA_MAX + MARKER_LUMA) / 2, "top_luma": top_luma,
+            "margin": round(min(margin, 1.0), 3), "readable": margin >= 0.3}
+
+
+def read_frame_number(luma, width, height, stride=None, source=None):
+    """The frame number in a decoded frame's luma plane and whether it is a flash (read_frame)."""
+    read = read_frame(luma, width, height, stride, source)
+    return read["number"], read["flash"]
 
 
 def write_y4m(path, width, height):

@@ -32,14 +32,19 @@ How Sora's signaling maps onto Janus's API:
 HTTP (the publishers' page and control; --http-port, default any free port):
   GET  /publisher.html            janus_publisher.html
   GET  /control/<id>              what the page should do now ({"stop": bool, "video": "on"|"off"})
-  POST /hello|published|stats|bye|log/<id>   reports from the pages
+  POST /hello|published|stats|snapshot|bye|log/<id>   reports from the pages
   POST /layer?rid=r1              switch every simulcast/SVC sender's layer for the recorder
   POST /video?connection_id=X&state=off|on   stop / restart a page's camera track
   POST /end                       end the session now;  GET /state: everything known, as JSON
 
 The truth file (--truth) has, per publisher connection id: codec, when it published (wall clock,
 ms), the page's final getStats() outbound-rtp entries (and a per-kind summary), its Janus streams,
-and the fake media's frame-number scheme (chromium_publishers.scheme).
+and the fake media's frame-number scheme (chromium_publishers.scheme). Snapshots: when the
+recorder's PeerConnection comes up (Janus's webrtcup on the subscriber handle; for a late publisher,
+when its re-answer is started) and at every layer switch, each page is asked (through its control
+poll, every 200 ms) for getStats(); they are kept in `stats_snapshots` (name, requested_at_unix_ms,
+at_unix_ms, the same outbound-rtp summary as the final one), the first as `stats_at_start`, so a
+judge can count the frames sent while the recorder was subscribed, per forwarded layer.
 """
 import argparse
 import asyncio
@@ -104,7 +109,8 @@ class Publisher:
         self.hello = None
         self.final = None  # the page's last report: stats and video events
         self.bye_at_ms = None
-        self.control = {"stop": False, "video": "on"}
+        self.control = {"stop": False, "video": "on", "snapshots": []}  # snapshots: [{"seq", "name"}] asked for so far
+        self.snapshots = []  # the pages' answers: {"name", "requested_at_unix_ms", "at_unix_ms", "outbound_rtp", "video", "audio"}
         self.log_path = None
         self.stats_posted = asyncio.Event()
         self.publishing = asyncio.Event()
@@ -128,38 +134,48 @@ class Publisher:
                  "user_agent": (self.hello or {}).get("user_agent"), "chromium_log": self.log_path,
                  "media_scheme": getattr(self, "media_scheme", None), "media_files": getattr(self, "media_files", None)}
         if self.final:
-            stats = self.final.get("stats") or []
-            codecs = {s["id"]: s for s in stats if s.get("type") == "codec"}
-            outbound = []
-            for s in stats:
-                if s.get("type") != "outbound-rtp":
-                    continue
-                item = {k: s[k] for k in STATS_FIELDS if k in s}
-                codec = codecs.get(s.get("codecId"))
-                if codec:
-                    item["mimeType"], item["payloadType"] = codec.get("mimeType"), codec.get("payloadType")
-                    item["sdpFmtpLine"] = codec.get("sdpFmtpLine")
-                outbound.append(item)
-            outbound.sort(key=lambda s: (s.get("kind", ""), s.get("rid", "")))
-            video = [s for s in outbound if s.get("kind") == "video"]
-            audio = [s for s in outbound if s.get("kind") == "audio"]
-            entry.update({
-                "stats_at_unix_ms": self.final.get("at_ms"), "stopped_because": self.final.get("why"),
-                "video_events": self.final.get("video_events"), "outbound_rtp": outbound,
-                "video": {"frames_encoded": sum(s.get("framesEncoded", 0) for s in video),
-                          "frames_sent": sum(s.get("framesSent", 0) for s in video),
-                          "keyframes_encoded": sum(s.get("keyFramesEncoded", 0) for s in video),
-                          "packets_sent": sum(s.get("packetsSent", 0) for s in video),
-                          "retransmitted_packets_sent": sum(s.get("retransmittedPacketsSent", 0) for s in video),
-                          "layers": {s.get("rid", "-"): {k: s.get(k) for k in ("framesEncoded", "framesSent", "keyFramesEncoded",
-                                                                                  "frameWidth", "frameHeight", "scalabilityMode",
-                                                                                  "encoderImplementation", "mimeType")}
-                                     for s in video}},
-                "audio": {"packets_sent": sum(s.get("packetsSent", 0) for s in audio),
-                          "mimeType": audio[0].get("mimeType") if audio else None,
-                          "sdpFmtpLine": audio[0].get("sdpFmtpLine") if audio else None},
-            })
+            entry.update({"stats_at_unix_ms": self.final.get("at_ms"), "stopped_because": self.final.get("why"),
+                          "video_events": self.final.get("video_events"), **outbound_summary(self.final.get("stats") or [])})
+        if self.snapshots:
+            entry["stats_snapshots"] = self.snapshots
+            start = next((s for s in self.snapshots if s["name"] == "at_start"), None)
+            if start:
+                entry["stats_at_start"] = start
         return entry
+
+
+def outbound_summary(stats):
+    """A getStats() report's outbound-rtp entries (with their codec) and a per-kind summary."""
+    codecs = {s["id"]: s for s in stats if s.get("type") == "codec"}
+    outbound = []
+    for s in stats:
+        if s.get("type") != "outbound-rtp":
+            continue
+        item = {k: s[k] for k in STATS_FIELDS if k in s}
+        item["timestamp"] = s.get("timestamp")
+        codec = codecs.get(s.get("codecId"))
+        if codec:
+            item["mimeType"], item["payloadType"] = codec.get("mimeType"), codec.get("payloadType")
+            item["sdpFmtpLine"] = codec.get("sdpFmtpLine")
+        outbound.append(item)
+    outbound.sort(key=lambda s: (s.get("kind", ""), s.get("rid", "")))
+    video = [s for s in outbound if s.get("kind") == "video"]
+    audio = [s for s in outbound if s.get("kind") == "audio"]
+    return {
+        "outbound_rtp": outbound,
+        "video": {"frames_encoded": sum(s.get("framesEncoded", 0) for s in video),
+                  "frames_sent": sum(s.get("framesSent", 0) for s in video),
+                  "keyframes_encoded": sum(s.get("keyFramesEncoded", 0) for s in video),
+                  "packets_sent": sum(s.get("packetsSent", 0) for s in video),
+                  "retransmitted_packets_sent": sum(s.get("retransmittedPacketsSent", 0) for s in video),
+                  "layers": {s.get("rid", "-"): {k: s.get(k) for k in ("framesEncoded", "framesSent", "keyFramesEncoded",
+                                                                          "frameWidth", "frameHeight", "scalabilityMode",
+                                                                          "encoderImplementation", "mimeType")}
+                             for s in video}},
+        "audio": {"packets_sent": sum(s.get("packetsSent", 0) for s in audio),
+                  "mimeType": audio[0].get("mimeType") if audio else None,
+                  "sdpFmtpLine": audio[0].get("sdpFmtpLine") if audio else None},
+    }
 
 
 class HttpServer:
@@ -295,6 +311,15 @@ class Front:
             except asyncio.TimeoutError:
                 print("some pages posted no stats", file=sys.stderr)
 
+    def request_snapshot(self, name, publishers=None):
+        """Asks the pages (all on air, or these) for a getStats() snapshot named `name`: the next
+        control poll (200 ms) returns it, and the page posts /snapshot/<id>."""
+        self.snapshot_seq = getattr(self, "snapshot_seq", 0) + 1
+        at = now_ms()
+        for publisher in publishers if publishers is not None else [p for p in self.publishers if p.on_air]:
+            publisher.control["snapshots"].append({"seq": self.snapshot_seq, "name": name})
+            publisher.snapshot_requested = {**getattr(publisher, "snapshot_requested", {}), self.snapshot_seq: (name, at)}
+
     # --- HTTP ---
 
     async def http(self, method, target, body):
@@ -310,7 +335,7 @@ class Front:
             return "200 OK", "application/json", json.dumps(publisher.control if publisher else {"stop": True}).encode()
         if method == "GET" and url.path == "/state":
             return "200 OK", "application/json", json.dumps(self.state(), indent=2, default=str).encode()
-        if method == "POST" and len(parts) == 2 and parts[0] in ("hello", "published", "stats", "bye", "log"):
+        if method == "POST" and len(parts) == 2 and parts[0] in ("hello", "published", "stats", "snapshot", "bye", "log"):
             publisher = self.by_connection.get(parts[1])
             if publisher is None:
                 return "404 Not Found", "application/json", b"{}"
@@ -326,6 +351,13 @@ class Front:
             elif parts[0] == "published":
                 publisher.published_at_ms = report.get("published_at_ms")
                 publisher.publish_sdp = {"offer": report.get("offer"), "answer": report.get("answer")}
+            elif parts[0] == "snapshot":
+                requested = getattr(publisher, "snapshot_requested", {})
+                summary = outbound_summary(report.get("stats") or [])
+                for seq in report.get("seqs") or []:
+                    name, requested_at = requested.get(seq, (None, None))
+                    publisher.snapshots.append({"name": name, "seq": seq, "requested_at_unix_ms": requested_at,
+                                                "at_unix_ms": report.get("at_ms"), **summary})
             elif parts[0] == "stats":
                 publisher.final = report
                 publisher.stats_posted.set()
@@ -523,6 +555,8 @@ class Session:
             return
         if why == "initial":
             return
+        record["snapshot"] = f"switch:{rid}:{len(self.truth['layer_switches'])}"
+        self.front.request_snapshot(record["snapshot"], [p for p, _ in streams])
         for publisher, _ in streams:
             await self.send({"type": "notify", "event_type": "simulcast.switched", "channel_id": self.channel_id,
                              "sender_connection_id": publisher.connection_id,
@@ -551,6 +585,10 @@ class Session:
             data = (message.get("plugindata") or {}).get("data") or {}
             self.truth["janus_events"].append({"at_unix_ms": now_ms(), "janus": message.get("janus"), "data": data,
                                                "jsep": (message.get("jsep") or {}).get("type")})
+            if message.get("janus") == "webrtcup" and "recorder_webrtcup_at_unix_ms" not in self.truth:
+                # The recorder's PeerConnection is up: what the pages have sent so far is before its time.
+                self.truth["recorder_webrtcup_at_unix_ms"] = now_ms()
+                self.front.request_snapshot("at_start", [p for p in self.front.publishers if p.feed_id in self.subscribed])
             if message.get("jsep", {}).get("type") == "offer" and not self.ending:
                 async with self.negotiation:
                     await self.reoffer(message["jsep"], data.get("streams"))
@@ -563,6 +601,7 @@ class Session:
                 self.note_streams(data.get("streams"))
                 if jsep:
                     await self.reoffer(jsep, data.get("streams"))
+                self.front.request_snapshot("at_start", [publisher])
             elif event == "left" and publisher.feed_id in self.subscribed:
                 self.subscribed.discard(publisher.feed_id)
                 jsep = None
