@@ -196,6 +196,8 @@ public final class SenderRecorder: @unchecked Sendable {
     /// Frames held for interleaving or for the file to start; past this the file starts (and
     /// frames flow) whatever it waits for, so a flood cannot grow the list.
     static let maximumPendingFrames = 2_048
+    /// How long a video keyframe waits before it is written, for a layer switch's second one.
+    static let keyframeSettleNanoseconds: Int64 = 150_000_000
     /// Orientation changes listed in the sidecar (a phone turned back and forth all session long).
     static let maximumRotationChanges = 256
     private var lastWrittenNanoseconds: Int64 = -1
@@ -378,8 +380,12 @@ public final class SenderRecorder: @unchecked Sendable {
         for entry in pending {
             let isVideo = entry.frame.track == .video
             let otherTrackAhead = isVideo ? pendingAudio > 0 : pendingVideo > 0
-            let waitedEnough = now.nanoseconds - entry.arrival.nanoseconds >= interleaveNanoseconds
+            let waited = now.nanoseconds - entry.arrival.nanoseconds
+            let waitedEnough = waited >= interleaveNanoseconds
             guard force || !bothTracks || otherTrackAhead || waitedEnough else { break }
+            // A keyframe waits a moment for another picture of its instant (a layer switch
+            // sends the old layer's and the new one's): the new one then takes its place.
+            guard force || !isVideo || !entry.frame.isKeyframe || waited >= SenderRecorder.keyframeSettleNanoseconds else { break }
             released += 1
             if isVideo { pendingVideo -= 1 } else { pendingAudio -= 1 }
             if !write(entry.frame, quarterTurns: entry.quarterTurns), dropped == nil { dropped = entry.source }
@@ -446,7 +452,7 @@ public final class SenderRecorder: @unchecked Sendable {
         }
         var adjusted = frame
         adjusted.timestampNanoseconds = frame.timestampNanoseconds - fileOriginNanoseconds
-        if isVideo, let last = lastVideoMilliseconds, adjusted.timestampNanoseconds / 1_000_000 <= last {
+        if isVideo, let last = lastVideoMilliseconds, adjusted.timestampNanoseconds / 1_000_000 == last {
             // Another picture of the instant already written (a layer switch whose first frame
             // was written before the second came). Repeating the block's time would fail the
             // file; the new layer's keyframe goes 1 ms later, a delta frame goes.

@@ -283,18 +283,23 @@ import WireCoding
         #expect(finished.statistics.videoFramesSuperseded == 1 && finished.statistics.videoKeyframesNudged == 0)
     }
 
+    /// The new layer's keyframe came after the keyframe wait (150 ms), when the old layer's
+    /// picture of its instant was written: it goes 1 ms later, and a delta frame of that
+    /// instant is dropped.
     @Test func aKeyframeAfterTheWrittenPictureOfItsInstantGoesOneMillisecondLater() throws {
         let (recorder, layout) = try recorder("SWITCH02", audio: false)
         let (large, delta, small) = try keyframes()
+        var second = delta
+        second.rtpTimestamp = 6_000
         recorder.add(large, video: true, mediaTime: .milliseconds(0), arrival: .milliseconds(0))
         recorder.add(delta, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(40))
-        recorder.add(small, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(41))
-        var late = delta
-        late.rtpTimestamp = 3_000
-        #expect(recorder.add(late, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(42)) != nil, "a delta frame of that instant goes")
+        recorder.add(second, video: true, mediaTime: .milliseconds(66), arrival: .milliseconds(200))  // all three written now
+        recorder.add(small, video: true, mediaTime: .milliseconds(66), arrival: .milliseconds(210))
+        #expect(recorder.add(second, video: true, mediaTime: .milliseconds(66), arrival: .milliseconds(420)) == nil,
+                "a delta frame of the waiting keyframe's instant goes")
         let (finished, parsed) = try finish(recorder, layout)
         let video = parsed.frames.filter { $0.track == 1 }
-        #expect(video.map(\.timecode) == [0, 33, 34] && video.last?.data == small.data)
+        #expect(video.map(\.timecode) == [0, 33, 66, 67] && video.last?.data == small.data)
         #expect(finished.statistics.videoFramesSuperseded == 2 && finished.statistics.videoKeyframesNudged == 1)
     }
 }
