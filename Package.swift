@@ -296,6 +296,8 @@ let package = Package(
         .testTarget(name: "RecorderTests", dependencies: ["SystemClock", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP", "TestSupport", "WireCoding"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings", "Bitstreams", "TestSupport"]),
+        // Real senders' streams (Tests/Corpus) replayed through the media core on a simulated clock.
+        .testTarget(name: "CorpusTests", dependencies: ["Media", "RTP", "SDP", "DTLS", "PeerConnection", "WireCoding", "CodecBindings", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         // A sans-IO TURN server, strict like coturn, for the client's and the transport's tests.
         .target(name: "TURNTestSupport", dependencies: ["STUN", "TURN", "WireCoding"], path: "Tests/TURNTestSupport"),

@@ -84,6 +84,8 @@ public final class PeerConnectionCore {
     public private(set) var srtp: SRTPSession?
     public internal(set) var counters = TransportCounters()
     public private(set) var failure: TransportFailure?
+    /// Sees every RTP and RTCP packet after SRTP, with its arrival (`recbot join --capture-rtp`).
+    public var onDecrypted: ((_ packet: [UInt8], _ now: MonotonicTime) -> Void)?
     private var dtlsStarted = false
     let relays: [RelayEndpoint]
     /// UDP TURN servers by address, and relayed addresses (allocated) by address: indexes into `relays`.
@@ -257,6 +259,7 @@ public final class PeerConnectionCore {
         var bytes = datagram
         if RTPPacket.isRTCP(bytes) {
             guard (try? srtp.unprotectRTCP(&bytes)) != nil else { return }  // counted by the session
+            onDecrypted?(bytes, now)
             guard let packets = try? RTCPPacket.parseCompound(bytes) else {
                 counters.droppedMalformedRTCP += 1
                 return
@@ -269,6 +272,7 @@ public final class PeerConnectionCore {
             }
         } else {
             guard (try? srtp.unprotectRTP(&bytes)) != nil else { return }
+            onDecrypted?(bytes, now)
             guard let packet = try? RTPPacket(parsing: bytes) else {
                 counters.droppedMalformedRTP += 1
                 return

@@ -140,6 +140,10 @@ public struct JoinOptions: Sendable {
     /// leaves the rest to `recbot repair` (a hung disk must not hang a cron job for ever).
     public var finalizeTimeoutSeconds: Double = 60
 
+    /// `--capture-rtp`: every decrypted RTP/RTCP packet to this pcap file, the offers beside it
+    /// (a debugging aid; see `PacketCapture`). nil: no capture.
+    public var capturePath: String?
+
     public init(urls: [String], connect: ConnectOptions, dataDirectory: DataDirectory, recbotVersion: String) {
         self.urls = urls
         self.connect = connect

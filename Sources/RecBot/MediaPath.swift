@@ -116,6 +116,10 @@ final class MediaPath: @unchecked Sendable {
             connection.send(OutgoingMessage.candidate("candidate:" + (candidate.value ?? "")))
         }
         let path = MediaPath(transport: transport, negotiation: negotiation, offer: start.offer, options: options, session: session, media: media)
+        if let capture = media.capture {
+            capture.recordOffer(start.offer.sdp, at: session.clock.now())
+            path.core.onDecrypted = capture.record  // before `start`: the loop does not use the core yet
+        }
         path.refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
         let (recordings, core, refused) = (path.recordings, path.core, path.refusals.bySender)
         // The recordings live on the session's loop (the transport's): their senders change there.
@@ -246,6 +250,7 @@ final class MediaPath: @unchecked Sendable {
             return nil
         }
         let media = answer.media
+        self.media.capture?.recordOffer(sdp, at: session.clock.now())
         refusals.note(media, eventLog: eventLog, logger: logger)
         let (refused, recordings, core) = (refusals.bySender, recordings, core)
         transport.withCore { $0.updateMedia(media) }  // runs on the loop before the submit below

@@ -20,6 +20,7 @@ struct SessionFinish {
         var (cause, reason) = (ending.cause, ending.reason)
         let stoppedAt = session.clock.wallClockMilliseconds()
         let unfinished = await media.finisher.waitForAll(timeoutSeconds: options.finalizeTimeoutSeconds)
+        media.capture?.close()
         if !unfinished.isEmpty {
             logger.error("finishing files took too long; run `recbot repair` to finalize the rest",
                          metadata: ["seconds": "\(options.finalizeTimeoutSeconds)", "senders": "\(unfinished.joined(separator: ","))"])

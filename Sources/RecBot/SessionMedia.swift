@@ -28,6 +28,8 @@ final class SessionMedia: @unchecked Sendable {
     let finisher: RecordingFinisher
     let eventLog: SignalingEventLog
     let interruptions: InterruptionLog
+    /// `--capture-rtp`, across every connection of the session.
+    let capture: PacketCapture?
     private let lock = NSLock()
     private var ended = ConnectionCounters()
     /// The newest connection's sidecar context (shared with the file-start callback).
@@ -57,6 +59,14 @@ final class SessionMedia: @unchecked Sendable {
             finisher.noteParticipant(connectionID: record.connectionID, clientID: record.clientID, bundleID: record.bundleID)
         }
         interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
+        capture = options.capturePath.flatMap { path in
+            do {
+                return try PacketCapture(path: path, clock: session.clock, logger: session.logger)
+            } catch {
+                session.logger.error("capture: cannot create the file; recording without it", metadata: ["path": "\(path)", "error": "\(error)"])
+                return nil
+            }
+        }
         recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
                                   interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
                                   split: options.split, clock: session.clock, logger: session.logger) { recorder in

@@ -100,6 +100,7 @@ extension JoinCommand {
         if let timeout = try settings.duration(finalizeTimeout, .finalizeTimeout, range: 1_000...86_400_000) {
             options.finalizeTimeoutSeconds = Double(timeout) / 1000
         }
+        options.capturePath = captureRTP
         if noRejoin && rejoinAttempts != nil { throw ValidationError("--no-rejoin and --rejoin-attempts contradict each other") }
         if let count = rejoinAttempts ?? settings[.rejoinAttempts].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }

@@ -92,6 +92,10 @@ struct JoinCommand: AsyncParsableCommand {
         "How long finishing the files may take at the end (default 60s); past it recbot exits 74 and `recbot repair` finalizes the rest.",
         valueName: "duration"))
     var finalizeTimeout: DurationArgument?
+    @Option(name: .customLong("capture-rtp"), help: ArgumentHelp(
+        "Debugging: write every RTP/RTCP packet as received (after SRTP) to this pcap file, the offers to FILE.offers.jsonl.",
+        valueName: "file"))
+    var captureRTP: String?
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
