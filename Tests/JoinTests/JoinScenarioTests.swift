@@ -24,11 +24,12 @@ struct Scenario {
         directory = existingDirectory
     }
 
-    init(serverArguments: [String]) throws {
+    /// `server`: the bundled test server, or sora_janus_server.py (Janus and Chromium behind Sora's signaling).
+    init(serverArguments: [String], server script: String = "sora_test_server.py") throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-join-\(UUID())")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         server.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        server.arguments = ["python3", Scenario.peersDirectory.appendingPathComponent("sora_test_server.py").path,
+        server.arguments = ["python3", Scenario.peersDirectory.appendingPathComponent(script).path,
                             "--truth", directory.appendingPathComponent("truth.json").path] + serverArguments
         server.standardOutput = serverOutput
         server.standardError = FileHandle(forWritingAtPath: "/dev/null")
