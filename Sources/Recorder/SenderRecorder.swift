@@ -198,6 +198,8 @@ public final class SenderRecorder: @unchecked Sendable {
     static let maximumPendingFrames = 2_048
     /// How long a video keyframe waits before it is written, for a layer switch's second one.
     static let keyframeSettleNanoseconds: Int64 = 150_000_000
+    /// Two keyframes closer than this are one instant's pictures (no sender runs at 200 fps).
+    static let sameInstantNanoseconds: Int64 = 5_000_000
     /// Orientation changes listed in the sidecar (a phone turned back and forth all session long).
     static let maximumRotationChanges = 256
     private var lastWrittenNanoseconds: Int64 = -1
@@ -307,18 +309,26 @@ public final class SenderRecorder: @unchecked Sendable {
         let frame = entry.frame
         var index = pending.endIndex
         while index > pending.startIndex, pending[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
-        if frame.track == .video, let same = pending[..<index].lastIndex(where: {
-            $0.frame.track == .video && $0.frame.timestampNanoseconds == frame.timestampNanoseconds
-        }) {
+        if frame.track == .video, let same = pending[..<index].lastIndex(where: { $0.frame.track == .video && isSameInstant($0.frame, frame) }) {
             // Two pictures of one instant (a layer switch): the later one is the stream from now
             // on. A keyframe takes the waiting one's place; a delta frame cannot, and goes.
             statistics.videoFramesSuperseded += 1
-            if frame.isKeyframe { pending[same] = entry }
+            guard frame.isKeyframe else { return }
+            pending.remove(at: same)
+            insertPending(entry)  // at its own time's place (it may be 1 ms later)
             return
         }
         pending.insert(entry, at: index)
     }
 
+
+    /// One capture instant: the same time, or two keyframes closer than any frame interval
+    /// (Janus moves the new layer's timestamps 1 ms past the old layer's on a switch).
+    private func isSameInstant(_ waiting: WebMFrame, _ new: WebMFrame) -> Bool {
+        let distance = new.timestampNanoseconds - waiting.timestampNanoseconds
+        if distance == 0 { return true }
+        return waiting.isKeyframe && new.isKeyframe && distance > 0 && distance < SenderRecorder.sameInstantNanoseconds
+    }
 
     private func noteVideoSize(_ width: Int, _ height: Int) {
         // A size from the bitstream that WebM cannot hold (beyond 16,384) would make the file

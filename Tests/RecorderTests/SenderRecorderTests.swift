@@ -265,13 +265,16 @@ import WireCoding
         return (finished, WebMReader.parse(path: layout.directory + "/" + finished.filename))
     }
 
-    @Test func theNewLayersKeyframeReplacesTheWaitingOne() throws {
+    /// The same RTP time, or 1 ms later: Janus moves the new layer's timestamps just past the old one's.
+    @Test(arguments: [0, 1] as [Int64])
+    func theNewLayersKeyframeReplacesTheWaitingOne(millisecondsLater: Int64) throws {
         let (recorder, layout) = try recorder("SWITCH01", audio: true)
-        let (large, delta, small) = try keyframes()
+        var (large, delta, small) = try keyframes()
+        delta.isKeyframe = true  // the old layer's keyframe of the switch's instant
         let audio = try OpusEncoder(channels: 1)
         recorder.add(large, video: true, mediaTime: .milliseconds(0), arrival: .milliseconds(0))
         recorder.add(delta, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(40))
-        recorder.add(small, video: true, mediaTime: .milliseconds(33), arrival: .milliseconds(41))
+        recorder.add(small, video: true, mediaTime: .milliseconds(33 + millisecondsLater), arrival: .milliseconds(41))
         for index in 0..<20 {
             let data = try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1))
             recorder.add(EncodedFrame(data: data, rtpTimestamp: UInt32(index * 960), isKeyframe: true), video: false,
@@ -279,7 +282,7 @@ import WireCoding
         }
         let (finished, parsed) = try finish(recorder, layout)
         let video = parsed.frames.filter { $0.track == 1 }
-        #expect(video.map(\.timecode) == [0, 33] && video.last?.data == small.data, "one block per instant, the new layer's")
+        #expect(video.map(\.timecode) == [0, 33 + millisecondsLater] && video.last?.data == small.data, "one block per instant, the new layer's")
         #expect(finished.statistics.videoFramesSuperseded == 1 && finished.statistics.videoKeyframesNudged == 0)
     }
 

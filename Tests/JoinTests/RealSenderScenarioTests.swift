@@ -1,0 +1,46 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// Real libwebrtc senders through a real SFU: four headless Chromium publishers (VP8 with three
+/// simulcast layers, VP9 SVC, AV1, H.264; Opus with DTX and in-band FEC) in a Janus VideoRoom,
+/// behind the Sora-signaling front (Tests/Peers/sora_janus_server.py), recorded by `recbot join`.
+/// The files are judged against the senders' own truth (Tests/Peers/judge_recording.py): their
+/// getStats() while recbot was subscribed, the frame numbers drawn into the pictures, the
+/// flashes and beeps. The fault campaign runs the 60 s version (dev/faults.py --only real-senders).
+@Suite(.serialized) struct RealSenderScenarioTests {
+    /// The forwarded VP8 layer goes r1 → r0 → r2 (Janus's substream switches, as Sora's
+    /// RequestSimulcastRid makes them): one file per sender, the sizes inside it, no picture twice.
+    @Test func chromiumPublishersThroughJanusAreRecordedFrameForFrame() throws {
+        let scenario = try Scenario(serverArguments: ["--chromium", "vp8,vp9,av1,h264", "--duration", "20",
+                                                      "--layer-switch-after", "7:r0", "--layer-switch-after", "14:r2"],
+                                    server: "sora_janus_server.py")
+        defer { scenario.stop() }
+        #expect(!scenario.url.isEmpty, "the Janus front did not start")
+        // Janus gathers no loopback candidates: media runs over the host's own address (it never
+        // leaves the machine), so recbot keeps its default host addresses here.
+        let result = try scenario.recbot(["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory,
+                                          "--duration", "90s", "--simulcast-rid", "r1"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
+        _ = try scenario.truth()
+        // On a loaded 2-core machine the browsers' fake cameras and microphones stall and drop
+        // frames themselves (the judge counts what they sent, not what they captured), so CI holds
+        // the files to every frame the senders sent within 2 %, and leaves the A/V drift of those
+        // stalls to the fault campaign's quieter run.
+        let judge = try runProcess("/usr/bin/env", [
+            "python3", Scenario.peersDirectory.appendingPathComponent("judge_recording.py").path,
+            "--data-dir", scenario.dataDirectory, "--truth", scenario.directory.appendingPathComponent("truth.json").path,
+            "--recbot", Scenario.recbot, "--min-kept", "0.98", "--max-missing-ratio", "0.02", "--max-av-drift-ms", "1000", "--table",
+        ])
+        #expect(judge.status == 0, "judge: \(judge.stderrText.suffix(4_000))")
+        let report = try #require(try JSONSerialization.jsonObject(with: judge.stdout) as? [String: Any])
+        let publishers = try #require(report["publishers"] as? [String: [String: Any]])
+        #expect(Set(publishers.values.compactMap { $0["codec"] as? String }) == ["vp8", "vp9", "av1", "h264"])
+        // The switches happened inside the VP8 sender's one file.
+        let recordings = try scenario.catalog().recordings()
+        #expect(recordings.count == 4, "one file per sender: \(recordings.map(\.path))")
+        let vp8 = try #require(recordings.first { $0.videoCodec == "VP8" })
+        let sizes = (vp8.videoSizes ?? "").split(separator: ",")
+        #expect(sizes.count >= 2, "VP8 sizes: \(vp8.videoSizes ?? "none")")
+    }
+}
