@@ -22,6 +22,9 @@ if [ "${1:-}" = "--demo" ]; then demo_only=true; fi
 # drops UDP (the rules live in that namespace only; the host's firewall is not touched).
 # postgresql-15: the server the PostgreSQL catalog tests start (a throwaway cluster each; the
 # packaged cluster is not used).
+# chromium and janus: real libwebrtc publishers (headless Chromium) in a real SFU (Janus's
+# VideoRoom) behind the Sora-signaling front Tests/Peers/sora_janus_server.py (the packaged
+# Janus service is not used: the tests start a private one).
 DEBIAN_PACKAGES=(
   pkg-config
   libssl-dev
@@ -48,6 +51,8 @@ DEBIAN_PACKAGES=(
   iproute2
   nftables
   postgresql-15
+  chromium
+  janus
 )
 
 # What the demo needs: building recbot (its -dev libraries) and nothing the tests alone use.
@@ -70,6 +75,10 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
 else
   echo "install-deps: all Debian packages present"
+fi
+# The tests start a private Janus of their own; the packaged service would hold its ports.
+if ! $demo_only && [ -d /run/systemd/system ] && systemctl is-enabled --quiet janus 2>/dev/null; then
+  ${SUDO:-$([ "$(id -u)" -ne 0 ] && echo sudo)} systemctl disable --now janus
 fi
 
 # PyPI: independent WebRTC peers for the interop tests (pinned in Tests/PythonSupport/requirements.txt).
