@@ -246,6 +246,9 @@ public final class SenderRecorder: @unchecked Sendable {
     public var filename: String { layout.mediaFilename(connectionID: connectionID, part: part) }
     /// The name the file was created under (part 0's, until the first split renames it).
     private var createdFilename: String?
+    /// The file exists (its first whole cluster was written); `heldWrites` wait until then.
+    private var fileOpened = false
+    private var heldWrites: [(writes: [WebMWrite], releasing: Int)] = []
 
     /// Before the file exists its video track can still take another codec; video frames
     /// of the old one waiting for it are dropped. False once the file has started.
@@ -345,7 +348,7 @@ public final class SenderRecorder: @unchecked Sendable {
         // A file that started on the provisional size gets the real one in place.
         if var muxer, let writes = try? muxer.updateVideoSize(width: width, height: height) {
             self.muxer = muxer
-            file.submit(writes, releasing: 0)
+            submit(writes, releasing: 0)
         }
     }
 
@@ -362,7 +365,7 @@ public final class SenderRecorder: @unchecked Sendable {
         let fields = AV1CodecConfiguration.recordFields(configuration.sequence)
         if var muxer, let writes = try? muxer.updateVideoCodecPrivate(fields) {
             self.muxer = muxer
-            file.submit(writes, releasing: 0)
+            submit(writes, releasing: 0)
         }
         videoCodecPrivate = fields
         codecPrivateIsProvisional = false
@@ -376,32 +379,40 @@ public final class SenderRecorder: @unchecked Sendable {
 
     /// Writes what is due; returns the source of the first video frame dropped on the way.
     private func drain(now: MonotonicTime, force: Bool) -> FrameSource? {
+        let bothTracks = tracks.videoCodec != nil && tracks.audioChannels != nil
+        var pendingVideo = pending.count { $0.frame.track == .video }
+        var pendingAudio = pending.count - pendingVideo
         if muxer == nil {
-            guard !pending.isEmpty, force || readyToStart else { return nil }
+            // The file is created with its first block ready to go: a kill between the two would
+            // leave a file with no media.
+            guard let first = pending.first, force || readyToStart,
+                  mayRelease(first, now: now, force: force, bothTracks: bothTracks, pendingVideo: pendingVideo, pendingAudio: pendingAudio) else { return nil }
             start()
             guard muxer != nil else { return nil }
         }
         // Release frames in media-time order once the other track had time to catch up.
         var dropped: FrameSource?
-        let bothTracks = tracks.videoCodec != nil && tracks.audioChannels != nil
         var released = 0
-        var pendingVideo = pending.count { $0.frame.track == .video }
-        var pendingAudio = pending.count - pendingVideo
         for entry in pending {
-            let isVideo = entry.frame.track == .video
-            let otherTrackAhead = isVideo ? pendingAudio > 0 : pendingVideo > 0
-            let waited = now.nanoseconds - entry.arrival.nanoseconds
-            let waitedEnough = waited >= interleaveNanoseconds
-            guard force || !bothTracks || otherTrackAhead || waitedEnough else { break }
-            // A keyframe waits a moment for another picture of its instant (a layer switch
-            // sends the old layer's and the new one's): the new one then takes its place.
-            guard force || !isVideo || !entry.frame.isKeyframe || waited >= SenderRecorder.keyframeSettleNanoseconds else { break }
+            guard mayRelease(entry, now: now, force: force, bothTracks: bothTracks, pendingVideo: pendingVideo, pendingAudio: pendingAudio) else { break }
             released += 1
-            if isVideo { pendingVideo -= 1 } else { pendingAudio -= 1 }
+            if entry.frame.track == .video { pendingVideo -= 1 } else { pendingAudio -= 1 }
             if !write(entry.frame, quarterTurns: entry.quarterTurns), dropped == nil { dropped = entry.source }
         }
         pending.removeFirst(released)
         return dropped
+    }
+
+    /// Whether the next pending frame may be written now: the other track had time to catch up,
+    /// and a keyframe waited a moment for another picture of its instant (a layer switch sends
+    /// the old layer's and the new one's: the new one then takes its place).
+    private func mayRelease(_ entry: PendingFrame, now: MonotonicTime, force: Bool, bothTracks: Bool, pendingVideo: Int, pendingAudio: Int) -> Bool {
+        guard !force else { return true }
+        let isVideo = entry.frame.track == .video
+        let waited = now.nanoseconds - entry.arrival.nanoseconds
+        let otherTrackAhead = isVideo ? pendingAudio > 0 : pendingVideo > 0
+        guard !bothTracks || otherTrackAhead || waited >= interleaveNanoseconds else { return false }
+        return !isVideo || !entry.frame.isKeyframe || waited >= SenderRecorder.keyframeSettleNanoseconds
     }
 
     private func start() {
@@ -435,11 +446,8 @@ public final class SenderRecorder: @unchecked Sendable {
             muxer = nil
             return
         }
-        // mkdir and open are blocking file-system calls: they run on the writer queue, first.
-        let layout = self.layout
+        // The file itself is created with its first whole cluster (`submit`).
         createdFilename = filename
-        onFileStarted?(self)
-        file.create(in: layout, path: layout.path(of: filename))
     }
 
     /// Muxes one frame; false when it was a video frame that had to be dropped.
@@ -499,7 +507,7 @@ public final class SenderRecorder: @unchecked Sendable {
                 noteRotation(quarterTurns, at: adjusted.timestampNanoseconds / 1_000_000)
             }
             if isVideo { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
-            file.submit(writes, releasing: size)
+            submit(writes, releasing: size)
             return true
         } catch {
             file.release(size)
@@ -513,6 +521,28 @@ public final class SenderRecorder: @unchecked Sendable {
               statistics.videoRotations.last?.rotation != rotation,
               statistics.videoRotations.count < SenderRecorder.maximumRotationChanges else { return }
         statistics.videoRotations.append(VideoRotationChange(offsetMilliseconds: milliseconds, rotation: rotation))
+    }
+
+    /// Writes go to the file once it holds a whole cluster. Until then they wait here and the
+    /// file does not exist: a kill in a file's first second (at most what the crash budget
+    /// allows anyway) leaves no file without media, and no catalog row for one.
+    private func submit(_ writes: [WebMWrite], releasing: Int) {
+        guard !fileOpened else { return file.submit(writes, releasing: releasing) }
+        // Held writes give their reservation back at once: the shared budget bounds what waits
+        // for a disk, and a file's first cluster (bounded by the muxer) waits for nothing but time.
+        file.release(releasing)
+        heldWrites.append((writes, 0))
+        if (muxer?.statistics.clusters ?? 0) > 0 { openFile() }
+    }
+
+    private func openFile() {
+        guard !fileOpened, let createdFilename else { return }
+        fileOpened = true
+        onFileStarted?(self)
+        // mkdir and open are blocking file-system calls: they run on the writer queue, first.
+        file.create(in: layout, path: layout.path(of: createdFilename))
+        for held in heldWrites { file.submit(held.writes, releasing: held.releasing) }
+        heldWrites = []
     }
 
     private func dropped(_ isVideo: Bool) -> Bool {
@@ -534,6 +564,7 @@ public final class SenderRecorder: @unchecked Sendable {
                        reception: ReceiveCounters = ReceiveCounters()) -> FinishedRecording? {
         _ = drain(now: now, force: true)  // nothing to ask for a keyframe any more
         guard let muxer else { return nil }
+        openFile()  // a file shorter than its first cluster
         var durationMilliseconds = max(0, (now.nanoseconds - fileOriginNanoseconds) / 1_000_000)
         let rename = createdFilename.flatMap { $0 == filename ? nil : (layout.path(of: $0), layout.path(of: filename)) }
         let finalized = file.finalize(muxer, durationMilliseconds: max(durationMilliseconds, muxer.statistics.lastTimestampMilliseconds ?? 0),

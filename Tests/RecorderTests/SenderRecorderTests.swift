@@ -128,8 +128,9 @@ import WireCoding
                 if frame.isKeyframe { (frame.width, frame.height) = (128, 96) }
                 recorder.add(frame, video: true, mediaTime: time, arrival: time)
             }
-            // The audio stalled: its first two frames (0.90 s, 0.92 s) come with the first video frame.
-            if index == 0 { try addAudio(at: 900); try addAudio(at: 920) }
+            // The audio stalled: its first two frames (0.90 s, 0.92 s) come 400 ms after the first
+            // video frame, when the file has started on it.
+            if index == 10 { try addAudio(at: 900); try addAudio(at: 920) }
             try addAudio(at: 1_500 + Int64(index) * 40)
             try addAudio(at: 1_520 + Int64(index) * 40)
         }
