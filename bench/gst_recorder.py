@@ -52,8 +52,9 @@ What it does:
   per packet or frame.
 
 Not done: data-channel signaling (connect says data_channel_signaling false; a server that
-forces it is not followed), simulcast and spotlight choices, H.264/H.265/AV1 recording (WebM
-takes VP8, VP9 and Opus here), stats in `pong`. With BUNDLE every stream shares one transport in
+forces it is not followed), simulcast and spotlight choices, H.265/AV1 recording (WebM takes VP8,
+VP9 and Opus here; GStreamer 1.22 has no rtpav1depay; H.264 only with --h264-matroska, into a
+Matroska file of its own), stats in `pong`. With BUNDLE every stream shares one transport in
 webrtcbin, so a flow error in one branch (e.g. a caps the muxer refuses) stops the whole receive
 path: the branches here are plain remuxes and the test server's streams all negotiate.
 """
@@ -126,12 +127,13 @@ def parse_sdp_sections(text):
 class Publisher:
     """One publisher's recording: webmmux -> filesink, and a branch per track linked into it."""
 
-    def __init__(self, recorder, connection_id, kinds):
+    def __init__(self, recorder, connection_id, kinds, matroska=False):
         self.recorder = recorder
         self.connection_id = connection_id
-        self.path = os.path.join(recorder.args.out, f"{connection_id}.webm")
+        # --h264-matroska: a publisher that sends H.264 goes to Matroska (WebM cannot hold it).
+        self.path = os.path.join(recorder.args.out, f"{connection_id}.{'mkv' if matroska else 'webm'}")
         self.pipeline = recorder.pipeline
-        self.mux = Gst.ElementFactory.make("webmmux", None)
+        self.mux = Gst.ElementFactory.make("matroskamux" if matroska else "webmmux", None)
         self.sink = Gst.ElementFactory.make("filesink", None)
         self.sink.set_property("location", self.path)
         # A recording, not a playback: write as data comes, never wait for the clock or preroll.
@@ -415,7 +417,9 @@ class Recorder:
                 return
             publisher = self.publishers.get(connection_id)
             if publisher is None:
-                publisher = Publisher(self, connection_id, self.expected_kinds(connection_id))
+                matroska = self.args.h264_matroska and any(s["msid"] == connection_id and s["active"] and s["codec"] == "H264"
+                                                           for s in self.sections.values())
+                publisher = Publisher(self, connection_id, self.expected_kinds(connection_id), matroska)
                 self.publishers[connection_id] = publisher
             publisher.attach(pad, kind, encoding)
 
@@ -597,6 +601,8 @@ def main():
     parser.add_argument("--track-wait", type=float, default=5.0,
                         help="record a publisher without a kind whose pad has not come this long after its first")
     parser.add_argument("--finalize-timeout", type=float, default=10.0, help="how long to wait for the files' EOS")
+    parser.add_argument("--h264-matroska", action="store_true",
+                        help="also record H.264 publishers (rtph264depay + h264parse) into DIR/<connection_id>.mkv (matroskamux)")
     parser.add_argument("--ice-address", action="append", default=None, metavar="IP",
                         help="gather ICE candidates on this local address only (repeatable; default 127.0.0.1 when the "
                              "signaling host is loopback, else every interface)")
@@ -604,6 +610,8 @@ def main():
     if args.ice_address is None:
         host = urllib.parse.urlparse(args.url).hostname or ""
         args.ice_address = ["127.0.0.1"] if host in ("127.0.0.1", "localhost", "::1") else []
+    if args.h264_matroska:
+        DEPAYLOADERS["H264"] = ("video", ["rtph264depay", "h264parse"])
     args.out = os.path.abspath(args.out)
     os.makedirs(args.out, exist_ok=True)
     Gst.init(None)

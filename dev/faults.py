@@ -3,7 +3,7 @@
 server under faults and prints what survived, one row per part.
 
   faults.py --recbot PATH [--kills 50] [--short] [--seed N] [--work DIR]
-            [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet]
+            [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet,real-senders]
 
 Parts:
   kill        N times: a test server (VP8 and H.264 publishers, each with Opus), `recbot join` on ONE
@@ -37,6 +37,11 @@ Parts:
               answering SlowDown for a minute; upload, repair and verify SIGKILLed; (root) the disk
               full during repair and upload: nothing lost, mislabelled or deleted early, no crash,
               and the next run finishes the work (dev/faults_fleet.py).
+  real-senders  (full run only, not --short) four Chromium publishers (VP8 simulcast, VP9, AV1,
+              H.264) through Janus for 60 s with layer switches, recorded and judged against the
+              senders' own getStats and frame numbers (Tests/Peers/judge_recording.py: kept >= 0.995,
+              drift <= 20 ms, no repeats, verify ok); then the same with 5 % of the SRTP/SRTCP
+              datagrams from Janus to recbot dropped (kept >= 0.99) (dev/faults_real_senders.py).
 
 Every run's logs stay under the work directory, whose path is printed. Exit status 1 when a part fails.
 """
@@ -60,7 +65,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "Tests", "Peers", "sora_test_server.py")
 HOSTILE_KINDS = ("sps", "timestamp-jumps", "endless-frame", "ssrc-flood", "datachannel-flood")
-PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene", "fleet")
+PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene", "fleet", "real-senders")
+LONG_PARTS = ("real-senders",)  # not in --short (CI) unless named with --only
 LOOPBACK = ["--allow-address", "127.0.0.1/32"]
 
 started_processes = []  # everything this script started, stopped by pid on the way out
@@ -578,7 +584,8 @@ def main():
                         help="the CI version: 5 kills, 5 concurrent joins, 5 s hostile runs, two rejoin faults, 10 forced rejoins")
     parser.add_argument("--seed", type=int, default=None, help="seed for the kill instants (default: random, printed)")
     parser.add_argument("--work", help="where every run's logs go (default: a new temporary directory)")
-    parser.add_argument("--only", default=",".join(PARTS), help=f"comma-separated parts: {','.join(PARTS)}")
+    parser.add_argument("--only", default=None, help=f"comma-separated parts: {','.join(PARTS)} (default: all; with --short all "
+                                                     f"but {','.join(LONG_PARTS)})")
     parser.add_argument("--max-loss", type=float, default=2.0, metavar="SECONDS",
                         help="kill: the most media a kill may lose per recording (default 2.0: a 1 s cluster plus "
                              "the 1 s --max-recovery-delay)")
@@ -587,7 +594,10 @@ def main():
                         help="only these hostile kinds (repeatable; default all)")
     parser.add_argument("--diskfull-size", default="1m", help="tmpfs size for the disk-full run (default 1m)")
     options = parser.parse_args()
-    only = [p.strip() for p in options.only.split(",") if p.strip()]
+    if options.only is None:
+        only = [p for p in PARTS if not (options.short and p in LONG_PARTS)]
+    else:
+        only = [p.strip() for p in options.only.split(",") if p.strip()]
     unknown = [p for p in only if p not in PARTS]
     if unknown:
         parser.error(f"--only: unknown part {', '.join(unknown)} (parts: {', '.join(PARTS)})")
@@ -614,10 +624,12 @@ def main():
     results = []
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import faults_fleet  # noqa: E402 - the catalog, storage and job faults of a fleet
+    import faults_real_senders  # noqa: E402 - Chromium publishers through Janus, judged
     import faults_rejoin  # noqa: E402 - the network parts, in a file of their own
-    faults_rejoin.common = faults_fleet.common = sys.modules[__name__]
+    faults_rejoin.common = faults_fleet.common = faults_real_senders.common = sys.modules[__name__]
     runners = {"kill": part_kill, "diskfull": part_diskfull, "concurrent": part_concurrent, "hostile": part_hostile,
-               "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene, "fleet": faults_fleet.part_fleet}
+               "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene, "fleet": faults_fleet.part_fleet,
+               "real-senders": faults_real_senders.part_real_senders}
     began = time.monotonic()
     try:
         for part in PARTS:
@@ -659,6 +671,10 @@ def main():
             print()
             print_table(("fleet fault", "catalog writes lost", "wrongly failed", "wrongly deleted", "crashes", "what the next run found",
                          "verdict"), result.table_fleet)
+        if getattr(result, "table_real_senders", None):
+            print()
+            print_table(("real senders", "codec", "kept", "missing", "repeats", "A/V drift", "verify", "lost/recovered/nacked/PLI",
+                         "verdict"), result.table_real_senders)
     details = [line for r in results for line in r.details]
     if details:
         print()

@@ -6,7 +6,8 @@ publishers (headless Chromium), for recbot's interop tests.
   -> starts a private Janus (janus_room.py), one headless Chromium per codec publishing into its
      room (chromium_publishers.py + janus_publisher.html), then prints
      {"type": "listening", "url": "ws://127.0.0.1:PORT/signaling", "http": "http://127.0.0.1:PORT2"}
-     and serves one recvonly connection (Sora signaling, sora-protocol.md) at a time.
+     and serves one recvonly connection (Sora signaling, sora-protocol.md) at a time (--recorders N:
+     up to N at once, each its own Janus subscriber, e.g. recbot and bench/gst_recorder.py side by side).
 
 How Sora's signaling maps onto Janus's API:
 - connect (recvonly)  -> a VideoRoom multistream subscriber to every publisher in the room; Janus's
@@ -24,6 +25,17 @@ How Sora's signaling maps onto Janus's API:
 - Janus does not renegotiate when a publisher leaves (and then refuses `unsubscribe`): the front
   makes that re-offer itself from its last offer, the sections at port 0 (Session.local_reoffer).
 - Sora's `ping` every --ping-interval seconds; `pong` is counted.
+- Loss on the path to the recorder (--loss PERCENT [--loss-seed N]): each connection's offer names a
+  UDP relay (udp_loss_relay.py) as Janus's candidate; Janus (ICE lite) answers the recorder's checks
+  relayed from the relay's sockets as peer-reflexive. The relay drops PERCENT % of the SRTP/SRTCP
+  datagrams (first byte 128-191) from Janus to the recorder, seeded (connection k: seed + k - 1);
+  STUN and DTLS always pass. What it forwarded and dropped is the truth's `relay`.
+- Several recorders (--recorders N): Janus's events about the room go to every connection; each has
+  its own subscriber, layer (its connect's rid and the --layer-switch-after timers, counted from its
+  own answer) and snapshots; the first connection's account stays at the truth's top level as before,
+  the others' are in `other_recorders` (and TRUTH.recorder<K>.json: the same truth seen from
+  connection K, for judge_recording.py). --duration counts from the first connection's offer and
+  ends them all at once.
 - The end: after --duration seconds from the offer (or POST /end, or --max-seconds) the pages are
   told to stop, post their final getStats() and hang up; then the WebSocket is closed with
   1000 "DISCONNECTED-API" as sora_test_server.py --end-after does, so recbot exits 0. A client
@@ -63,6 +75,7 @@ from websockets.exceptions import ConnectionClosed
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import chromium_publishers  # noqa: E402
+from udp_loss_relay import LossRelay  # noqa: E402
 from janus_room import JanusClient, JanusError, JanusProcess, ensure_room, free_port  # noqa: E402
 
 CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -216,12 +229,23 @@ class Front:
         self.by_feed = {}
         self.by_connection = {}
         self.room = args.room
-        self.session = None  # the Sora connection being served
+        self.sessions = []  # the Sora connections served, in order (the first one's account is the truth's top level)
+        self.deadline = None  # time.monotonic() when --duration ends every connection (from the first offer)
         self.finished = asyncio.Event()
-        self.truth = {"server": "sora_janus_server", "room": args.room, "pings_sent": 0, "pongs_received": 0,
-                      "candidates_received": 0, "re_offers_sent": 0, "re_answers_received": 0, "messages_sent": [],
-                      "layer_switches": [], "janus_events": [], "page_logs": {}}
-        self.room_events = asyncio.Queue()  # ("joined"|"left", publisher)
+        self.truth = {"server": "sora_janus_server", "room": args.room, **session_truth(), "page_logs": {}}
+
+    @property
+    def session(self):
+        """The first connection still served (for the HTTP controls), else the first one."""
+        return next((s for s in self.sessions if not s.done), self.sessions[0] if self.sessions else None)
+
+    def active_sessions(self):
+        return [s for s in self.sessions if not s.done]
+
+    def room_event(self, event, publisher):
+        # ("joined"|"left", publisher) to every connection's queue
+        for session in self.sessions:
+            session.room_events.put_nowait((event, publisher))
 
     # --- Janus side ---
 
@@ -251,7 +275,7 @@ class Front:
             if not publisher.publishing.is_set():
                 publisher.janus_published_at_ms = now_ms()
                 publisher.publishing.set()
-                self.room_events.put_nowait(("joined", publisher))
+                self.room_event("joined", publisher)
 
     async def watch_room(self):
         while True:
@@ -264,7 +288,7 @@ class Front:
                 publisher = self.by_feed[gone]
                 if publisher.left_at_ms is None:
                     publisher.left_at_ms = now_ms()
-                    self.room_events.put_nowait(("left", publisher))
+                    self.room_event("left", publisher)
 
     # --- Chromium side ---
 
@@ -310,6 +334,13 @@ class Front:
                 await asyncio.wait_for(asyncio.gather(*waiting), timeout)
             except asyncio.TimeoutError:
                 print("some pages posted no stats", file=sys.stderr)
+
+    async def stop_pages_once(self):
+        """stop_pages for every page still on, shared by the connections ending together."""
+        if getattr(self, "pages_stopping", None) is None:
+            self.pages_stopping = asyncio.ensure_future(
+                self.stop_pages([p for p in self.publishers if p.left_at_ms is None or not p.stats_posted.is_set()]))
+        await asyncio.shield(self.pages_stopping)
 
     def request_snapshot(self, name, publishers=None):
         """Asks the pages (all on air, or these) for a getStats() snapshot named `name`: the next
@@ -365,9 +396,10 @@ class Front:
                 publisher.bye_at_ms = report.get("at_ms")
             return ok
         if method == "POST" and url.path == "/layer" and query.get("rid") in RIDS:
-            if self.session is None:
+            if not self.active_sessions():
                 return "409 Conflict", "application/json", b'{"error": "no session"}'
-            asyncio.ensure_future(self.session.switch_layer(query["rid"], query.get("connection_id"), "http"))
+            for session in self.active_sessions():
+                asyncio.ensure_future(session.switch_layer(query["rid"], query.get("connection_id"), "http"))
             return ok
         if method == "POST" and url.path == "/video":
             publisher = self.by_connection.get(query.get("connection_id"))
@@ -378,13 +410,14 @@ class Front:
                                                                 "at_unix_ms": now_ms()})
             return ok
         if method == "POST" and url.path == "/end":
-            if self.session is not None:
-                self.session.end_requested.set()
+            for session in self.active_sessions():
+                session.end_requested.set()
             return ok
         return "404 Not Found", "text/plain", b"not found"
 
     def state(self):
-        return {"publishers": [p.truth() for p in self.publishers], "session": self.session.summary() if self.session else None}
+        return {"publishers": [p.truth() for p in self.publishers], "session": self.session.summary() if self.session else None,
+                "sessions": [s.summary() for s in self.sessions]}
 
     def write_truth(self):
         if not self.args.truth:
@@ -393,9 +426,37 @@ class Front:
         for publisher in self.publishers:
             if getattr(publisher, "publish_sdp", None):
                 self.truth.setdefault("publish_sdp", {})[publisher.connection_id] = publisher.publish_sdp
-        with open(self.args.truth + ".tmp", "w") as out:
-            json.dump(self.truth, out, ensure_ascii=False, indent=2)
-        os.replace(self.args.truth + ".tmp", self.args.truth)
+        self.truth["recorders_served"] = len(self.sessions)
+        if len(self.sessions) > 1:
+            self.truth["other_recorders"] = [s.truth for s in self.sessions[1:]]
+        write_json(self.args.truth, self.truth)
+        # The same truth from each other connection's side: its account at the top level, and each
+        # publisher's stats_at_start its own subscription's snapshot (what judge_recording.py reads).
+        base, _ = os.path.splitext(self.args.truth)
+        for session in self.sessions[1:]:
+            view = {**{k: v for k, v in self.truth.items() if k != "other_recorders"}, **session.truth,
+                    "recorder_index": session.index}
+            view["publishers"] = []
+            for entry in self.truth["publishers"]:
+                entry = dict(entry)
+                start = next((s for s in entry.get("stats_snapshots") or [] if s["name"] == session.snapshot_name("at_start")), None)
+                entry.pop("stats_at_start", None)
+                if start:
+                    entry["stats_at_start"] = start
+                view["publishers"].append(entry)
+            write_json(f"{base}.recorder{session.index}.json", view)
+
+
+def write_json(path, value):
+    with open(path + ".tmp", "w") as out:
+        json.dump(value, out, ensure_ascii=False, indent=2)
+    os.replace(path + ".tmp", path)
+
+
+def session_truth():
+    """What one recorder connection's account starts with."""
+    return {"pings_sent": 0, "pongs_received": 0, "candidates_received": 0, "re_offers_sent": 0, "re_answers_received": 0,
+            "messages_sent": [], "layer_switches": [], "janus_events": []}
 
 
 def sdp_sections(sdp):
@@ -413,11 +474,17 @@ def sdp_sections(sdp):
 class Session:
     """One recvonly recorder connection: a Janus subscriber behind Sora's signaling."""
 
-    def __init__(self, front, ws):
+    def __init__(self, front, ws, index):
         self.front = front
         self.args = front.args
         self.ws = ws
-        self.truth = front.truth
+        self.index = index  # 1 for the first connection served
+        # The first connection's account is the truth's top level (as with one recorder); the others have their own.
+        self.truth = front.truth if index == 1 else {"recorder_index": index, **session_truth()}
+        self.room_events = asyncio.Queue()  # ("joined"|"left", publisher), from Front.room_event
+        self.relay = None
+        self.done = False
+        self.bot_id = None
         self.handle = None
         self.mids = {}  # mid -> Janus stream entry (feed_id, type, codec, active...)
         self.subscribed = set()  # feed ids in the subscription
@@ -431,7 +498,12 @@ class Session:
         self.candidates = []
 
     def summary(self):
-        return {"bot_connection_id": self.bot_id, "rid": self.rid, "mids": self.mids, "subscribed": sorted(self.subscribed)}
+        return {"index": self.index, "bot_connection_id": self.bot_id, "rid": self.rid, "mids": self.mids,
+                "subscribed": sorted(self.subscribed), "done": self.done, "relay": self.relay.stats if self.relay else None}
+
+    def snapshot_name(self, name):
+        """Snapshot names are the pages' (shared by every connection): the first connection's as before."""
+        return name if self.index == 1 else f"{name}@recorder{self.index}"
 
     async def send(self, message, record=False):
         text = json.dumps(message, ensure_ascii=False)
@@ -441,7 +513,9 @@ class Session:
 
     def counts(self):
         on = [p for p in self.front.publishers if p.on_air]
-        return {"channel_connections": len(on) + 1, "channel_sendonly_connections": len(on), "channel_recvonly_connections": 1,
+        recorders = max(1, len(self.front.active_sessions()))
+        return {"channel_connections": len(on) + recorders, "channel_sendonly_connections": len(on),
+                "channel_recvonly_connections": recorders,
                 "channel_sendrecv_connections": 0}
 
     # --- SDP: Janus's form -> Sora's ---
@@ -453,7 +527,10 @@ class Session:
 
     def rewrite(self, sdp):
         """Janus's subscriber offer in Sora's form: every m-section's msid stream id (and the
-        msid/mslabel of its a=ssrc lines) is the sending publisher's connection id."""
+        msid/mslabel of its a=ssrc lines) is the sending publisher's connection id; with --loss,
+        the relay is Janus's candidate."""
+        if self.relay is not None:
+            sdp = self.relay.rewrite(sdp)
         session, sections = sdp_sections(sdp)
         session = ["a=msid-semantic: WMS *" if line.startswith("a=msid-semantic") else line for line in session]
         session = [self.next_origin(line) if line.startswith("o=") else line for line in session]
@@ -555,7 +632,7 @@ class Session:
             return
         if why == "initial":
             return
-        record["snapshot"] = f"switch:{rid}:{len(self.truth['layer_switches'])}"
+        record["snapshot"] = self.snapshot_name(f"switch:{rid}:{len(self.truth['layer_switches'])}")
         self.front.request_snapshot(record["snapshot"], [p for p, _ in streams])
         for publisher, _ in streams:
             await self.send({"type": "notify", "event_type": "simulcast.switched", "channel_id": self.channel_id,
@@ -588,7 +665,8 @@ class Session:
             if message.get("janus") == "webrtcup" and "recorder_webrtcup_at_unix_ms" not in self.truth:
                 # The recorder's PeerConnection is up: what the pages have sent so far is before its time.
                 self.truth["recorder_webrtcup_at_unix_ms"] = now_ms()
-                self.front.request_snapshot("at_start", [p for p in self.front.publishers if p.feed_id in self.subscribed])
+                self.front.request_snapshot(self.snapshot_name("at_start"),
+                                            [p for p in self.front.publishers if p.feed_id in self.subscribed])
             if message.get("jsep", {}).get("type") == "offer" and not self.ending:
                 async with self.negotiation:
                     await self.reoffer(message["jsep"], data.get("streams"))
@@ -601,7 +679,7 @@ class Session:
                 self.note_streams(data.get("streams"))
                 if jsep:
                     await self.reoffer(jsep, data.get("streams"))
-                self.front.request_snapshot("at_start", [publisher])
+                self.front.request_snapshot(self.snapshot_name("at_start"), [publisher])
             elif event == "left" and publisher.feed_id in self.subscribed:
                 self.subscribed.discard(publisher.feed_id)
                 jsep = None
@@ -620,7 +698,7 @@ class Session:
 
     async def follow_room(self):
         while True:
-            event, publisher = await self.front.room_events.get()
+            event, publisher = await self.room_events.get()
             if self.ending:
                 continue
             await self.room_changed(event, publisher)
@@ -646,14 +724,20 @@ class Session:
                 break
             await asyncio.sleep(0.1)
         present = [p for p in front.publishers if p.on_air]
-        while not front.room_events.empty():  # those are in the first offer already
-            front.room_events.get_nowait()
+        while not self.room_events.empty():  # those are in the first offer already
+            self.room_events.get_nowait()
         self.handle = await front.janus_session.attach()
         data, jsep = await self.handle.message({"request": "join", "ptype": "subscriber", "room": front.room,
                                                 "streams": [{"feed": p.feed_id} for p in present]})
         self.subscribed = {p.feed_id for p in present}
         self.note_streams(data.get("streams"))
         self.truth["janus_offer"] = jsep["sdp"]
+        if args.loss is not None:
+            janus_address = LossRelay.server_candidate(jsep["sdp"])
+            if janus_address is None:
+                raise RuntimeError("--loss: no UDP host candidate in Janus's offer")
+            self.relay = await LossRelay(janus_address, janus_address[0], args.loss, args.loss_seed + self.index - 1).start()
+            self.truth["relay"] = self.relay.stats
         sdp = self.rewrite(jsep["sdp"])
         self.last_offer = sdp
         self.truth["offer_sdp"] = sdp
@@ -672,6 +756,8 @@ class Session:
             **({"data_channel_signaling": False, "ignore_disconnect_websocket": False} if "data_channel_signaling" in connect else {}),
         })
         self.truth["offer_sent_at_unix_ms"] = now_ms()
+        if args.duration and front.deadline is None:
+            front.deadline = time.monotonic() + args.duration
         answer = await self.next_of("answer")
         await self.handle.message({"request": "start"}, jsep={"type": "answer", "sdp": answer["sdp"]})
         self.truth["answer_received"] = True
@@ -710,7 +796,7 @@ class Session:
             if self.client_left.is_set():
                 self.truth.setdefault("end", "client-disconnect")
                 break
-            if self.end_requested.is_set() or (args.duration and time.monotonic() - started >= args.duration):
+            if self.end_requested.is_set() or (front.deadline is not None and time.monotonic() >= front.deadline):
                 self.truth["end"] = "server-disconnect"
                 break
             if time.monotonic() >= next_ping:
@@ -728,13 +814,18 @@ class Session:
         self.truth["ending_at_unix_ms"] = now_ms()
         follower.cancel()
         watcher.cancel()
-        await front.stop_pages([p for p in front.publishers if p.left_at_ms is None or not p.stats_posted.is_set()])
+        # The pages stop (once) when the last connection ends; --duration and POST /end end them all together.
+        others = [s for s in front.active_sessions() if s is not self]
+        if all(s.ending or s.end_requested.is_set() for s in others) or (front.deadline is not None and time.monotonic() >= front.deadline):
+            await front.stop_pages_once()
         if self.truth["end"] == "server-disconnect":
             await asyncio.sleep(0.5)  # the last packets in flight reach the recorder
             await self.ws.close(1000, "DISCONNECTED-API")
         self.truth["closed_at_unix_ms"] = now_ms()
         reader.cancel()
         await self.handle.detach()
+        if self.relay is not None:
+            self.relay.close()
 
     def video_control(self, publisher, state):
         publisher.control["video"] = state
@@ -821,6 +912,12 @@ async def main():
     parser.add_argument("--truth", help="write the ground truth here when the session ends")
     parser.add_argument("--offer-example", help="write the first rewritten offer SDP here")
     parser.add_argument("--verbose", action="store_true", help="print every page log line")
+    parser.add_argument("--loss", type=float, default=None, metavar="PERCENT",
+                        help="relay the media to the recorder through udp_loss_relay.py, which drops PERCENT %% of the "
+                             "SRTP/SRTCP datagrams from Janus (never STUN or DTLS); the counts are the truth's `relay`")
+    parser.add_argument("--loss-seed", type=int, default=1, help="the relay's seed (recorder connection K: seed + K - 1)")
+    parser.add_argument("--recorders", type=int, default=1,
+                        help="serve up to this many recorder connections at once (each its own Janus subscriber)")
     args = parser.parse_args()
     width, _, height = args.resolution.partition("x")
     args.resolution = (int(width), int(height))
@@ -849,19 +946,23 @@ async def main():
         await front.wait_publishing(front.publishers, args.publish_timeout)
 
         async def handler(ws):
-            if front.session is not None:
-                await ws.close(4490, "BUSY: one recorder at a time")
+            if len(front.active_sessions()) >= args.recorders or front.finished.is_set():
+                await ws.close(4490, f"BUSY: {args.recorders} recorder(s) at a time")
                 return
-            session = Session(front, ws)
-            front.session = session
+            session = Session(front, ws, len(front.sessions) + 1)
+            front.sessions.append(session)
             try:
                 await session.run()
             except Exception as error:  # noqa: BLE001 - recorded in the truth, the server ends
-                front.truth["error"] = repr(error)
-                print(f"session failed: {error!r}", file=sys.stderr)
+                session.truth["error"] = repr(error)
+                print(f"session {session.index} failed: {error!r}", file=sys.stderr)
                 raise
             finally:
-                front.finished.set()
+                session.done = True
+                if session.relay is not None:
+                    session.relay.close()
+                if not front.active_sessions():
+                    front.finished.set()
 
         server = await serve(handler, "127.0.0.1", args.port, max_size=4 << 20)
         port = server.sockets[0].getsockname()[1]
@@ -876,8 +977,9 @@ async def main():
         stopped.cancel()
         if not front.finished.is_set():
             front.truth.setdefault("end", "signal" if stop.is_set() else "max-seconds")
-            if front.session is not None:
-                front.session.end_requested.set()
+            if front.active_sessions():
+                for session in front.active_sessions():
+                    session.end_requested.set()
                 try:
                     await asyncio.wait_for(front.finished.wait(), 20)
                 except asyncio.TimeoutError:

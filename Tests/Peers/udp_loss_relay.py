@@ -1,0 +1,154 @@
+"""A small asyncio UDP relay between an ICE-lite server (Janus) and one recorder, which drops a
+share of the SRTP/SRTCP datagrams going to the recorder: loss on the SFU -> recorder path without
+root or firewall rules (sora_janus_server.py --loss PERCENT).
+
+The recorder is told the relay's address as the server's only candidate. The relay works like a
+port-restricted NAT: every address the recorder sends from gets a socket of its own towards the
+server, so the server (ICE lite: it answers checks, never makes them) sees each as a
+peer-reflexive candidate and answers through it, and the answers go back to the right address.
+
+What is dropped: only datagrams from the server to the recorder whose first byte is 128-191
+(RFC 7983: RTP and RTCP, here SRTP and SRTCP), PERCENT % of them, decided by a random.Random(seed)
+drawn once per such datagram in arrival order: the same seed drops the same ordinal datagrams.
+STUN (0-3), DTLS (20-63) and everything from the recorder pass untouched. `stats` counts what
+went each way, by kind, and what was dropped.
+"""
+import asyncio
+import random
+import re
+
+
+def kind_of(data):
+    first = data[0] if data else -1
+    if 0 <= first <= 3:
+        return "stun"
+    if 20 <= first <= 63:
+        return "dtls"
+    if 128 <= first <= 191:
+        return "rtp"
+    return "other"
+
+
+class _Listener(asyncio.DatagramProtocol):
+    def __init__(self, relay):
+        self.relay = relay
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def datagram_received(self, data, address):
+        self.relay.from_recorder(data, address)
+
+
+class _Upstream(asyncio.DatagramProtocol):
+    """The socket towards the server for one recorder address."""
+
+    def __init__(self, relay, recorder_address):
+        self.relay = relay
+        self.recorder_address = recorder_address
+        self.transport = None
+        self.waiting = []  # datagrams from the recorder before the socket is up
+
+    def connection_made(self, transport):
+        self.transport = transport
+        for data in self.waiting:
+            transport.sendto(data)
+        self.waiting = []
+
+    def datagram_received(self, data, address):
+        self.relay.from_server(data, self.recorder_address)
+
+    def send(self, data):
+        if self.transport is None:
+            self.waiting.append(data)
+        else:
+            self.transport.sendto(data)
+
+
+class LossRelay:
+    def __init__(self, server_address, bind_host, percent=0.0, seed=1):
+        self.server_address = tuple(server_address)
+        self.bind_host = bind_host
+        self.percent = float(percent)
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.listener = None
+        self.upstreams = {}  # recorder address -> _Upstream
+        self.stats = {"loss_percent": self.percent, "seed": seed, "server": list(self.server_address), "relay": None,
+                      "recorder_addresses": [],
+                      "to_recorder": {"rtp_forwarded": 0, "rtp_dropped": 0, "stun": 0, "dtls": 0, "other": 0},
+                      "to_server": {"rtp": 0, "stun": 0, "dtls": 0, "other": 0}}
+
+    @property
+    def address(self):
+        return self.listener.get_extra_info("sockname")[:2]
+
+    async def start(self):
+        loop = asyncio.get_running_loop()
+        self.listener, _ = await loop.create_datagram_endpoint(lambda: _Listener(self), local_addr=(self.bind_host, 0))
+        self.stats["relay"] = list(self.address)
+        return self
+
+    def close(self):
+        for upstream in self.upstreams.values():
+            if upstream.transport is not None:
+                upstream.transport.close()
+        if self.listener is not None:
+            self.listener.close()
+
+    def from_recorder(self, data, address):
+        self.stats["to_server"][kind_of(data)] += 1
+        upstream = self.upstreams.get(address)
+        if upstream is None:
+            upstream = self.upstreams[address] = _Upstream(self, address)
+            self.stats["recorder_addresses"].append(list(address))
+            asyncio.ensure_future(asyncio.get_running_loop().create_datagram_endpoint(
+                lambda: upstream, local_addr=(self.bind_host, 0), remote_addr=self.server_address))
+        upstream.send(data)
+
+    def from_server(self, data, recorder_address):
+        kind = kind_of(data)
+        counts = self.stats["to_recorder"]
+        if kind == "rtp":
+            if self.percent > 0 and self.rng.random() * 100 < self.percent:
+                counts["rtp_dropped"] += 1
+                return
+            counts["rtp_forwarded"] += 1
+        else:
+            counts[kind] += 1
+        self.listener.sendto(data, recorder_address)
+
+    # --- the SDP the recorder sees ---
+
+    @staticmethod
+    def server_candidate(sdp):
+        """(ip, port) of the offer's best UDP host candidate (Janus: ICE lite, one host candidate)."""
+        best = None
+        for match in re.finditer(r"^a=candidate:\S+ (\d+) (\S+) (\d+) (\S+) (\d+) typ (\S+)", sdp, re.M | re.I):
+            component, transport, priority, ip, port, kind = match.groups()
+            if component != "1" or transport.lower() != "udp" or ":" in ip:
+                continue
+            if best is None or int(priority) > best[0]:
+                best = (int(priority), ip, int(port))
+        return (best[1], best[2]) if best else None
+
+    def rewrite(self, sdp):
+        """The offer with the relay as the server's only candidate (other candidates removed)."""
+        relay_ip, relay_port = self.address
+        server_ip, server_port = self.server_address
+        out = []
+        for line in sdp.replace("\r\n", "\n").split("\n"):
+            match = re.match(r"a=candidate:(\S+) (\d+) (\S+) (\d+) (\S+) (\d+) (typ .*)$", line, re.I)
+            if match:
+                foundation, component, transport, priority, ip, port, rest = match.groups()
+                if (ip, int(port)) != (server_ip, server_port):
+                    continue  # only the relayed path exists for the recorder
+                line = f"a=candidate:{foundation} {component} {transport} {priority} {relay_ip} {relay_port} {rest}"
+            elif line.startswith("m=") and line.split()[1] == str(server_port):
+                parts = line.split()
+                parts[1] = str(relay_port)
+                line = " ".join(parts)
+            elif line == f"c=IN IP4 {server_ip}":
+                line = f"c=IN IP4 {relay_ip}"
+            out.append(line)
+        return "\r\n".join(line for line in out if line) + "\r\n"
