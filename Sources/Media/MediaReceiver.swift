@@ -392,40 +392,58 @@ public final class MediaReceiver {
         }
     }
 
-    /// Packs feedback (and report blocks) into as few datagrams as fit the MTU. Without
-    /// rtcp-rsize every datagram is a compound that starts with an RR and carries SDES CNAME.
+    /// Packs feedback and report blocks into datagrams. Feedback goes one media stream per
+    /// datagram, with that stream's report block first: an SFU may read a whole compound as one
+    /// stream's (Janus takes the first report block's SSRC, or the first NACK's, and serves only
+    /// the first NACK), as libwebrtc, which sends each stream's feedback apart, never shows it.
+    /// Report blocks without feedback share compounds (31 each). Without rtcp-rsize every
+    /// datagram is a compound that starts with an RR and carries SDES CNAME.
     private func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock]) -> [[UInt8]] {
-        let limit = configuration.maximumRTCPBytes
-        let sdes = RTCPPacket.sourceDescription(cnames: [configuration.localSSRC: configuration.cname]).serialized
         var datagrams: [[UInt8]] = []
-        var current: [UInt8] = []
-        func startCompound(blocks: ArraySlice<RTCPReportBlock>) {
-            if !current.isEmpty { datagrams.append(current) }
-            current = RTCPPacket.receiverReport(ssrc: configuration.localSSRC, reports: Array(blocks)).serialized + sdes
+        var remaining = reports
+        var order: [UInt32] = []
+        var byStream: [UInt32: [RTCPPacket]] = [:]
+        for packet in feedback {
+            let media = packet.mediaSSRC ?? 0
+            if byStream[media] == nil { order.append(media) }
+            byStream[media, default: []].append(packet)
         }
-        var blocks = reports[...]
-        if !reports.isEmpty || !configuration.reducedSizeRTCP {
-            startCompound(blocks: blocks.prefix(31))
-            blocks = blocks.dropFirst(31)
-            while !blocks.isEmpty {
-                startCompound(blocks: blocks.prefix(31))
+        for media in order {
+            var own: [RTCPReportBlock] = []
+            if let index = remaining.firstIndex(where: { $0.ssrc == media }) { own.append(remaining.remove(at: index)) }
+            datagrams += pack(byStream[media] ?? [], reports: own)
+        }
+        if !remaining.isEmpty || (feedback.isEmpty && !configuration.reducedSizeRTCP) {
+            var blocks = remaining[...]
+            repeat {
+                datagrams += pack([], reports: Array(blocks.prefix(31)))
                 blocks = blocks.dropFirst(31)
-            }
+            } while !blocks.isEmpty
         }
+        ownCounters.rtcpDatagramsSent += datagrams.count
+        return datagrams
+    }
+
+    /// One stream's feedback (or none) after an RR with `reports`, split at the MTU.
+    private func pack(_ feedback: [RTCPPacket], reports: [RTCPReportBlock]) -> [[UInt8]] {
+        let limit = configuration.maximumRTCPBytes
+        let compound = !configuration.reducedSizeRTCP || !reports.isEmpty
+        func head(_ blocks: [RTCPReportBlock]) -> [UInt8] {
+            guard compound else { return [] }
+            return RTCPPacket.receiverReport(ssrc: configuration.localSSRC, reports: blocks).serialized
+                + RTCPPacket.sourceDescription(cnames: [configuration.localSSRC: configuration.cname]).serialized
+        }
+        var datagrams: [[UInt8]] = []
+        var current = head(reports)
         for packet in feedback {
             let bytes = packet.serialized
             if !current.isEmpty && current.count + bytes.count > limit {
-                if configuration.reducedSizeRTCP {
-                    datagrams.append(current)
-                    current = []
-                } else {
-                    startCompound(blocks: [])
-                }
+                datagrams.append(current)
+                current = configuration.reducedSizeRTCP ? [] : head([])
             }
             current += bytes
         }
         if !current.isEmpty { datagrams.append(current) }
-        ownCounters.rtcpDatagramsSent += datagrams.count
         return datagrams
     }
 

@@ -35,6 +35,14 @@ public enum RTCPPacket: Equatable, Sendable {
     /// Full Intra Request (RFC 5104 §4.3.1).
     case fullIntraRequest(sender: UInt32, media: UInt32, sequence: UInt8)
     case other(packetType: UInt8, count: UInt8)
+
+    /// The media stream a feedback message is about (nil for reports and the rest).
+    public var mediaSSRC: UInt32? {
+        switch self {
+        case .nack(_, let media, _), .pictureLossIndication(_, let media), .fullIntraRequest(_, let media, _): media
+        default: nil
+        }
+    }
 }
 
 public enum RTCPError: Error, Equatable, Sendable, CustomStringConvertible {

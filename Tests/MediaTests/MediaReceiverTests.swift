@@ -552,3 +552,38 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(receiver.totalCounters.packets == packets, "the totals keep every sender that left")
     }
 }
+
+/// Janus reads a whole RTCP compound as one stream's: the first report block's SSRC, or the
+/// first NACK's, and serves the first NACK only. With two streams losing packets at once,
+/// recbot's NACKs for the second were never answered (0 recovered at 5 % loss). Each stream's
+/// feedback now goes in its own datagram, after its own report block, as libwebrtc sends it.
+@Suite struct FeedbackPackingTests {
+    @Test func eachStreamsFeedbackGoesInADatagramOfItsOwn() throws {
+        let first = try SimulatedPublisher(ssrc: 1, rtxSSRC: 2)
+        let second = try SimulatedPublisher(ssrc: 5, rtxSSRC: 6)
+        var other = Fixtures.videoTrack(ssrcs: [5], rtxSSRCs: [5: 6], mid: "2")
+        other.sender = "SENDER0000000000000000000B"
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack(), other]))
+        for index in 0..<40 {
+            let time = MonotonicTime.milliseconds(1_000 + Int64(index) * 33)
+            for publisher in [first, second] {
+                for (position, bytes) in try publisher.nextFrame().packets.enumerated() where !(index % 10 == 5 && position == 0) {
+                    harness.receive(try RTPPacket(parsing: bytes), at: time)
+                }
+            }
+        }
+        harness.advance(to: .milliseconds(3_000))
+        var streamsAskedFor: Set<UInt32> = []
+        for datagram in harness.datagrams {
+            let packets = try RTCPPacket.parseCompound(datagram)
+            let media = Set(packets.compactMap(\.mediaSSRC))
+            #expect(media.count <= 1, "one stream's feedback per datagram: \(packets)")
+            guard let stream = media.first else { continue }
+            streamsAskedFor.insert(stream)
+            if case .receiverReport(_, let reports) = packets.first, let block = reports.first {
+                #expect(block.ssrc == stream, "its own report block first")
+            }
+        }
+        #expect(streamsAskedFor == [1, 5])
+    }
+}
