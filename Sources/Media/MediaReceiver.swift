@@ -102,6 +102,8 @@ public final class MediaReceiver {
     /// Where handleTimeout starts among the streams, so a short budget is shared in turn.
     private var timeoutRotation = 0
     private let random: () -> UInt64
+    /// Each m-section's own RTCP sender SSRC (`rtcpSender(forMedia:)`).
+    private var rtcpSenders: [String: UInt32] = [:]
 
     public init(configuration: MediaReceiverConfiguration, random: @escaping () -> UInt64) {
         self.configuration = configuration
@@ -204,7 +206,7 @@ public final class MediaReceiver {
         var output = MediaOutput()
         guard let stream = streams[ssrc] else { return output }
         let assembled = stream.frameLostDownstream(rtpTimestamp: rtpTimestamp)
-        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget) {
+        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget) {
             output.rtcp += compounds(feedback: [request], reports: [])
         }
         return output
@@ -216,7 +218,7 @@ public final class MediaReceiver {
     public func requestKeyframe(ssrc: UInt32, now: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
         guard let stream = streams[ssrc],
-              let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget, wanted: true) else { return output }
+              let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget, wanted: true) else { return output }
         output.rtcp += compounds(feedback: [request], reports: [])
         return output
     }
@@ -355,7 +357,7 @@ public final class MediaReceiver {
     /// Frames get their media time; a keyframe need becomes a (rate-limited) request.
     private func collect(_ assembled: AssemblerOutput, from stream: ReceiveStream, now: MonotonicTime, _ output: inout MediaOutput,
                          feedback: inout [RTCPPacket]) {
-        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: configuration.localSSRC, now: now, budget: &budget) {
+        if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget) {
             feedback.append(request)
         }
         guard !assembled.frames.isEmpty else { return }
@@ -388,50 +390,46 @@ public final class MediaReceiver {
     private func nackPackets(media: UInt32, lost: [UInt16]) -> [RTCPPacket] {
         // One NACK packet per 200 sequence numbers keeps each well inside the MTU.
         stride(from: 0, to: lost.count, by: 200).map { start in
-            .nack(sender: configuration.localSSRC, media: media, lost: Array(lost[start..<min(lost.count, start + 200)]))
+            .nack(sender: rtcpSender(forMedia: media), media: media, lost: Array(lost[start..<min(lost.count, start + 200)]))
         }
     }
 
-    /// Packs feedback and report blocks into datagrams. Feedback goes one media stream per
-    /// datagram, with that stream's report block first: an SFU may read a whole compound as one
-    /// stream's (Janus takes the first report block's SSRC, or the first NACK's, and serves only
-    /// the first NACK), as libwebrtc, which sends each stream's feedback apart, never shows it.
-    /// Report blocks without feedback share compounds (31 each). Without rtcp-rsize every
-    /// datagram is a compound that starts with an RR and carries SDES CNAME.
+    /// Packs feedback and report blocks into datagrams, one media stream per datagram: that
+    /// stream's report block, then its feedback, sent from its m-section's own SSRC (as
+    /// libwebrtc does). An SFU may read a whole compound as one stream's: Janus looks up the
+    /// RR's sender SSRC, then the first report block's or the first NACK's media SSRC, and
+    /// serves only the first NACK; with one sender SSRC and several streams in a compound,
+    /// it answered the NACKs and PLIs of one stream only. Without rtcp-rsize every datagram is
+    /// a compound that starts with an RR and carries SDES CNAME.
     private func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock]) -> [[UInt8]] {
-        var datagrams: [[UInt8]] = []
-        var remaining = reports
         var order: [UInt32] = []
-        var byStream: [UInt32: [RTCPPacket]] = [:]
+        var byStream: [UInt32: (feedback: [RTCPPacket], reports: [RTCPReportBlock])] = [:]
         for packet in feedback {
             let media = packet.mediaSSRC ?? 0
             if byStream[media] == nil { order.append(media) }
-            byStream[media, default: []].append(packet)
+            byStream[media, default: ([], [])].feedback.append(packet)
         }
+        for block in reports {
+            if byStream[block.ssrc] == nil { order.append(block.ssrc) }
+            byStream[block.ssrc, default: ([], [])].reports.append(block)
+        }
+        var datagrams: [[UInt8]] = []
         for media in order {
-            var own: [RTCPReportBlock] = []
-            if let index = remaining.firstIndex(where: { $0.ssrc == media }) { own.append(remaining.remove(at: index)) }
-            datagrams += pack(byStream[media] ?? [], reports: own)
-        }
-        if !remaining.isEmpty || (feedback.isEmpty && !configuration.reducedSizeRTCP) {
-            var blocks = remaining[...]
-            repeat {
-                datagrams += pack([], reports: Array(blocks.prefix(31)))
-                blocks = blocks.dropFirst(31)
-            } while !blocks.isEmpty
+            guard let stream = byStream[media] else { continue }
+            datagrams += pack(stream.feedback, reports: stream.reports, from: rtcpSender(forMedia: media))
         }
         ownCounters.rtcpDatagramsSent += datagrams.count
         return datagrams
     }
 
-    /// One stream's feedback (or none) after an RR with `reports`, split at the MTU.
-    private func pack(_ feedback: [RTCPPacket], reports: [RTCPReportBlock]) -> [[UInt8]] {
+    /// One stream's feedback after an RR with its report block, split at the MTU.
+    private func pack(_ feedback: [RTCPPacket], reports: [RTCPReportBlock], from sender: UInt32) -> [[UInt8]] {
         let limit = configuration.maximumRTCPBytes
         let compound = !configuration.reducedSizeRTCP || !reports.isEmpty
         func head(_ blocks: [RTCPReportBlock]) -> [UInt8] {
             guard compound else { return [] }
-            return RTCPPacket.receiverReport(ssrc: configuration.localSSRC, reports: blocks).serialized
-                + RTCPPacket.sourceDescription(cnames: [configuration.localSSRC: configuration.cname]).serialized
+            return RTCPPacket.receiverReport(ssrc: sender, reports: blocks).serialized
+                + RTCPPacket.sourceDescription(cnames: [sender: configuration.cname]).serialized
         }
         var datagrams: [[UInt8]] = []
         var current = head(reports)
@@ -445,6 +443,19 @@ public final class MediaReceiver {
         }
         if !current.isEmpty { datagrams.append(current) }
         return datagrams
+    }
+
+    /// The SSRC a stream's RTCP goes out from: one per m-section, drawn at random the first
+    /// time (the answer names none), `localSSRC` for a stream no longer known.
+    private func rtcpSender(forMedia ssrc: UInt32) -> UInt32 {
+        guard let mid = streams[ssrc]?.mid else { return configuration.localSSRC }
+        if let known = rtcpSenders[mid] { return known }
+        if rtcpSenders.count >= configuration.maximumStreams { rtcpSenders.removeAll() }  // bounded: hostile offers churn mids
+        var candidate: UInt32
+        repeat { candidate = UInt32(truncatingIfNeeded: random()) } while candidate == 0 || candidate == configuration.localSSRC
+            || rtcpSenders.values.contains(candidate)
+        rtcpSenders[mid] = candidate
+        return candidate
     }
 
     private var retryInterval: Int64 {

@@ -553,10 +553,12 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
     }
 }
 
-/// Janus reads a whole RTCP compound as one stream's: the first report block's SSRC, or the
-/// first NACK's, and serves the first NACK only. With two streams losing packets at once,
-/// recbot's NACKs for the second were never answered (0 recovered at 5 % loss). Each stream's
-/// feedback now goes in its own datagram, after its own report block, as libwebrtc sends it.
+/// Janus reads a whole RTCP compound as one stream's: the one its sender SSRC was first seen
+/// with, else the first report block's or the first NACK's, and it serves the first NACK only.
+/// With several streams losing packets at once, recbot's NACKs and PLIs were answered for one
+/// stream only (0 recovered on three of four at 5 % loss). Each stream's feedback now goes in a
+/// datagram of its own, after its own report block, from its m-section's own SSRC, as
+/// libwebrtc sends it.
 @Suite struct FeedbackPackingTests {
     @Test func eachStreamsFeedbackGoesInADatagramOfItsOwn() throws {
         let first = try SimulatedPublisher(ssrc: 1, rtxSSRC: 2)
@@ -573,17 +575,18 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
             }
         }
         harness.advance(to: .milliseconds(3_000))
-        var streamsAskedFor: Set<UInt32> = []
+        var sendersByStream: [UInt32: Set<UInt32>] = [:]
         for datagram in harness.datagrams {
             let packets = try RTCPPacket.parseCompound(datagram)
             let media = Set(packets.compactMap(\.mediaSSRC))
             #expect(media.count <= 1, "one stream's feedback per datagram: \(packets)")
-            guard let stream = media.first else { continue }
-            streamsAskedFor.insert(stream)
-            if case .receiverReport(_, let reports) = packets.first, let block = reports.first {
-                #expect(block.ssrc == stream, "its own report block first")
-            }
+            guard let stream = media.first, case .receiverReport(let sender, let reports) = packets.first else { continue }
+            if let block = reports.first { #expect(block.ssrc == stream, "its own report block first") }
+            sendersByStream[stream, default: []].insert(sender)
+            for case .nack(let from, _, _) in packets { #expect(from == sender) }
         }
-        #expect(streamsAskedFor == [1, 5])
+        #expect(Set(sendersByStream.keys) == [1, 5])
+        #expect(sendersByStream.values.allSatisfy { $0.count == 1 }, "one sender SSRC per stream")
+        #expect(sendersByStream[1] != sendersByStream[5], "and a different one for each: \(sendersByStream)")
     }
 }
