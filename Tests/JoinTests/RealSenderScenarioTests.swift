@@ -43,4 +43,28 @@ import Testing
         let sizes = (vp8.videoSizes ?? "").split(separator: ",")
         #expect(sizes.count >= 2, "VP8 sizes: \(vp8.videoSizes ?? "none")")
     }
+
+    /// A tab closed abruptly (its browser killed: no BYE, no DTLS close) and a camera track
+    /// stopped and started again: the first sender's file ends where it went (Janus notices and
+    /// re-offers), the second's video has a gap as long as the camera was off, and both verify.
+    @Test func aTabClosedAbruptlyAndACameraOffAndOnAreRecordedAsTheyHappened() throws {
+        let scenario = try Scenario(serverArguments: ["--chromium", "vp8,h264", "--duration", "18", "--kill-after", "6",
+                                                      "--video-publisher", "1", "--video-off-after", "8", "--video-on-after", "12"],
+                                    server: "sora_janus_server.py")
+        defer { scenario.stop() }
+        let result = try scenario.recbot(["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory, "--duration", "90s"])
+        #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
+        let session = try #require(try scenario.catalog().sessions().first)
+        let verify = try scenario.recbot(["verify", "--json", "--data-dir", scenario.dataDirectory, session.id])
+        #expect(verify.status == 0, "\(verify.stderr.suffix(2_000))")
+        let reports = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [[String: Any]])
+        #expect(reports.count == 2)
+        let tracks = reports.compactMap { ($0["report"] as? [String: Any])?["tracks"] as? [[String: Any]] }
+        let videos = tracks.compactMap { $0.first { $0["kind"] as? String == "video" } }
+        let lasts = videos.compactMap { $0["last_ms"] as? Int }.sorted()
+        #expect(lasts.count == 2 && lasts[0] < 9_000 && lasts[1] > 14_000, "the killed tab's file ends early, the other's late: \(lasts)")
+        let gaps = videos.flatMap { $0["gaps"] as? [[String: Any]] ?? [] }
+        let gapLengths = gaps.compactMap { gap in (gap["to_ms"] as? Int).flatMap { to in (gap["from_ms"] as? Int).map { to - $0 } } }
+        #expect(gapLengths.contains { (2_500...6_000).contains($0) }, "the camera's 4 s off is a gap of its length: \(gaps)")
+    }
 }

@@ -206,6 +206,15 @@ class ChromiumPublishers:
         self.processes.append((process, profile, log))
         return process, log_path
 
+    def kill(self, index):
+        """A tab closed abruptly: the browser's whole process group gets SIGKILL (no BYE, no DTLS
+        close alert, nothing more on the wire)."""
+        if index < len(self.processes) and self.processes[index][0].returncode is None:
+            try:
+                os.killpg(self.processes[index][0].pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
     async def stop(self):
         for process, _, _ in self.processes:
             if process.returncode is None:

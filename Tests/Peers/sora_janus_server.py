@@ -785,6 +785,8 @@ class Session:
             timers.append(loop.call_later(args.video_on_after, lambda: self.video_control(camera, "on")))
         if first and args.leave_after:
             timers.append(loop.call_later(args.leave_after, lambda: first.control.update(stop=True)))
+        if first and args.kill_after and front.chromium:
+            timers.append(loop.call_later(args.kill_after, lambda: front.chromium.kill(0)))
         if args.late:
             late = [c for c in args.late.split(",") if c]
             timers.append(loop.call_later(args.late_after, lambda: asyncio.ensure_future(
@@ -894,6 +896,8 @@ async def main():
     parser.add_argument("--late", default="", help="codecs of publishers that join --late-after seconds after the answer (re-offer)")
     parser.add_argument("--late-after", type=float, default=5.0)
     parser.add_argument("--leave-after", type=float, default=0, help="the first publisher hangs up this long after the answer (re-offer)")
+    parser.add_argument("--kill-after", type=float, default=0,
+                        help="the first publisher's browser is killed this long after the answer (a tab closed abruptly)")
     parser.add_argument("--video-off-after", type=float, default=0, help="a publisher stops its camera track this long after the answer")
     parser.add_argument("--video-on-after", type=float, default=0, help="... and takes a new one this long after the answer")
     parser.add_argument("--video-publisher", type=int, default=0, help="which publisher (0-based) --video-off/on-after act on")
