@@ -14,8 +14,10 @@ STUN (0-3), DTLS (20-63) and everything from the recorder pass untouched. `stats
 went each way, by kind, and what was dropped.
 """
 import asyncio
+import os
 import random
 import re
+import time
 
 
 def kind_of(data):
@@ -74,6 +76,8 @@ class LossRelay:
         self.rng = random.Random(seed)
         self.listener = None
         self.upstreams = {}  # recorder address -> _Upstream
+        trace = os.environ.get("RECBOT_RELAY_TRACE")
+        self.trace_file = open(trace, "a", buffering=1) if trace else None
         self.stats = {"loss_percent": self.percent, "seed": seed, "server": list(self.server_address), "relay": None,
                       "recorder_addresses": [],
                       "to_recorder": {"rtp_forwarded": 0, "rtp_dropped": 0, "stun": 0, "dtls": 0, "other": 0},
@@ -96,7 +100,19 @@ class LossRelay:
         if self.listener is not None:
             self.listener.close()
 
+    def trace(self, direction, data, dropped=False):
+        """RECBOT_RELAY_TRACE=FILE: one line per SRTP/SRTCP datagram (the headers are in the
+        clear): time, direction, dropped, size, payload type, SSRC, sequence number."""
+        if self.trace_file is None or len(data) < 12 or kind_of(data) != "rtp":
+            return
+        pt = data[1]
+        rtcp = 192 <= pt <= 223  # RFC 5761: RTCP packet types share the byte with RTP's marker and payload type
+        ssrc = int.from_bytes(data[4:8] if rtcp else data[8:12], "big")
+        seq = 0 if rtcp else int.from_bytes(data[2:4], "big")
+        self.trace_file.write(f"{time.monotonic():.4f} {direction} {int(dropped)} {len(data)} {pt} {ssrc} {seq}\n")
+
     def from_recorder(self, data, address):
+        self.trace("up", data)
         self.stats["to_server"][kind_of(data)] += 1
         upstream = self.upstreams.get(address)
         if upstream is None:
@@ -112,7 +128,9 @@ class LossRelay:
         if kind == "rtp":
             if self.percent > 0 and self.rng.random() * 100 < self.percent:
                 counts["rtp_dropped"] += 1
+                self.trace("down", data, dropped=True)
                 return
+            self.trace("down", data)
             counts["rtp_forwarded"] += 1
         else:
             counts[kind] += 1
