@@ -73,6 +73,12 @@ class JanusProcess:
     def __init__(self, ws_port=0, rtp_ports=None, debug_level=4, log_path=None, media_ip=None):
         self.ws_port = ws_port or free_port()
         self.media_ip = media_ip or media_address()
+        if self.media_ip is None:
+            # Janus skips loopback interfaces when it gathers candidates: without another IPv4
+            # address it offers none, and no recorder could connect. Say so instead.
+            raise RuntimeError("janus_room: this host has no IPv4 address besides loopback, and Janus gathers no loopback "
+                               "candidates; give it one, e.g. ip link add recbot0 type dummy && "
+                               "ip addr add 192.0.2.2/24 dev recbot0 && ip link set recbot0 up")
         self.rtp_ports = rtp_ports  # "min-max" or None (the kernel picks)
         self.debug_level = debug_level
         self.log_path = log_path
