@@ -27,11 +27,14 @@ import Testing
         // encoders skip pictures (numbers missing from the files that were never sent: once 2.7 %
         // while the whole suite ran). So CI holds the files to the frames the senders did send
         // (getStats, within 2 %), and leaves the missing numbers and the A/V drift of those
-        // stalls to the fault campaign's quieter run.
+        // stalls to the fault campaign's quieter run. A switch's second keyframe can come after
+        // recbot's 150 ms keyframe wait when the machine is that busy: then the picture is
+        // written twice, 1 ms apart (three switches at most: the start, r0, r2).
         let judge = try runProcess("/usr/bin/env", [
             "python3", Scenario.peersDirectory.appendingPathComponent("judge_recording.py").path,
             "--data-dir", scenario.dataDirectory, "--truth", scenario.directory.appendingPathComponent("truth.json").path,
-            "--recbot", Scenario.recbot, "--min-kept", "0.98", "--max-missing-ratio", "0.15", "--max-av-drift-ms", "1000", "--table",
+            "--recbot", Scenario.recbot, "--min-kept", "0.98", "--max-missing-ratio", "0.15", "--max-av-drift-ms", "1000",
+            "--max-repeated", "3", "--table",
         ])
         #expect(judge.status == 0, "judge: \(judge.stderrText.suffix(4_000))")
         let report = try #require(try JSONSerialization.jsonObject(with: judge.stdout) as? [String: Any])

@@ -577,7 +577,8 @@ def judge_sender(connection, parts, publisher, truth, verify, args):
     fn = entry["frame_numbers"]
     ratio = fn.get("missing_ratio")
     checks["missing"] = {"value": ratio, "max": args.max_missing_ratio, "pass": ratio is not None and ratio <= args.max_missing_ratio}
-    checks["repeated"] = {"value": fn.get("repeated"), "max": 0, "pass": fn.get("repeated") == 0}
+    repeated_max = args.max_repeated
+    checks["repeated"] = {"value": fn.get("repeated"), "max": repeated_max, "pass": (fn.get("repeated") or 0) <= repeated_max}
     drifts = [m.get("max_drift_source_corrected_ms") for m in markers]
     worst = max((d for d in drifts if d is not None), default=None)
     checks["av_drift"] = {"value": worst, "max": args.max_av_drift_ms, "pass": worst is not None and worst <= args.max_av_drift_ms and
@@ -625,6 +626,8 @@ def main():
     parser.add_argument("--min-kept", type=float, default=0.995)
     parser.add_argument("--max-av-drift-ms", type=float, default=20.0)
     parser.add_argument("--max-missing-ratio", type=float, default=0.005)
+    parser.add_argument("--max-repeated", type=int, default=0,
+                        help="pictures allowed twice (a layer switch whose second keyframe came after recbot's keyframe wait)")
     parser.add_argument("--table", action="store_true", help="also print a table to stderr")
     args = parser.parse_args()
     try:
