@@ -185,21 +185,10 @@ public final class SenderRecorder: @unchecked Sendable {
     /// AV1's av1C record, from the first sequence header (WebM needs it in the track header).
     private var videoCodecPrivate: [UInt8]?
     private var codecPrivateIsProvisional = false
-    private struct PendingFrame {
-        var frame: WebMFrame
-        var arrival: MonotonicTime
-        var source: FrameSource
-        var quarterTurns: UInt8?
-    }
-
-    private var pending: [PendingFrame] = []
+    private var pending: PendingFrames
     /// Frames held for interleaving or for the file to start; past this the file starts (and
     /// frames flow) whatever it waits for, so a flood cannot grow the list.
     static let maximumPendingFrames = 2_048
-    /// How long a video keyframe waits before it is written, for a layer switch's second one.
-    static let keyframeSettleNanoseconds: Int64 = 150_000_000
-    /// Two keyframes closer than this are one instant's pictures (no sender runs at 200 fps).
-    static let sameInstantNanoseconds: Int64 = 5_000_000
     /// Orientation changes listed in the sidecar (a phone turned back and forth all session long).
     static let maximumRotationChanges = 256
     private var lastWrittenNanoseconds: Int64 = -1
@@ -225,6 +214,7 @@ public final class SenderRecorder: @unchecked Sendable {
         self.recordingStartTime = recordingStartTime
         self.segmentUID = segmentUID
         self.interleaveNanoseconds = interleaveNanoseconds
+        pending = PendingFrames(interleaveNanoseconds: interleaveNanoseconds)
         self.part = part
         notBeforeSeconds = boundary.map { max(0, $0.nanoseconds - recordingStartTime.nanoseconds) / 1_000_000_000 }
         self.refusedVideoCodec = refusedVideoCodec
@@ -254,9 +244,7 @@ public final class SenderRecorder: @unchecked Sendable {
     /// of the old one waiting for it are dropped. False once the file has started.
     public func changeVideoCodecBeforeStart(to codec: WebMVideoCodec) -> Bool {
         guard muxer == nil else { return false }
-        let before = pending.count
-        pending.removeAll { $0.frame.track == .video }
-        statistics.framesDroppedBeforeStart += before - pending.count
+        statistics.framesDroppedBeforeStart += pending.removeVideo()
         tracks.videoCodec = codec
         (videoSize, videoCodecPrivate, codecPrivateIsProvisional, hasVideoStarted) = (nil, nil, false, false)
         return true
@@ -301,36 +289,12 @@ public final class SenderRecorder: @unchecked Sendable {
         } else if tracks.audioChannels == nil {
             return nil
         }
-        insertPending(PendingFrame(frame: WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds,
-                                                    isKeyframe: frame.isKeyframe, data: frame.data),
-                                   arrival: arrival, source: FrameSource(ssrc: ssrc, rtpTimestamp: frame.rtpTimestamp), quarterTurns: frame.quarterTurns))
+        let entry = PendingFrames.Entry(frame: WebMFrame(track: video ? .video : .audio, timestampNanoseconds: mediaTime.nanoseconds,
+                                                         isKeyframe: frame.isKeyframe, data: frame.data),
+                                        arrival: arrival, source: FrameSource(ssrc: ssrc, rtpTimestamp: frame.rtpTimestamp),
+                                        quarterTurns: frame.quarterTurns)
+        if !pending.insert(entry) { statistics.videoFramesSuperseded += 1 }
         return drain(now: arrival, force: pending.count > SenderRecorder.maximumPendingFrames)
-    }
-
-    /// Keeps `pending` in media-time order; frames arrive nearly in order, so the scan is short.
-    private func insertPending(_ entry: PendingFrame) {
-        let frame = entry.frame
-        var index = pending.endIndex
-        while index > pending.startIndex, pending[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
-        if frame.track == .video, let same = pending[..<index].lastIndex(where: { $0.frame.track == .video && isSameInstant($0.frame, frame) }) {
-            // Two pictures of one instant (a layer switch): the later one is the stream from now
-            // on. A keyframe takes the waiting one's place; a delta frame cannot, and goes.
-            statistics.videoFramesSuperseded += 1
-            guard frame.isKeyframe else { return }
-            pending.remove(at: same)
-            insertPending(entry)  // at its own time's place (it may be 1 ms later)
-            return
-        }
-        pending.insert(entry, at: index)
-    }
-
-
-    /// One capture instant: the same time, or two keyframes closer than any frame interval
-    /// (Janus moves the new layer's timestamps 1 ms past the old layer's on a switch).
-    private func isSameInstant(_ waiting: WebMFrame, _ new: WebMFrame) -> Bool {
-        let distance = new.timestampNanoseconds - waiting.timestampNanoseconds
-        if distance == 0 { return true }
-        return waiting.isKeyframe && new.isKeyframe && distance > 0 && distance < SenderRecorder.sameInstantNanoseconds
     }
 
     private func noteVideoSize(_ width: Int, _ height: Int) {
@@ -374,49 +338,30 @@ public final class SenderRecorder: @unchecked Sendable {
     private var readyToStart: Bool {
         if tracks.videoCodec == nil || (videoSize != nil && (tracks.videoCodec != .av1 || videoCodecPrivate != nil)) { return true }
         guard let first = firstFrameTime else { return false }
-        return pending.last.map { $0.arrival.nanoseconds - first.nanoseconds >= SenderRecorder.videoWaitNanoseconds } ?? false
+        return pending.entries.last.map { $0.arrival.nanoseconds - first.nanoseconds >= SenderRecorder.videoWaitNanoseconds } ?? false
     }
 
     /// Writes what is due; returns the source of the first video frame dropped on the way.
     private func drain(now: MonotonicTime, force: Bool) -> FrameSource? {
         let bothTracks = tracks.videoCodec != nil && tracks.audioChannels != nil
-        var pendingVideo = pending.count { $0.frame.track == .video }
-        var pendingAudio = pending.count - pendingVideo
+        let released = pending.releasable(now: now, force: force, bothTracks: bothTracks)
         if muxer == nil {
             // The file is created with its first block ready to go: a kill between the two would
             // leave a file with no media.
-            guard let first = pending.first, force || readyToStart,
-                  mayRelease(first, now: now, force: force, bothTracks: bothTracks, pendingVideo: pendingVideo, pendingAudio: pendingAudio) else { return nil }
+            guard released > 0, force || readyToStart else { return nil }
             start()
             guard muxer != nil else { return nil }
         }
-        // Release frames in media-time order once the other track had time to catch up.
         var dropped: FrameSource?
-        var released = 0
-        for entry in pending {
-            guard mayRelease(entry, now: now, force: force, bothTracks: bothTracks, pendingVideo: pendingVideo, pendingAudio: pendingAudio) else { break }
-            released += 1
-            if entry.frame.track == .video { pendingVideo -= 1 } else { pendingAudio -= 1 }
+        for entry in pending.entries.prefix(released) {
             if !write(entry.frame, quarterTurns: entry.quarterTurns), dropped == nil { dropped = entry.source }
         }
         pending.removeFirst(released)
         return dropped
     }
 
-    /// Whether the next pending frame may be written now: the other track had time to catch up,
-    /// and a keyframe waited a moment for another picture of its instant (a layer switch sends
-    /// the old layer's and the new one's: the new one then takes its place).
-    private func mayRelease(_ entry: PendingFrame, now: MonotonicTime, force: Bool, bothTracks: Bool, pendingVideo: Int, pendingAudio: Int) -> Bool {
-        guard !force else { return true }
-        let isVideo = entry.frame.track == .video
-        let waited = now.nanoseconds - entry.arrival.nanoseconds
-        let otherTrackAhead = isVideo ? pendingAudio > 0 : pendingVideo > 0
-        guard !bothTracks || otherTrackAhead || waited >= interleaveNanoseconds else { return false }
-        return !isVideo || !entry.frame.isKeyframe || waited >= SenderRecorder.keyframeSettleNanoseconds
-    }
-
     private func start() {
-        guard let firstFrame = pending.map(\.frame.timestampNanoseconds).min() else { return }
+        guard let firstFrame = pending.entries.map(\.frame.timestampNanoseconds).min() else { return }
         // File time 0 sits on a whole second after the recording start (Sora's readers use whole seconds).
         let sinceStart = max(0, firstFrame - recordingStartTime.nanoseconds)
         startOffsetSeconds = max(sinceStart / 1_000_000_000, notBeforeSeconds ?? 0)
@@ -430,7 +375,7 @@ public final class SenderRecorder: @unchecked Sendable {
                 codecPrivateIsProvisional = true
             }
             // The first keyframe's orientation, when the sender tags it (the pictures are not turned).
-            let turns = pending.first { $0.frame.track == .video && $0.frame.isKeyframe }?.quarterTurns
+            let turns = pending.entries.first { $0.frame.track == .video && $0.frame.isKeyframe }?.quarterTurns
             video = WebMVideoTrack(codec: codec, width: size.width, height: size.height, codecPrivate: videoCodecPrivate,
                                    rotation: turns.flatMap { VideoRotation(rawValue: Int($0) * 90) })
         }

@@ -1,0 +1,83 @@
+import Media
+import WebM
+import WireCoding
+
+/// One sender's frames between their arrival and the muxer. They are kept in media-time order,
+/// one picture per capture instant, and go out in that order once the other track had time to
+/// catch up (so a file's blocks interleave) and a keyframe had a moment to be replaced.
+struct PendingFrames {
+    struct Entry {
+        var frame: WebMFrame
+        var arrival: MonotonicTime
+        var source: FrameSource
+        /// The sender's video orientation tag (clockwise quarter turns), when it sends one.
+        var quarterTurns: UInt8?
+    }
+
+    private(set) var entries: [Entry] = []
+    /// How long a frame waits for the other track before it goes out anyway.
+    let interleaveNanoseconds: Int64
+
+    /// How long a video keyframe waits, for a layer switch's second one.
+    static let keyframeSettleNanoseconds: Int64 = 150_000_000
+    /// Two keyframes closer than this are one instant's pictures (no sender runs at 200 fps).
+    static let sameInstantNanoseconds: Int64 = 5_000_000
+
+    var isEmpty: Bool { entries.isEmpty }
+    var count: Int { entries.count }
+
+    /// Adds a frame at its media time's place; false when it was left out as another picture
+    /// of an instant already waiting (a layer switch forwards both layers' pictures of it: the
+    /// new layer's keyframe takes the old one's place, a delta frame cannot and goes).
+    mutating func insert(_ entry: Entry) -> Bool {
+        let frame = entry.frame
+        var index = entries.endIndex
+        // Frames arrive nearly in order, so the scan is short.
+        while index > entries.startIndex, entries[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
+        if frame.track == .video,
+           let same = entries[..<index].lastIndex(where: { $0.frame.track == .video && Self.isSameInstant($0.frame, frame) }) {
+            guard frame.isKeyframe else { return false }
+            entries.remove(at: same)
+            _ = insert(entry)  // at its own time's place (it may be 1 ms later)
+            return false
+        }
+        entries.insert(entry, at: index)
+        return true
+    }
+
+    /// One capture instant: the same time, or two keyframes closer than any frame interval
+    /// (Janus moves the new layer's timestamps 1 ms past the old layer's on a switch).
+    private static func isSameInstant(_ waiting: WebMFrame, _ new: WebMFrame) -> Bool {
+        let distance = new.timestampNanoseconds - waiting.timestampNanoseconds
+        if distance == 0 { return true }
+        return waiting.isKeyframe && new.isKeyframe && distance > 0 && distance < sameInstantNanoseconds
+    }
+
+    /// Drops every video frame (the video track changes codec before the file starts); how many.
+    mutating func removeVideo() -> Int {
+        let before = entries.count
+        entries.removeAll { $0.frame.track == .video }
+        return before - entries.count
+    }
+
+    /// How many frames from the front may go out now (`force`: all of them).
+    func releasable(now: MonotonicTime, force: Bool, bothTracks: Bool) -> Int {
+        guard !force else { return entries.count }
+        var video = entries.count { $0.frame.track == .video }
+        var audio = entries.count - video
+        var released = 0
+        for entry in entries {
+            let isVideo = entry.frame.track == .video
+            let waited = now.nanoseconds - entry.arrival.nanoseconds
+            let otherTrackAhead = isVideo ? audio > 0 : video > 0
+            guard !bothTracks || otherTrackAhead || waited >= interleaveNanoseconds else { break }
+            // A keyframe waits a moment for another picture of its instant (see `insert`).
+            guard !isVideo || !entry.frame.isKeyframe || waited >= Self.keyframeSettleNanoseconds else { break }
+            released += 1
+            if isVideo { video -= 1 } else { audio -= 1 }
+        }
+        return released
+    }
+
+    mutating func removeFirst(_ count: Int) { entries.removeFirst(count) }
+}
