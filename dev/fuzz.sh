@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds recbot's libFuzzer targets and runs each from the seed corpus in Tests/Fuzz/corpus/<name>.
-#   ./dev/fuzz.sh                          every target, 60 s each (CI: debug build with AddressSanitizer)
+#   ./dev/fuzz.sh                          every target, 60 s each, one per core at a time (CI: debug build with AddressSanitizer)
 #   ./dev/fuzz.sh 300 sdp                  only the SDP target, 5 minutes
 #   ./dev/fuzz.sh --long --runs 10000000   every target to 10 million executions
 # --long builds optimized and without AddressSanitizer (RECBOT_FUZZ_SANITIZERS=fuzzer): Swift's own
@@ -42,21 +42,30 @@ for entry in "${targets[@]}"; do
 done
 bin=$(swift build "${build[@]}" --scratch-path "$scratch" --show-bin-path)
 
-status=0
-for entry in "${targets[@]}"; do
-  name=${entry%%:*}; product=${entry#*:}
-  [ -n "$only" ] && [ "$only" != "$name" ] && continue
-  work="$scratch/corpus/$name"   # grows while fuzzing; the seeds in Tests/ stay as they are
+# One target per core at a time: each still gets its SECONDS of a whole core, and CI's fuzz
+# phase takes half the wall time on two cores. RECBOT_FUZZ_JOBS overrides the count.
+jobs=${RECBOT_FUZZ_JOBS:-$(nproc)}
+fuzz_one() {
+  local name=$1 product=$2 work="$scratch/corpus/$1" started=$SECONDS   # corpus grows; the seeds in Tests/ stay
   mkdir -p "$work"
-  if [ -n "$runs" ]; then echo "fuzz: $name for $runs runs"; else echo "fuzz: $name for ${seconds}s"; fi
-  started=$SECONDS
   if ! "$bin/$product" "${limit[@]}" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
       -artifact_prefix="fuzz-artifacts/$name-" -print_final_stats=1 "$work" "Tests/Fuzz/corpus/$name" \
       > "$scratch/fuzz-$name.log" 2>&1; then
-    echo "fuzz: $name FAILED"; tail -40 "$scratch/fuzz-$name.log"; status=1
-  else
-    grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$scratch/fuzz-$name.log" | sed "s/^/fuzz: $name /"
-    echo "fuzz: $name wall_seconds: $((SECONDS - started))"
+    { echo "fuzz: $name FAILED"; tail -40 "$scratch/fuzz-$name.log"; } > "$scratch/fuzz-$name.summary"
+    return 1
   fi
+  { grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$scratch/fuzz-$name.log" | sed "s/^/fuzz: $name /"
+    echo "fuzz: $name wall_seconds: $((SECONDS - started))"; } > "$scratch/fuzz-$name.summary"
+}
+
+status=0; running=0; names=()
+for entry in "${targets[@]}"; do
+  name=${entry%%:*}; product=${entry#*:}
+  [ -n "$only" ] && [ "$only" != "$name" ] && continue
+  if [ -n "$runs" ]; then echo "fuzz: $name for $runs runs"; else echo "fuzz: $name for ${seconds}s"; fi
+  if [ "$running" -ge "$jobs" ]; then wait -n || status=1; running=$((running - 1)); fi
+  fuzz_one "$name" "$product" & running=$((running + 1)); names+=("$name")
 done
+while [ "$running" -gt 0 ]; do wait -n || status=1; running=$((running - 1)); done
+for name in "${names[@]}"; do cat "$scratch/fuzz-$name.summary"; done
 exit $status
