@@ -185,7 +185,9 @@ public final class MediaReceiver {
                 ownCounters.sync.senderReports += 1
                 guard let stream = streams[ssrc] else { continue }
                 // LSR/DLSR echo every SR, believed or not: the sender's round-trip estimate needs them.
+                let firstReport = !stream.statistics.hasSenderReport
                 stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
+                if firstReport { reportSoon(after: arrival) }
                 let plausible = timelines.with(stream.sender) {
                     $0.senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival, into: &output.frames)
                 }
@@ -474,6 +476,17 @@ public final class MediaReceiver {
         let jitter = Int64(random() % UInt64(max(1, interval)))
         nextReport = now.adding(nanoseconds: interval / 2 + jitter)
     }
+
+    /// A stream's first SR is answered within a few milliseconds, not at the next regular
+    /// report: an SFU learns its round-trip time from that echo, and Janus keeps no packets for
+    /// retransmission until it knows one (its NACK queue is sized from the RTT), so every loss
+    /// before the echo is beyond repair.
+    private func reportSoon(after now: MonotonicTime) {
+        let soon = now.adding(nanoseconds: Self.firstReportEchoDelayNanoseconds)
+        if nextReport.map({ soon < $0 }) ?? true { nextReport = soon }
+    }
+
+    static let firstReportEchoDelayNanoseconds: Int64 = 5_000_000
 
     private func consider(_ candidate: MonotonicTime?) {
         // NACKs held back by the budget are due already: look again at the recheck time, not at once.

@@ -30,8 +30,8 @@ public struct RecoveryPolicy: Sendable, Equatable {
 }
 
 /// The missing sequence numbers of one stream (RFC 4585 generic NACK, receiver side): each is
-/// NACKed as soon as its gap is seen, again at the retry interval up to a bounded number of
-/// NACKs, and given up only when the maximum recovery delay has passed, never when its NACKs
+/// NACKed as soon as its gap is seen, again after the retry interval, then at a spacing that
+/// outlasts senders' repeat filters, up to a bounded number of NACKs, and given up only when the maximum recovery delay has passed, never when its NACKs
 /// are spent: a retransmission that a busy sender or a reordering path (120 ms of jitter)
 /// delays past the last of ten short, RTT-based intervals is still on its way, and still taken. Sequence numbers are the stream's extended
 /// (64-bit) ones; entries stay sorted, and since gaps are found in sequence order the oldest
@@ -96,7 +96,7 @@ struct NackRegister {
         for index in entries.indices {
             let entry = entries[index]
             guard entry.nacks < policy.maximumNacksPerPacket else { continue }
-            if let last = entry.lastNack, now.nanoseconds - last.nanoseconds < retryInterval { continue }
+            if let last = entry.lastNack, now.nanoseconds - last.nanoseconds < Self.backoff(retryInterval, after: entry.nacks) { continue }
             guard budget.allowNack(isRetry: entry.nacks > 0, now: now) else {
                 if entry.nacks == 0 { break }  // not even a first NACK fits: nothing later will
                 continue
@@ -114,11 +114,22 @@ struct NackRegister {
         var deadline = first.firstMissing.adding(nanoseconds: policy.giveUpDelayNanoseconds)
         guard policy.nackEnabled else { return deadline }
         for entry in entries where entry.nacks < policy.maximumNacksPerPacket {
-            let next = entry.lastNack.map { $0.adding(nanoseconds: retryInterval) } ?? entry.firstMissing
+            let next = entry.lastNack.map { $0.adding(nanoseconds: Self.backoff(retryInterval, after: entry.nacks)) } ?? entry.firstMissing
             if next < deadline { deadline = next }
         }
         return deadline
     }
+
+    /// The wait before the next NACK of a packet already NACKed `nacks` times: the retry
+    /// interval once, then at least `repeatSpacingNanoseconds`. A sender that has just resent a
+    /// packet ignores NACKs for it for a while (libwebrtc for one RTT, Janus for 200 ms): with a
+    /// short round trip, ten NACKs at the RTT-based interval all fell inside Janus's window, so a
+    /// lost retransmission was never resent. Spaced out, they still span the recovery window.
+    static func backoff(_ interval: Int64, after nacks: Int) -> Int64 {
+        nacks <= 1 ? interval : max(interval, repeatSpacingNanoseconds)
+    }
+
+    static let repeatSpacingNanoseconds: Int64 = 110_000_000
 
     /// A packet is given up when its recovery window is over, never sooner: the answer to the
     /// last NACK may still be on its way.

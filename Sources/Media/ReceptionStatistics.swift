@@ -47,6 +47,9 @@ struct ReceptionStatistics {
         receivedPrior = 0
     }
 
+    /// True once an SR has been echoed material: a report block can carry LSR/DLSR.
+    var hasSenderReport: Bool { lastSenderReport != nil }
+
     mutating func senderReport(ntpTimestamp: UInt64, arrival: MonotonicTime) {
         lastSenderReport = (UInt32(truncatingIfNeeded: ntpTimestamp >> 16), arrival)
     }

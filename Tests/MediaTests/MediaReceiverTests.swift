@@ -112,7 +112,7 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         let before = harness.feedback.count
         for (offset, bytes) in sent[third...].enumerated() where offset != 2 { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_100)) }
         for step in 1...60 { harness.advance(to: .milliseconds(1_100 + Int64(step) * 10)) }
-        #expect(harness.nacked.count - 1 == RecoveryPolicy().maximumNacksPerPacket, "asked again, as often as allowed")
+        #expect(harness.nacked.count - 2 == nackTimes(interval: 25_000_000, within: 600_000_000).count, "asked again, as the spacing allows")
         for bytes in publisher.answer(Array(harness.feedback[before...])).prefix(1) {
             harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_700))
         }
@@ -120,6 +120,61 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(counters.lost == 0 && counters.recovered == 2, "\(counters)")
         #expect(harness.frames.count == 30)
         try expectDecodable(harness.frames)
+    }
+
+    /// Janus resends a NACKed packet once, then ignores NACKs for it for 200 ms. With a 1 ms
+    /// round trip measured, ten NACKs 20 ms apart all fell in that window, so a lost
+    /// retransmission was never asked for again; spaced out, one is asked for after the
+    /// window, and is taken.
+    @Test func aRetryReachesASenderThatIgnoresRepeatsFor200ms() throws {
+        let publisher = try SimulatedPublisher()
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        var sent: [[UInt8]] = []
+        for _ in 0..<30 { sent += try publisher.nextFrame().packets }
+        let half = sent.count / 2
+        for (index, bytes) in sent[..<half].enumerated() where index != 3 { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000)) }
+        for bytes in publisher.answer(harness.feedback) { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_001)) }
+        var seen = harness.feedback.count
+        for (offset, bytes) in sent[half...].enumerated() where offset != 2 { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_100)) }
+        var resentAt: Int64?
+        for now in stride(from: Int64(1_100), through: 2_000, by: 5) {
+            harness.advance(to: .milliseconds(now))
+            let asked = Array(harness.feedback[seen...])
+            seen = harness.feedback.count
+            guard !asked.isEmpty else { continue }
+            if let resentAt, now - resentAt < 200 { continue }  // ignored, as Janus does
+            let answers = publisher.answer(asked)
+            if resentAt == nil { resentAt = now; continue }  // the first retransmission is lost
+            for bytes in answers { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(now + 1)) }
+            break
+        }
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.lost == 0 && counters.recovered == 2, "\(counters)")
+        #expect(harness.frames.count == 30)
+    }
+
+    @Test func retriesAfterTheFirstAreSpacedPastASendersRepeatFilter() {
+        #expect((0...4).map { NackRegister.backoff(20_000_000, after: $0) / 1_000_000 } == [20, 20, 110, 110, 110])
+        #expect(NackRegister.backoff(300_000_000, after: 3) == 300_000_000, "never shorter than the interval itself")
+    }
+
+    /// A stream's first SR is echoed (LSR/DLSR) within milliseconds, so an SFU learns its round
+    /// trip, and starts keeping packets to resend, without waiting for the regular report.
+    @Test func aStreamsFirstSenderReportIsEchoedAtOnce() throws {
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        let publisher = try SimulatedPublisher()
+        for _ in 0..<3 { for bytes in try publisher.nextFrame().packets { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000)) } }
+        harness.advance(to: .milliseconds(1_010))
+        let before = harness.receiverReports.count
+        harness.receive(rtcp: [.senderReport(ssrc: publisher.ssrc, ntpTimestamp: 0xE000_0000_8000_0000, rtpTimestamp: 0, packetCount: 3, octetCount: 300, reports: [])], at: .milliseconds(1_020))
+        harness.advance(to: .milliseconds(1_030))
+        let echo = try #require(harness.receiverReports.dropFirst(before).first { $0.ssrc == publisher.ssrc })
+        #expect(echo.lastSenderReport == 0x0000_8000)
+        // A later SR waits for the regular report.
+        let after = harness.receiverReports.count
+        harness.receive(rtcp: [.senderReport(ssrc: publisher.ssrc, ntpTimestamp: 0xE000_0001_8000_0000, rtpTimestamp: 90_000, packetCount: 3, octetCount: 300, reports: [])], at: .milliseconds(1_040))
+        harness.advance(to: .milliseconds(1_050))
+        #expect(harness.receiverReports.count == after)
     }
 
     @Test func rtxOnItsOwnSSRCIsMappedByAptAndMIDWithoutAFIDGroup() throws {
@@ -589,4 +644,15 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(sendersByStream.values.allSatisfy { $0.count == 1 }, "one sender SSRC per stream")
         #expect(sendersByStream[1] != sendersByStream[5], "and a different one for each: \(sendersByStream)")
     }
+}
+
+/// When a packet first NACKed at 0 is NACKed again within `window`, for a retry `interval`.
+func nackTimes(interval: Int64, within window: Int64) -> [Int64] {
+    var times: [Int64] = [], last: Int64 = 0, nacks = 1
+    while nacks < RecoveryPolicy().maximumNacksPerPacket {
+        let next = last + NackRegister.backoff(interval, after: nacks)
+        guard next <= window else { break }
+        times.append(next); last = next; nacks += 1
+    }
+    return times
 }
