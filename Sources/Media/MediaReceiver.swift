@@ -209,7 +209,7 @@ public final class MediaReceiver {
         guard let stream = streams[ssrc] else { return output }
         let assembled = stream.frameLostDownstream(rtpTimestamp: rtpTimestamp)
         if assembled.keyframeNeeded, let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget) {
-            output.rtcp += compounds(feedback: [request], reports: [])
+            output.rtcp += compounds(feedback: [request], reports: [], now: now)
         }
         return output
     }
@@ -221,7 +221,7 @@ public final class MediaReceiver {
         var output = MediaOutput()
         guard let stream = streams[ssrc],
               let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget, wanted: true) else { return output }
-        output.rtcp += compounds(feedback: [request], reports: [])
+        output.rtcp += compounds(feedback: [request], reports: [], now: now)
         return output
     }
 
@@ -264,7 +264,7 @@ public final class MediaReceiver {
             reports = streams.keys.sorted().compactMap { streams[$0]?.reportBlock(now: now) }
             scheduleReport(after: now)
         }
-        if !feedback.isEmpty || !reports.isEmpty { output.rtcp += compounds(feedback: feedback, reports: reports) }
+        if !feedback.isEmpty || !reports.isEmpty { output.rtcp += compounds(feedback: feedback, reports: reports, now: now) }
         return output
     }
 
@@ -329,7 +329,7 @@ public final class MediaReceiver {
         let switched = stream.switchCodec(to: codec, depacketizer: depacketizer)
         bufferedBytes += stream.bufferedBytes - before
         collect(switched, from: stream, now: now, &output, feedback: &feedback)
-        if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: []) }
+        if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: [], now: now) }
         return true
     }
 
@@ -353,7 +353,7 @@ public final class MediaReceiver {
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
         }
         if !stream.register.isEmpty { consider(stream.nextDeadline(retryInterval: retryInterval)) }
-        if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: []) }
+        if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: [], now: arrival) }
     }
 
     /// Frames get their media time; a keyframe need becomes a (rate-limited) request.
@@ -403,7 +403,11 @@ public final class MediaReceiver {
     /// serves only the first NACK; with one sender SSRC and several streams in a compound,
     /// it answered the NACKs and PLIs of one stream only. Without rtcp-rsize every datagram is
     /// a compound that starts with an RR and carries SDES CNAME.
-    private func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock]) -> [[UInt8]] {
+    /// Feedback travels with its stream's report block, even between regular reports: a
+    /// recvonly receiver's SSRC is in no SDP, so an SFU can only tell which stream a keyframe
+    /// request is for from the report block before it (Janus reads the first report block or a
+    /// NACK's media SSRC, never a PLI's, and dropped every PLI sent alone: 10 s keyframe waits).
+    private func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock], now: MonotonicTime) -> [[UInt8]] {
         var order: [UInt32] = []
         var byStream: [UInt32: (feedback: [RTCPPacket], reports: [RTCPReportBlock])] = [:]
         for packet in feedback {
@@ -414,6 +418,9 @@ public final class MediaReceiver {
         for block in reports {
             if byStream[block.ssrc] == nil { order.append(block.ssrc) }
             byStream[block.ssrc, default: ([], [])].reports.append(block)
+        }
+        for media in order where byStream[media]?.reports.isEmpty == true {
+            if let block = streams[media]?.feedbackReportBlock(now: now) { byStream[media]?.reports = [block] }
         }
         var datagrams: [[UInt8]] = []
         for media in order {
@@ -439,7 +446,7 @@ public final class MediaReceiver {
             let bytes = packet.serialized
             if !current.isEmpty && current.count + bytes.count > limit {
                 datagrams.append(current)
-                current = configuration.reducedSizeRTCP ? [] : head([])
+                current = configuration.reducedSizeRTCP ? [] : head(reports)
             }
             current += bytes
         }

@@ -391,4 +391,8 @@ final class ReceiveStream {
         guard statistics.heardSinceLastReport else { return nil }
         return statistics.reportBlock(ssrc: ssrc, now: now)
     }
+
+    /// The block that leads this stream's feedback: sent even when nothing was heard since the
+    /// last report, because it is what tells the sender which stream the feedback is for.
+    func feedbackReportBlock(now: MonotonicTime) -> RTCPReportBlock { statistics.reportBlock(ssrc: ssrc, now: now) }
 }
