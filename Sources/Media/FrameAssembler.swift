@@ -83,7 +83,7 @@ public struct FrameAssembler {
     public private(set) var framesEmitted = 0
     public private(set) var waitingForKeyframe: Bool
 
-    private var depacketizer: any Depacketizer
+    private(set) var depacketizer: any Depacketizer
     // The frame being collected.
     private var frameTimestamp: UInt32?
     private var framePayloads: [ArraySlice<UInt8>] = []

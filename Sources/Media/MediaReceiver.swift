@@ -257,6 +257,10 @@ public final class MediaReceiver {
             collect(result.assembled, from: stream, now: now, &output, feedback: &feedback)
             let lost = stream.dueNacks(now: now, retryInterval: retry, budget: &budget)
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
+            // NACK goes on; the keyframe is there in case the sender kept no copy.
+            if stream.gapOutlastsNacks, let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget) {
+                feedback.append(request)
+            }
             consider(stream.nextDeadline(retryInterval: retry))
         }
         var reports: [RTCPReportBlock] = []

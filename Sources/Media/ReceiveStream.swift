@@ -22,6 +22,8 @@ public struct ReceiveCounters: Sendable, Equatable {
     public var fullIntraRequests = 0
     /// Jumps in sequence numbering too large to be loss (counted instead of recovered).
     public var sequenceJumps = 0
+    /// Unanswered gaps given up early because a whole keyframe was already held after them.
+    public var gapsSkippedToKeyframe = 0
     public var framesEmitted = 0
     public var framesDropped = FrameDropCounters()
     /// Interarrival jitter, the largest among the streams summed (ms).
@@ -44,6 +46,7 @@ public struct ReceiveCounters: Sendable, Equatable {
         sum.pictureLossIndications += rhs.pictureLossIndications
         sum.fullIntraRequests += rhs.fullIntraRequests
         sum.sequenceJumps += rhs.sequenceJumps
+        sum.gapsSkippedToKeyframe += rhs.gapsSkippedToKeyframe
         sum.framesEmitted += rhs.framesEmitted
         sum.framesDropped = sum.framesDropped + rhs.framesDropped
         sum.jitterMilliseconds = max(lhs.jitterMilliseconds, rhs.jitterMilliseconds)
@@ -92,11 +95,20 @@ final class ReceiveStream {
     private var lastFarBehind: Int64?
     private var lastKeyframeRequest: MonotonicTime?
     private var fullIntraRequestSequence: UInt8 = 0
+    /// The first packet of the earliest whole keyframe held behind a gap, if any.
+    private var heldKeyframe: Int64?
+    /// When a retransmission last filled a gap: a sender that answers some NACKs is waited for.
+    private var lastRecovery: MonotonicTime?
 
     static let maximumHeldPackets = 2_048
     static let maximumHeldBytes = 8 << 20
     static let keyframeRequestInterval: Int64 = 500_000_000
     static let restartAfterPackets = 8
+    /// NACKs of a gap's oldest packet, unanswered, before a keyframe is asked for while NACK
+    /// goes on (with a short round trip: about 130 ms after the loss).
+    static let keyframeAfterUnansweredNacks = 3
+    /// NACKs of a gap's oldest packet, unanswered, before the gap is skipped for a keyframe held after it.
+    static let skipAfterUnansweredNacks = 2
 
     init(ssrc: UInt32, track: ReceiveTrack, codec: ReceiveCodec, depacketizer: any Depacketizer, policy: RecoveryPolicy, now: MonotonicTime) {
         self.ssrc = ssrc
@@ -165,6 +177,7 @@ final class ReceiveStream {
             // on its own SSRC may be a plain resend or just late (senders without RTX resend plainly).
             if isRetransmission {
                 counters.recovered += 1
+                lastRecovery = arrival
                 if entry.nacks == 1, let asked = entry.lastNack { output.roundTripSample = arrival.nanoseconds - asked.nanoseconds }
             } else {
                 counters.reordered += 1
@@ -174,6 +187,7 @@ final class ReceiveStream {
             return output
         }
         accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
+        skipToHeldKeyframe(&output)
         return output
     }
 
@@ -188,6 +202,10 @@ final class ReceiveStream {
         }
         held[sequence] = packet
         heldBytes += packet.bytes.count
+        if kind == .video, heldKeyframe.map({ sequence < $0 }) ?? true,
+           let start = HeldKeyframe.start(around: sequence, held: { self.held[$0] }, depacketizer: assembler.depacketizer) {
+            heldKeyframe = start
+        }
         if held.count > ReceiveStream.maximumHeldPackets || heldBytes > ReceiveStream.maximumHeldBytes,
            let oldestMissing = register.entries.first?.sequence {
             giveUp(through: oldestMissing, &output)
@@ -222,7 +240,33 @@ final class ReceiveStream {
     func handleTimeout(now: MonotonicTime) -> StreamOutput {
         var output = StreamOutput()
         if let last = register.expired(now: now) { giveUp(through: last, &output) }
+        skipToHeldKeyframe(&output)
         return output
+    }
+
+    /// The gap's NACKs have gone unanswered long enough to ask for a keyframe as well.
+    var gapOutlastsNacks: Bool { kind == .video && oldestGapUnanswered(after: ReceiveStream.keyframeAfterUnansweredNacks) }
+
+    /// The oldest missing packet has been NACKed `nacks` times, and no retransmission at all has
+    /// come since it went missing: the sender is not answering (Janus before it knows the round
+    /// trip), rather than a lossy path eating some answers (then others keep arriving).
+    private func oldestGapUnanswered(after nacks: Int) -> Bool {
+        guard let oldest = register.entries.first, oldest.nacks >= nacks else { return false }
+        return lastRecovery.map { $0 < oldest.firstMissing } ?? true
+    }
+
+    /// Gives up an unanswered gap when a whole keyframe is held after it: what lies between
+    /// could only be decoded if the gap were repaired, and the keyframe decodes without it.
+    func skipToHeldKeyframe(_ output: inout StreamOutput) {
+        guard let key = heldKeyframe else { return }
+        guard let next = nextExpected, key > next, let oldest = register.entries.first?.sequence, oldest < key else {
+            heldKeyframe = nil  // delivered already, or no gap before it any more
+            return
+        }
+        guard oldestGapUnanswered(after: ReceiveStream.skipAfterUnansweredNacks) else { return }
+        counters.gapsSkippedToKeyframe += 1
+        heldKeyframe = nil
+        giveUp(through: key - 1, &output)
     }
 
     /// Sequence numbers to NACK now.
@@ -258,6 +302,7 @@ final class ReceiveStream {
         counters.sequenceJumps += 1
         flushHeld(&output)
         register.removeAll()
+        heldKeyframe = nil
         lossBeforeNext = true
         nextExpected = sequence
         highest = sequence
@@ -270,6 +315,7 @@ final class ReceiveStream {
         counters.sequenceJumps += 1
         flushHeld(&output)
         register.removeAll()
+        heldKeyframe = nil
         givenUp.removeAll()
         farBehindRun = 0
         lossBeforeNext = true
@@ -362,7 +408,7 @@ final class ReceiveStream {
     /// never while NACK may still repair the loss, because only a given-up loss asks).
     /// `wanted`: asked for although nothing was lost (a split part must start at a keyframe).
     func keyframeRequest(localSSRC: UInt32, now: MonotonicTime, budget: inout FeedbackBudget, wanted: Bool = false) -> RTCPPacket? {
-        guard kind == .video, assembler.waitingForKeyframe || wanted, codec.feedback.canRequestKeyframe else { return nil }
+        guard kind == .video, assembler.waitingForKeyframe || wanted || gapOutlastsNacks, codec.feedback.canRequestKeyframe else { return nil }
         if let last = lastKeyframeRequest, now.nanoseconds - last.nanoseconds < ReceiveStream.keyframeRequestInterval { return nil }
         guard budget.allowKeyframeRequest(now: now) else { return nil }
         lastKeyframeRequest = now

@@ -153,6 +153,52 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         #expect(harness.frames.count == 30)
     }
 
+    /// Janus keeps no packet to resend until it knows the round trip (about the first second
+    /// of a subscription): a loss then is never answered. The receiver asks for a keyframe
+    /// after three unanswered NACKs, and once a whole keyframe is held behind the gap it goes
+    /// on from there, instead of waiting out the 1 s recovery window and asking only then.
+    @Test func aGapNobodyAnswersIsSkippedToTheKeyframeAskedForMeanwhile() throws {
+        let publisher = try SimulatedPublisher()
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        var seen = 0
+        var emittedBy: [Int: Int] = [:]
+        for index in 0..<30 {
+            var packets = try publisher.nextFrame().packets
+            if index == 5 { packets.removeFirst() }  // never resent
+            for bytes in packets { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000 + Int64(index) * 33)) }
+            _ = publisher.answer(Array(harness.feedback[seen...]))  // PLIs are heeded; the resends never arrive
+            seen = harness.feedback.count
+            emittedBy[index] = harness.frames.count
+        }
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.gapsSkippedToKeyframe == 1 && counters.keyframeRequests == 1 && counters.recovered == 0, "\(counters)")
+        // Going again within ~300 ms of the loss (frame 5 + 10), not after the 1 s window (frame 5 + 30).
+        #expect((emittedBy[15] ?? 0) > 5, "\(emittedBy.sorted { $0.key < $1.key })")
+        #expect(harness.frames.count >= 20)
+        try expectDecodable(harness.frames)
+    }
+
+    /// A lossy path that eats some answers is not a sender that does not answer: while other
+    /// retransmissions keep arriving, a gap is NACKed for its whole window and no keyframe is asked for.
+    @Test func whileOtherResendsArriveAGapIsNotSkipped() throws {
+        let publisher = try SimulatedPublisher()
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        var sent: [[UInt8]] = []
+        for _ in 0..<30 { sent += try publisher.nextFrame().packets }
+        for (index, bytes) in sent.enumerated() where index != 3 && index != 40 {
+            harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(1_000 + Int64(index)))
+        }
+        // 40's resend arrives at once; 3's only after 600 ms.
+        let answers = publisher.answer(harness.feedback)
+        try #require(answers.count == 2)
+        harness.receive(try RTPPacket(parsing: answers[1]), at: .milliseconds(1_100))
+        harness.advance(to: .milliseconds(1_700))
+        harness.receive(try RTPPacket(parsing: answers[0]), at: .milliseconds(1_700))
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.gapsSkippedToKeyframe == 0 && counters.keyframeRequests == 0 && counters.recovered == 2, "\(counters)")
+        #expect(harness.frames.count == 30)
+    }
+
     @Test func retriesAfterTheFirstAreSpacedPastASendersRepeatFilter() {
         #expect((0...4).map { NackRegister.backoff(20_000_000, after: $0) / 1_000_000 } == [20, 20, 110, 110, 110])
         #expect(NackRegister.backoff(300_000_000, after: 3) == 300_000_000, "never shorter than the interval itself")
