@@ -258,7 +258,7 @@ public final class MediaReceiver {
             let lost = stream.dueNacks(now: now, retryInterval: retry, budget: &budget)
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
             // NACK goes on; the keyframe is there in case the sender kept no copy.
-            if stream.gapOutlastsNacks, let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget) {
+            if stream.gapOutlastsNacks(now: now), let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: stream.ssrc), now: now, budget: &budget) {
                 feedback.append(request)
             }
             consider(stream.nextDeadline(retryInterval: retry))

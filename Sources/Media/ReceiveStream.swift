@@ -109,6 +109,9 @@ final class ReceiveStream {
     static let keyframeAfterUnansweredNacks = 3
     /// NACKs of a gap's oldest packet, unanswered, before the gap is skipped for a keyframe held after it.
     static let skipAfterUnansweredNacks = 2
+    /// How long a gap of a sender that does resend goes unanswered before it counts as lost for
+    /// good: past Janus's 200 ms repeat filter and two more NACKs at the 110 ms spacing.
+    static let unansweredGapNanoseconds: Int64 = 450_000_000
 
     init(ssrc: UInt32, track: ReceiveTrack, codec: ReceiveCodec, depacketizer: any Depacketizer, policy: RecoveryPolicy, now: MonotonicTime) {
         self.ssrc = ssrc
@@ -187,7 +190,7 @@ final class ReceiveStream {
             return output
         }
         accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
-        skipToHeldKeyframe(&output)
+        skipToHeldKeyframe(now: arrival, &output)
         return output
     }
 
@@ -240,30 +243,36 @@ final class ReceiveStream {
     func handleTimeout(now: MonotonicTime) -> StreamOutput {
         var output = StreamOutput()
         if let last = register.expired(now: now) { giveUp(through: last, &output) }
-        skipToHeldKeyframe(&output)
+        skipToHeldKeyframe(now: now, &output)
         return output
     }
 
     /// The gap's NACKs have gone unanswered long enough to ask for a keyframe as well.
-    var gapOutlastsNacks: Bool { kind == .video && oldestGapUnanswered(after: ReceiveStream.keyframeAfterUnansweredNacks) }
+    func gapOutlastsNacks(now: MonotonicTime) -> Bool {
+        kind == .video && oldestGapUnanswered(after: ReceiveStream.keyframeAfterUnansweredNacks, now: now)
+    }
 
-    /// The oldest missing packet has been NACKed `nacks` times, and no retransmission at all has
-    /// come since it went missing: the sender is not answering (Janus before it knows the round
-    /// trip), rather than a lossy path eating some answers (then others keep arriving).
-    private func oldestGapUnanswered(after nacks: Int) -> Bool {
+    /// The oldest missing packet has been NACKed `nacks` times and no retransmission at all has
+    /// come since it went missing, from a sender that has never resent anything on this stream
+    /// (Janus before it knows the round trip), or for `unansweredGapNanoseconds` (the sender's
+    /// copy is gone). A sender that answers but had one answer lost ignores repeats for a while
+    /// (Janus: 200 ms) and then answers again: that gap is not given up early.
+    private func oldestGapUnanswered(after nacks: Int, now: MonotonicTime) -> Bool {
         guard let oldest = register.entries.first, oldest.nacks >= nacks else { return false }
-        return lastRecovery.map { $0 < oldest.firstMissing } ?? true
+        guard let lastRecovery else { return true }
+        return lastRecovery < oldest.firstMissing
+            && now.nanoseconds - oldest.firstMissing.nanoseconds >= ReceiveStream.unansweredGapNanoseconds
     }
 
     /// Gives up an unanswered gap when a whole keyframe is held after it: what lies between
     /// could only be decoded if the gap were repaired, and the keyframe decodes without it.
-    func skipToHeldKeyframe(_ output: inout StreamOutput) {
+    func skipToHeldKeyframe(now: MonotonicTime, _ output: inout StreamOutput) {
         guard let key = heldKeyframe else { return }
         guard let next = nextExpected, key > next, let oldest = register.entries.first?.sequence, oldest < key else {
             heldKeyframe = nil  // delivered already, or no gap before it any more
             return
         }
-        guard oldestGapUnanswered(after: ReceiveStream.skipAfterUnansweredNacks) else { return }
+        guard oldestGapUnanswered(after: ReceiveStream.skipAfterUnansweredNacks, now: now) else { return }
         counters.gapsSkippedToKeyframe += 1
         heldKeyframe = nil
         giveUp(through: key - 1, &output)
@@ -408,7 +417,7 @@ final class ReceiveStream {
     /// never while NACK may still repair the loss, because only a given-up loss asks).
     /// `wanted`: asked for although nothing was lost (a split part must start at a keyframe).
     func keyframeRequest(localSSRC: UInt32, now: MonotonicTime, budget: inout FeedbackBudget, wanted: Bool = false) -> RTCPPacket? {
-        guard kind == .video, assembler.waitingForKeyframe || wanted || gapOutlastsNacks, codec.feedback.canRequestKeyframe else { return nil }
+        guard kind == .video, assembler.waitingForKeyframe || wanted || gapOutlastsNacks(now: now), codec.feedback.canRequestKeyframe else { return nil }
         if let last = lastKeyframeRequest, now.nanoseconds - last.nanoseconds < ReceiveStream.keyframeRequestInterval { return nil }
         guard budget.allowKeyframeRequest(now: now) else { return nil }
         lastKeyframeRequest = now

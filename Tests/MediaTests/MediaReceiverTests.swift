@@ -149,7 +149,7 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
             break
         }
         let counters = harness.receiver.counters(sender: Fixtures.sender)
-        #expect(counters.lost == 0 && counters.recovered == 2, "\(counters)")
+        #expect(counters.lost == 0 && counters.recovered == 2 && counters.keyframeRequests == 0, "\(counters)")
         #expect(harness.frames.count == 30)
     }
 
