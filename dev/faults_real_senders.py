@@ -9,7 +9,7 @@ they sent.
                 Tests/Peers/judge_recording.py: every frame the senders sent on the forwarded layer
                 while recbot was subscribed in the file (kept >= 0.995), frame numbers missing
                 inside the span <= 0.5 %, no picture twice, flash/beep drift <= 20 ms (the
-                sender's own camera loop corrected), timelines monotonic, every frame decodes,
+                sender's own camera loop and microphone lag corrected), timelines monotonic, every frame decodes,
                 `recbot verify` ok. Then the same with --loss 5: the front's UDP relay drops 5 %
                 of the SRTP/SRTCP datagrams from Janus to recbot (seed 1; STUN and DTLS pass), so
                 recbot must NACK and recover: kept >= 0.99 and missing <= 1 %. Also checked: join

@@ -174,8 +174,13 @@ def outbound_summary(stats):
     outbound.sort(key=lambda s: (s.get("kind", ""), s.get("rid", "")))
     video = [s for s in outbound if s.get("kind") == "video"]
     audio = [s for s in outbound if s.get("kind") == "audio"]
+    # The capture devices' own counters: Chromium's fake microphone falls behind real time on a
+    # busy host, and the judge needs its real rate to tell that from the recorder's sync.
+    sources = [{k: m[k] for k in ("kind", "timestamp", "totalSamplesDuration", "frames", "framesPerSecond") if k in m}
+               for m in stats if m.get("type") == "media-source"]
     return {
         "outbound_rtp": outbound,
+        "media_source": sorted(sources, key=lambda m: m.get("kind", "")),
         "video": {"frames_encoded": sum(s.get("framesEncoded", 0) for s in video),
                   "frames_sent": sum(s.get("framesSent", 0) for s in video),
                   "keyframes_encoded": sum(s.get("keyFramesEncoded", 0) for s in video),
