@@ -28,7 +28,8 @@ For every publisher connection id of the truth, the recording(s) of that sender 
   host the fake microphone also falls behind real time (microphone_rate: its media-source
   totalSamplesDuration per second of getStats time, start snapshot to final stats), which the SRs
   show as drift and a recorder keeping sync follows: max_drift_device_corrected_ms takes that out
-  too, and the av_drift check uses it when the rate is known;
+  too, and leaves out single markers off their neighbours (blips: a beep whose first Opus packet
+  was lost is detected a frame late); the av_drift check uses it;
 - timeline: per track, the steps between consecutive block timestamps.
 
 stdout: JSON {"session", "thresholds", "publishers": {connection_id: {...}}, "summary"}; --table
@@ -53,6 +54,7 @@ GRID_TOLERANCE_MS = 2.0
 FLASH_JUMP = 60.0  # luma above the neighbours' median that makes a flash (pattern <= 180, flash 235)
 BEEP_WINDOW_MS = 2.0  # the beep detector's moving average (its time resolution)
 BEEP_THRESHOLD = 0.25  # of the track's own peak envelope: a beep is there
+BEEP_MS = 40  # the wav's beep (media_scheme.audio.beep_ms)
 BEEP_REFRACTORY_MS = 500  # one beep a second: a second onset within this is the same beep
 
 
@@ -445,6 +447,9 @@ def av_offsets(frames, audio, frame_every, beep_hz, period_ms):
     start, signal = audio_timeline(audio["chunks"], rate)
     beeps, peak = find_beeps(start, signal, rate, beep_hz)
     pairs = pair_markers(flash_times, beeps)
+    # A beep at the audio track's very start may be cut (the track began inside it, after DTX
+    # silence): its onset is the track's start, not the beep's. Such a pair says nothing.
+    pairs = [(i, beep) for i, beep in pairs if beep - start >= BEEP_MS]
     video_seconds = (frames[-1]["at_ms"] - frames[0]["at_ms"]) / 1000 if len(frames) > 1 else 0
     audio_seconds = len(signal) / rate if signal is not None else 0
     out = {"flashes": len(flashes), "flashes_off_schedule": off_schedule, "beeps": len(beeps), "pairs": len(pairs),
@@ -481,18 +486,38 @@ def microphone_rate(publisher):
     return (end["totalSamplesDuration"] - start["totalSamplesDuration"]) / wall if wall >= 5 else None
 
 
+def isolated_blips(values, limit_ms=10.0, agree_ms=6.0):
+    """Indexes of values off by more than limit_ms from the median of two neighbours each side,
+    while those neighbours agree within agree_ms: one beep whose first Opus packet was lost (Opus
+    goes without NACK; the onset is then a frame late), not a stream that moved (sync moves a
+    whole stream, and its blocks stay on the 20 ms grid, which the timeline checks)."""
+    out = []
+    for index in range(len(values)):
+        around = values[max(0, index - 2):index] + values[index + 1:index + 3]
+        if len(around) < 2:
+            continue
+        middle = float(np.median(around))
+        if max(abs(v - middle) for v in around) <= agree_ms and abs(values[index] - middle) > limit_ms:
+            out.append(index)
+    return out
+
+
 def correct_for_microphone(marker, rate):
     """On a busy host the fake microphone falls behind real time: the wav's second k is captured
     (1/rate - 1) * k s late, so its beep is that much later against the flashes on the sender's
     own clocks too (the SRs say so, and a recorder that keeps sync keeps it). That is taken out
     of each pair's source-corrected offset."""
     rows = marker.get("markers")
-    if not rows or not rate:
+    if not rows:
         return
     first = rows[0][0]
-    device = [row[3] - (row[0] - first) * (1 / rate - 1) for row in rows]
-    marker["microphone_rate"] = round(rate, 6)
-    marker["max_drift_device_corrected_ms"] = round(max(abs(d - device[0]) for d in device), 2)
+    device = [row[3] - (row[0] - first) * (1 / rate - 1 if rate else 0) for row in rows]
+    blips = set(isolated_blips(device))
+    kept = [d for index, d in enumerate(device) if index not in blips]
+    if rate:
+        marker["microphone_rate"] = round(rate, 6)
+    marker["blips"] = [rows[index][0] for index in sorted(blips)]
+    marker["max_drift_device_corrected_ms"] = round(max(abs(d - kept[0]) for d in kept), 2)
 
 
 # --- what the sender sent ---
