@@ -400,61 +400,14 @@ public final class MediaReceiver {
         }
     }
 
-    /// Packs feedback and report blocks into datagrams, one media stream per datagram: that
-    /// stream's report block, then its feedback, sent from its m-section's own SSRC (as
-    /// libwebrtc does). An SFU may read a whole compound as one stream's: Janus looks up the
-    /// RR's sender SSRC, then the first report block's or the first NACK's media SSRC, and
-    /// serves only the first NACK; with one sender SSRC and several streams in a compound,
-    /// it answered the NACKs and PLIs of one stream only. Without rtcp-rsize every datagram is
-    /// a compound that starts with an RR and carries SDES CNAME.
-    /// Feedback travels with its stream's report block, even between regular reports: a
-    /// recvonly receiver's SSRC is in no SDP, so an SFU can only tell which stream a keyframe
-    /// request is for from the report block before it (Janus reads the first report block or a
-    /// NACK's media SSRC, never a PLI's, and dropped every PLI sent alone: 10 s keyframe waits).
+    /// Feedback and report blocks as datagrams (see `FeedbackPacking`).
     private func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock], now: MonotonicTime) -> [[UInt8]] {
-        var order: [UInt32] = []
-        var byStream: [UInt32: (feedback: [RTCPPacket], reports: [RTCPReportBlock])] = [:]
-        for packet in feedback {
-            let media = packet.mediaSSRC ?? 0
-            if byStream[media] == nil { order.append(media) }
-            byStream[media, default: ([], [])].feedback.append(packet)
-        }
-        for block in reports {
-            if byStream[block.ssrc] == nil { order.append(block.ssrc) }
-            byStream[block.ssrc, default: ([], [])].reports.append(block)
-        }
-        for media in order where byStream[media]?.reports.isEmpty == true {
-            if let block = streams[media]?.feedbackReportBlock(now: now) { byStream[media]?.reports = [block] }
-        }
-        var datagrams: [[UInt8]] = []
-        for media in order {
-            guard let stream = byStream[media] else { continue }
-            datagrams += pack(stream.feedback, reports: stream.reports, from: rtcpSender(forMedia: media))
-        }
+        let packing = FeedbackPacking(cname: configuration.cname, reducedSize: configuration.reducedSizeRTCP,
+                                      maximumBytes: configuration.maximumRTCPBytes)
+        let datagrams = packing.datagrams(feedback: feedback, reports: reports,
+                                          block: { self.streams[$0]?.feedbackReportBlock(now: now) },
+                                          sender: { self.rtcpSender(forMedia: $0) })
         ownCounters.rtcpDatagramsSent += datagrams.count
-        return datagrams
-    }
-
-    /// One stream's feedback after an RR with its report block, split at the MTU.
-    private func pack(_ feedback: [RTCPPacket], reports: [RTCPReportBlock], from sender: UInt32) -> [[UInt8]] {
-        let limit = configuration.maximumRTCPBytes
-        let compound = !configuration.reducedSizeRTCP || !reports.isEmpty
-        func head(_ blocks: [RTCPReportBlock]) -> [UInt8] {
-            guard compound else { return [] }
-            return RTCPPacket.receiverReport(ssrc: sender, reports: blocks).serialized
-                + RTCPPacket.sourceDescription(cnames: [sender: configuration.cname]).serialized
-        }
-        var datagrams: [[UInt8]] = []
-        var current = head(reports)
-        for packet in feedback {
-            let bytes = packet.serialized
-            if !current.isEmpty && current.count + bytes.count > limit {
-                datagrams.append(current)
-                current = configuration.reducedSizeRTCP ? [] : head(reports)
-            }
-            current += bytes
-        }
-        if !current.isEmpty { datagrams.append(current) }
         return datagrams
     }
 
