@@ -11,7 +11,8 @@ they sent.
                 inside the span <= 0.5 %, no picture twice, flash/beep drift <= 20 ms (the
                 sender's own camera loop and microphone lag corrected), timelines monotonic, every frame decodes,
                 `recbot verify` ok. Then the same with --loss 5: the front's UDP relay drops 5 %
-                of the SRTP/SRTCP datagrams from Janus to recbot (seed 1; STUN and DTLS pass), so
+                of the SRTP/SRTCP datagrams from Janus to recbot (seed 1; STUN and DTLS pass) and
+                delays each datagram 10 ms each way (Janus resends nothing at a 0 ms RTT), so
                 recbot must NACK and recover: kept >= 0.99 and missing <= 1 %. Also checked: join
                 exits 0 and one file per publisher. Reported per codec: kept, missing, repeats,
                 drift, verify, and recbot's own counters (packets lost / recovered / NACKed, PLIs).

@@ -3,7 +3,7 @@ import WireCoding
 /// Session-wide limits on what the receiver asks its senders to resend.
 ///
 /// Every stream already bounds its own requests (NACKs per packet, missing packets tracked,
-/// one keyframe request per 500 ms). These bound their sum. When the whole session loses
+/// one keyframe request per 200 ms). These bound their sum. When the whole session loses
 /// packets at once — the host overloaded and its socket buffer overflowing — every stream
 /// NACKs and asks for keyframes together, and the retransmissions and keyframes that answer
 /// them are more load on the host that could not keep up: overload feeds itself. With the

@@ -102,11 +102,18 @@ final class ReceiveStream {
 
     static let maximumHeldPackets = 2_048
     static let maximumHeldBytes = 8 << 20
-    static let keyframeRequestInterval: Int64 = 500_000_000
+    /// Between two keyframe requests of a stream. A libwebrtc sender ignores a request within
+    /// 300 ms of the last one it heeded (someone else's: Janus asks as each subscriber starts),
+    /// so a request can be lost that way; libwebrtc's own receiver repeats after 200 ms too.
+    static let keyframeRequestInterval: Int64 = 200_000_000
     static let restartAfterPackets = 8
     /// NACKs of a gap's oldest packet, unanswered, before a keyframe is asked for while NACK
     /// goes on (with a short round trip: about 130 ms after the loss).
     static let keyframeAfterUnansweredNacks = 3
+    /// The same while the sender has never resent anything on this stream: one retry interval
+    /// without an answer is enough (Janus keeps no copies in a subscription's first second, and
+    /// each loss there cost ~10 frames waiting for the third NACK; now ~4).
+    static let keyframeAfterUnansweredNacksBeforeAnyResend = 2
     /// NACKs of a gap's oldest packet, unanswered, before the gap is skipped for a keyframe held after it.
     static let skipAfterUnansweredNacks = 2
     /// How long a gap of a sender that does resend goes unanswered before it counts as lost for
@@ -249,7 +256,8 @@ final class ReceiveStream {
 
     /// The gap's NACKs have gone unanswered long enough to ask for a keyframe as well.
     func gapOutlastsNacks(now: MonotonicTime) -> Bool {
-        kind == .video && oldestGapUnanswered(after: ReceiveStream.keyframeAfterUnansweredNacks, now: now)
+        let nacks = lastRecovery == nil ? ReceiveStream.keyframeAfterUnansweredNacksBeforeAnyResend : ReceiveStream.keyframeAfterUnansweredNacks
+        return kind == .video && oldestGapUnanswered(after: nacks, now: now)
     }
 
     /// The oldest missing packet has been NACKed `nacks` times and no retransmission at all has

@@ -91,7 +91,10 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         for bytes in publisher.answer(retry) { harness.receive(try RTPPacket(parsing: bytes), at: .milliseconds(clock + 160)) }
         #expect(harness.frames.count == 20)
         let counters = harness.receiver.counters(sender: Fixtures.sender)
-        #expect(counters.recovered == burst.count && counters.lost == 0 && counters.keyframeRequests == 0)
+        // Nothing had been resent on this young stream when the retry went, so a keyframe was
+        // asked for beside it (one, in case the sender keeps no copies); nothing is given up for it.
+        #expect(counters.recovered == burst.count && counters.lost == 0 && counters.keyframeRequests == 1, "\(counters)")
+        #expect(counters.gapsSkippedToKeyframe == 0)
         try expectDecodable(harness.frames)
     }
 
@@ -175,6 +178,31 @@ func expectDecodable(_ frames: [ReceivedFrame], sourceLocation: SourceLocation =
         // Going again within ~300 ms of the loss (frame 5 + 10), not after the 1 s window (frame 5 + 30).
         #expect((emittedBy[15] ?? 0) > 5, "\(emittedBy.sorted { $0.key < $1.key })")
         #expect(harness.frames.count >= 20)
+        try expectDecodable(harness.frames)
+    }
+
+    /// Before a sender has resent anything on a stream, one unanswered retry is enough to ask
+    /// for a keyframe: a loss in the first second of a Janus subscription (no copies kept yet)
+    /// costs the frames until the next one, and that wait is what is shortened.
+    @Test func aSenderThatHasNeverResentIsAskedForAKeyframeAfterOneUnansweredRetry() throws {
+        let publisher = try SimulatedPublisher()
+        let harness = Harness(Fixtures.receiver([Fixtures.videoTrack()]))
+        var seen = 0
+        var lossAt: MonotonicTime?
+        for index in 0..<30 {
+            var packets = try publisher.nextFrame().packets
+            let time = MonotonicTime.milliseconds(1_000 + Int64(index) * 33)
+            if index == 5 { packets.removeFirst(); lossAt = time }  // never resent
+            for bytes in packets { harness.receive(try RTPPacket(parsing: bytes), at: time) }
+            _ = publisher.answer(Array(harness.feedback[seen...]))  // PLIs are heeded; the resends never arrive
+            seen = harness.feedback.count
+        }
+        let counters = harness.receiver.counters(sender: Fixtures.sender)
+        #expect(counters.keyframeRequests == 1 && counters.gapsSkippedToKeyframe == 1, "\(counters)")
+        // The PLI goes with the second NACK, one default retry interval (100 ms) after the
+        // first; this publisher hears it as it encodes the fifth frame after the loss, so five
+        // are lost (waiting for the third NACK, as before, lost eight).
+        #expect(harness.frames.count == 30 - 5, "lost since \(String(describing: lossAt))")
         try expectDecodable(harness.frames)
     }
 

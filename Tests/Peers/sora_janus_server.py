@@ -29,7 +29,9 @@ How Sora's signaling maps onto Janus's API:
   UDP relay (udp_loss_relay.py) as Janus's candidate; Janus (ICE lite) answers the recorder's checks
   relayed from the relay's sockets as peer-reflexive. The relay drops PERCENT % of the SRTP/SRTCP
   datagrams (first byte 128-191) from Janus to the recorder, seeded (connection k: seed + k - 1);
-  STUN and DTLS always pass. What it forwarded and dropped is the truth's `relay`.
+  STUN and DTLS always pass. Every datagram is also delayed --loss-delay-ms (default 10) each way:
+  Janus resends nothing while the round trip it measures (in whole ms) is 0, as on loopback. What
+  it forwarded and dropped is the truth's `relay`.
 - Several recorders (--recorders N): Janus's events about the room go to every connection; each has
   its own subscriber, layer (its connect's rid and the --layer-switch-after timers, counted from its
   own answer) and snapshots; the first connection's account stays at the truth's top level as before,
@@ -741,7 +743,8 @@ class Session:
             janus_address = LossRelay.server_candidate(jsep["sdp"])
             if janus_address is None:
                 raise RuntimeError("--loss: no UDP host candidate in Janus's offer")
-            self.relay = await LossRelay(janus_address, janus_address[0], args.loss, args.loss_seed + self.index - 1).start()
+            self.relay = await LossRelay(janus_address, janus_address[0], args.loss, args.loss_seed + self.index - 1,
+                                         delay_ms=args.loss_delay_ms).start()
             self.truth["relay"] = self.relay.stats
         sdp = self.rewrite(jsep["sdp"])
         self.last_offer = sdp
@@ -925,6 +928,9 @@ async def main():
                         help="relay the media to the recorder through udp_loss_relay.py, which drops PERCENT %% of the "
                              "SRTP/SRTCP datagrams from Janus (never STUN or DTLS); the counts are the truth's `relay`")
     parser.add_argument("--loss-seed", type=int, default=1, help="the relay's seed (recorder connection K: seed + K - 1)")
+    parser.add_argument("--loss-delay-ms", type=float, default=10.0,
+                        help="with --loss, the relay also delays every datagram this long each way (default 10: a "
+                             "20 ms round trip; Janus resends nothing while it measures a 0 ms one)")
     parser.add_argument("--recorders", type=int, default=1,
                         help="serve up to this many recorder connections at once (each its own Janus subscriber)")
     args = parser.parse_args()

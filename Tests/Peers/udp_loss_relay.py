@@ -12,6 +12,11 @@ What is dropped: only datagrams from the server to the recorder whose first byte
 drawn once per such datagram in arrival order: the same seed drops the same ordinal datagrams.
 STUN (0-3), DTLS (20-63) and everything from the recorder pass untouched. `stats` counts what
 went each way, by kind, and what was dropped.
+
+`delay_ms` holds every datagram, both ways, that long (order kept): a lossy path is never a
+0.1 ms one, and Janus needs a round trip of at least 1 ms to keep packets for resending at all
+(it measures the RTT in whole milliseconds and sizes its resend queue only when that changes
+from 0; on loopback it stays 0, and nothing lost is ever resent).
 """
 import asyncio
 import os
@@ -68,8 +73,9 @@ class _Upstream(asyncio.DatagramProtocol):
 
 
 class LossRelay:
-    def __init__(self, server_address, bind_host, percent=0.0, seed=1):
+    def __init__(self, server_address, bind_host, percent=0.0, seed=1, delay_ms=0.0):
         self.server_address = tuple(server_address)
+        self.delay = max(0.0, float(delay_ms)) / 1000
         self.bind_host = bind_host
         self.percent = float(percent)
         self.seed = seed
@@ -78,7 +84,7 @@ class LossRelay:
         self.upstreams = {}  # recorder address -> _Upstream
         trace = os.environ.get("RECBOT_RELAY_TRACE")
         self.trace_file = open(trace, "a", buffering=1) if trace else None
-        self.stats = {"loss_percent": self.percent, "seed": seed, "server": list(self.server_address), "relay": None,
+        self.stats = {"loss_percent": self.percent, "seed": seed, "delay_ms": float(delay_ms), "server": list(self.server_address), "relay": None,
                       "recorder_addresses": [],
                       "to_recorder": {"rtp_forwarded": 0, "rtp_dropped": 0, "stun": 0, "dtls": 0, "other": 0},
                       "to_server": {"rtp": 0, "stun": 0, "dtls": 0, "other": 0}}
@@ -120,7 +126,14 @@ class LossRelay:
             self.stats["recorder_addresses"].append(list(address))
             asyncio.ensure_future(asyncio.get_running_loop().create_datagram_endpoint(
                 lambda: upstream, local_addr=(self.bind_host, 0), remote_addr=self.server_address))
-        upstream.send(data)
+        self.later(upstream.send, data)
+
+    def later(self, send, data):
+        """`send(data)` after the path's delay (call_later keeps the order of equal delays)."""
+        if self.delay > 0:
+            asyncio.get_running_loop().call_later(self.delay, send, data)
+        else:
+            send(data)
 
     def from_server(self, data, recorder_address):
         kind = kind_of(data)
@@ -134,7 +147,7 @@ class LossRelay:
             counts["rtp_forwarded"] += 1
         else:
             counts[kind] += 1
-        self.listener.sendto(data, recorder_address)
+        self.later(lambda payload: self.listener.sendto(payload, recorder_address), data)
 
     # --- the SDP the recorder sees ---
 
