@@ -59,12 +59,21 @@ public struct FrameDropCounters: Sendable, Equatable {
     }
 
     public static func + (lhs: FrameDropCounters, rhs: FrameDropCounters) -> FrameDropCounters {
-        var sum = lhs
-        sum.incomplete += rhs.incomplete
-        sum.waitingForKeyframe += rhs.waitingForKeyframe
-        sum.malformed += rhs.malformed
-        sum.oversized += rhs.oversized
-        return sum
+        combined(lhs, rhs, +)
+    }
+
+    /// What was counted since `earlier` (a snapshot of the same counters; never below 0).
+    public func since(_ earlier: FrameDropCounters) -> FrameDropCounters {
+        Self.combined(self, earlier) { max(0, $0 - $1) }
+    }
+
+    private static func combined(_ lhs: FrameDropCounters, _ rhs: FrameDropCounters, _ op: (Int, Int) -> Int) -> FrameDropCounters {
+        var result = FrameDropCounters()
+        result.incomplete = op(lhs.incomplete, rhs.incomplete)
+        result.waitingForKeyframe = op(lhs.waitingForKeyframe, rhs.waitingForKeyframe)
+        result.malformed = op(lhs.malformed, rhs.malformed)
+        result.oversized = op(lhs.oversized, rhs.oversized)
+        return result
     }
 }
 

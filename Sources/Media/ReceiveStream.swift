@@ -34,23 +34,37 @@ public struct ReceiveCounters: Sendable, Equatable {
     public var keyframeRequests: Int { pictureLossIndications + fullIntraRequests }
 
     public static func + (lhs: ReceiveCounters, rhs: ReceiveCounters) -> ReceiveCounters {
-        var sum = lhs
-        sum.packets += rhs.packets
-        sum.duplicates += rhs.duplicates
-        sum.lateArrivals += rhs.lateArrivals
-        sum.lost += rhs.lost
-        sum.recovered += rhs.recovered
-        sum.reordered += rhs.reordered
-        sum.unexpectedRetransmissions += rhs.unexpectedRetransmissions
-        sum.nackedSequenceNumbers += rhs.nackedSequenceNumbers
-        sum.pictureLossIndications += rhs.pictureLossIndications
-        sum.fullIntraRequests += rhs.fullIntraRequests
-        sum.sequenceJumps += rhs.sequenceJumps
-        sum.gapsSkippedToKeyframe += rhs.gapsSkippedToKeyframe
-        sum.framesEmitted += rhs.framesEmitted
-        sum.framesDropped = sum.framesDropped + rhs.framesDropped
+        var sum = combined(lhs, rhs, +)
+        sum.framesDropped = lhs.framesDropped + rhs.framesDropped
         sum.jitterMilliseconds = max(lhs.jitterMilliseconds, rhs.jitterMilliseconds)
         return sum
+    }
+
+    /// What was counted since `earlier`, a snapshot of the same counters (a part of a
+    /// recording that started mid-connection); the jitter is the current one.
+    public func since(_ earlier: ReceiveCounters) -> ReceiveCounters {
+        var result = Self.combined(self, earlier) { max(0, $0 - $1) }
+        result.framesDropped = framesDropped.since(earlier.framesDropped)
+        result.jitterMilliseconds = jitterMilliseconds
+        return result
+    }
+
+    private static func combined(_ lhs: ReceiveCounters, _ rhs: ReceiveCounters, _ op: (Int, Int) -> Int) -> ReceiveCounters {
+        var result = ReceiveCounters()
+        result.packets = op(lhs.packets, rhs.packets)
+        result.duplicates = op(lhs.duplicates, rhs.duplicates)
+        result.lateArrivals = op(lhs.lateArrivals, rhs.lateArrivals)
+        result.lost = op(lhs.lost, rhs.lost)
+        result.recovered = op(lhs.recovered, rhs.recovered)
+        result.reordered = op(lhs.reordered, rhs.reordered)
+        result.unexpectedRetransmissions = op(lhs.unexpectedRetransmissions, rhs.unexpectedRetransmissions)
+        result.nackedSequenceNumbers = op(lhs.nackedSequenceNumbers, rhs.nackedSequenceNumbers)
+        result.pictureLossIndications = op(lhs.pictureLossIndications, rhs.pictureLossIndications)
+        result.fullIntraRequests = op(lhs.fullIntraRequests, rhs.fullIntraRequests)
+        result.sequenceJumps = op(lhs.sequenceJumps, rhs.sequenceJumps)
+        result.gapsSkippedToKeyframe = op(lhs.gapsSkippedToKeyframe, rhs.gapsSkippedToKeyframe)
+        result.framesEmitted = op(lhs.framesEmitted, rhs.framesEmitted)
+        return result
     }
 }
 

@@ -68,6 +68,14 @@ public struct TransportOutput: Equatable, Sendable {
     public var events: [TransportEvent] = []
 
     public init() {}
+
+    /// `other`'s datagrams, writes and events after these.
+    public mutating func append(_ other: TransportOutput) {
+        datagrams += other.datagrams
+        streamWrites += other.streamWrites
+        streamsToClose += other.streamsToClose
+        events += other.events
+    }
 }
 
 /// One recvonly WebRTC transport (BUNDLE, rtcp-mux) as a sans-IO core: ICE, then DTLS

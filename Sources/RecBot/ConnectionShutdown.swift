@@ -38,9 +38,9 @@ struct ConnectionShutdown {
             logger.warning("signaling messages that were not valid JSON objects were ignored", metadata: ["malformed": "\(signaling.malformedMessages)"])
         }
         let core = media.core
-        let recordings = media.recordings
+        let recordings = media.media.recordings
         if let parts = try? await media.transport.eventLoop.submit(confined: recordings, { $0.counters }).get(),
-           parts != RecordingSetCounters() {
+           parts != RecordingsCounters() {
             logger.notice("recordings: some senders were split or refused", metadata: [
                 "codec_changes": "\(parts.codecChanges)", "returning_senders": "\(parts.returningSenders)",
                 "unsafe_sender_frames": "\(parts.unsafeSenderFrames)",
@@ -122,18 +122,11 @@ struct ConnectionShutdown {
         await media.transport.close()
         var endContext = media.context
         endContext.endReason = end.reason
-        let (recordings, core) = (media.recordings, media.core)
-        let boundary = media.times.withLockedValue { $0.lastFrame } ?? session.clock.now()
-        let (ended, retired) = (try? await media.transport.eventLoop.submit(confined: (recordings, core)) { confined -> ([(SenderRecorder, ReceiveCounters)], [SenderRecorder]) in
-            let (recordings, core) = confined
-            let recorders = interrupted ? recordings.endForInterruption(boundary: boundary) : recordings.endAll()
-            return (recorders.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }, recordings.takeRetired())
-        }.get()) ?? ([], [])
-        // Parts a split boundary or codec change ended and nobody finished yet: not a sender's last.
-        for part in retired { media.finisher.finish(part, counts: ReceiveCounters(), context: endContext, isLastPart: false) }
-        for (recorder, counts) in ended.sorted(by: { $0.0.connectionID < $1.0.connectionID }) {
-            media.finisher.finish(recorder, counts: counts, context: endContext, isLastPart: !interrupted)
-        }
+        let (pipeline, core, now, context) = (media.pipeline, media.core, session.clock.now(), endContext)
+        let boundary = media.times.withLockedValue { $0.lastFrame } ?? now
+        try? await media.transport.eventLoop.submit(confined: pipeline) { pipeline in
+            pipeline.end(interrupted: interrupted, boundary: boundary, context: context, now: now)
+        }.get()
         let backlog = media.transport.backlog
         let counters = try? await media.transport.eventLoop.submit(confined: core) { core in
             (core.counters.including(backlog.counters, kernelReceiveDrops: kernelDrops), core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())

@@ -15,7 +15,7 @@ import WireCoding
 
 /// One `recbot join`: signaling, transport, recording and catalog from start to finalize.
 /// The decisions live in sans-IO cores (`SignalingSession`, the peer connection and media
-/// cores, `RecordingSet`); this type wires them to sockets, timers, files and the catalog.
+/// cores, `Recordings`); this type wires them to sockets, timers, files and the catalog.
 public final class JoinSession: @unchecked Sendable {
     public let options: JoinOptions
     private let logger: Logger
@@ -58,7 +58,7 @@ public final class JoinSession: @unchecked Sendable {
         let (live, phase, media) = stateLock.withLock { (self.live, self.phase, self.media) }
         var senders: [JoinStatus.Sender] = []
         if let live {
-            let (recordings, core) = (live.recordings, live.core)
+            let (recordings, core) = (live.media.recordings, live.core)
             senders = (try? await live.transport.eventLoop.submit(confined: (recordings, core)) { confined in
                 let (recordings, core) = confined
                 return recordings.recorders.sorted { $0.key < $1.key }.map { sender, recorder in

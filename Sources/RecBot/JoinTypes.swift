@@ -173,3 +173,13 @@ public struct WebhookTotals: Sendable, Equatable {
     public var queued = 0
     public init() {}
 }
+extension SidecarContext {
+    /// A session's context as its options describe it (split and metadata included).
+    init(session: String, options: JoinOptions, soraSessionID: String?, botConnectionID: String?) {
+        self.init(recordingID: session, channelID: options.connect.channelID, soraSessionID: soraSessionID,
+                  botConnectionID: botConnectionID, recbotVersion: options.recbotVersion)
+        splitDurationSeconds = options.split?.seconds
+        splitOnly = options.split?.only
+        recordingMetadata = options.recordingMetadata
+    }
+}

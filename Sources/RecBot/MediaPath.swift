@@ -26,9 +26,9 @@ final class MediaPath: @unchecked Sendable {
     let transport: UDPTransport
     let core: PeerConnectionCore
     let media: SessionMedia
-    var recordings: RecordingSet { media.recordings }
+    /// The core and the session's recordings, applied together (on the loop only).
+    let pipeline: ConnectionPipeline
     var layout: ArchiveLayout { media.layout }
-    var finisher: RecordingFinisher { media.finisher }
     let context: SidecarContext
     let offer: OfferMessage
     private var negotiation: RecvOnlyNegotiation
@@ -57,6 +57,7 @@ final class MediaPath: @unchecked Sendable {
         self.session = session
         self.media = media
         core = negotiation.core
+        pipeline = ConnectionPipeline(core: negotiation.core, media: media, logger: session.logger)
         context = SidecarContext(session: session.id, options: options, soraSessionID: offer.sessionID, botConnectionID: offer.connectionID)
     }
 
@@ -121,14 +122,12 @@ final class MediaPath: @unchecked Sendable {
             path.core.onDecrypted = capture.record  // before `start`: the loop does not use the core yet
         }
         path.refusals.note(negotiation.answer.media, eventLog: eventLog, logger: logger)
-        let (recordings, core, refused) = (path.recordings, path.core, path.refusals.bySender)
+        let (pipeline, refused, context, now) = (path.pipeline, path.refusals.bySender, path.context, session.clock.now())
         // The recordings live on the session's loop (the transport's): their senders change there.
-        let (gone, retired) = (try? await media.loop.submit(confined: (recordings, core)) { confined -> ([SenderRecorder], [SenderRecorder]) in
-            let (recordings, core) = confined
-            return (recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused), recordings.takeRetired())
-        }.get()) ?? ([], [])
-        for recorder in retired { path.finisher.finish(recorder, counts: ReceiveCounters(), context: path.context, isLastPart: false) }
-        for recorder in gone { path.finisher.finish(recorder, counts: ReceiveCounters(), context: path.context) }
+        // The core has not started, so there is nothing to send yet.
+        _ = try? await media.loop.submit(confined: pipeline) { pipeline in
+            pipeline.update(senders: pipeline.core.media?.senders ?? [:], refusedVideo: refused, context: context, now: now)
+        }.get()
         media.connectionStarted(context: path.context)
         return .success(path)
     }
@@ -145,9 +144,9 @@ final class MediaPath: @unchecked Sendable {
     }
 
     func start(inbox: SessionInbox, observers: Observers) {
-        let (recordings, core, finisher, context, logger, transport) = (recordings, core, finisher, context, logger, transport)
+        let (pipeline, context, logger, transport) = (pipeline, context, logger, transport)
         let (transportFailure, times, clock) = (self.transportFailure, self.times, session.clock)
-        transport.run(core, relayTrust: relayTrust) { event in
+        transport.run(core, relayTrust: relayTrust, pipeline: { event -> TransportOutput in
             switch event {
             case .frames(let frames):
                 if let last = frames.last?.completedAt {
@@ -158,20 +157,7 @@ final class MediaPath: @unchecked Sendable {
                     if first { observers.firstFrame(frames.first?.completedAt ?? last) }
                 }
                 // Times come from the transport's clock, as the core saw them (no second clock read).
-                for frame in frames {
-                    // A video frame the recorder had to drop: its stream must restart at a keyframe.
-                    if let dropped = recordings.add(frame, now: frame.completedAt) {
-                        transport.withCore { $0.frameLostDownstream(ssrc: dropped.ssrc, rtpTimestamp: dropped.rtpTimestamp, now: frame.completedAt) }
-                    }
-                }
-                // A split boundary passed: the next part starts at a keyframe, asked for now.
-                for ssrc in recordings.takeKeyframesWanted() {
-                    transport.withCore { $0.requestKeyframe(ssrc: ssrc, now: frames.last?.completedAt ?? clock.now()) }
-                }
-                // Parts a codec change or a split boundary ended: finished off the loop; the sender goes on in its next part.
-                for part in recordings.takeRetired() {
-                    finisher.finish(part, counts: core.media?.counters(sender: part.connectionID) ?? ReceiveCounters(), context: context, isLastPart: false)
-                }
+                return pipeline.record(frames, context: context)
             case .failed(let failure):
                 transportFailure.withLockedValue { $0 = $0 ?? failure }
                 inbox.post(control: .transportFailed("\(failure)"))
@@ -198,7 +184,8 @@ final class MediaPath: @unchecked Sendable {
                 inbox.post(message: .signalingChannelLost(reason), essential: true)
             default: break
             }
-        }
+            return TransportOutput()
+        })
         let servers = Self.stunServers(offer.iceServers)
         if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: clock.now()) } }
     }
@@ -252,17 +239,11 @@ final class MediaPath: @unchecked Sendable {
         let media = answer.media
         self.media.capture?.recordOffer(sdp, at: session.clock.now())
         refusals.note(media, eventLog: eventLog, logger: logger)
-        let (refused, recordings, core) = (refusals.bySender, recordings, core)
-        transport.withCore { $0.updateMedia(media) }  // runs on the loop before the submit below
-        let (gone, retired) = (try? await transport.eventLoop.submit(confined: (recordings, core)) { confined -> ([(SenderRecorder, ReceiveCounters)], [SenderRecorder]) in
-            let (recordings, core) = confined
-            let gone = recordings.update(senders: core.media?.senders ?? [:], refusedVideo: refused)
-            return (gone.map { ($0, core.media?.counters(sender: $0.connectionID) ?? ReceiveCounters()) }, recordings.takeRetired())
-        }.get()) ?? ([], [])
-        for part in retired { finisher.finish(part, counts: ReceiveCounters(), context: context, isLastPart: false) }
-        for (recorder, counts) in gone {
-            logger.info("sender left; file finished", metadata: ["sender": "\(recorder.connectionID)"])
-            finisher.finish(recorder, counts: counts, context: context)
+        let (refused, pipeline, context, now) = (refusals.bySender, LoopConfined(pipeline, eventLoop: transport.eventLoop), context, session.clock.now())
+        await transport.withCoreDone { core in
+            var output = core.updateMedia(media)
+            output.append(pipeline.value.update(senders: core.media?.senders ?? [:], refusedVideo: refused, context: context, now: now))
+            return output
         }
         return answer.sdp.serialized
     }

@@ -24,7 +24,7 @@ final class SessionMedia: @unchecked Sendable {
     let loop: EventLoop
     let signalingLoop: EventLoop
     let layout: ArchiveLayout
-    let recordings: RecordingSet
+    let recordings: Recordings
     let finisher: RecordingFinisher
     let eventLog: SignalingEventLog
     let interruptions: InterruptionLog
@@ -67,15 +67,10 @@ final class SessionMedia: @unchecked Sendable {
                 return nil
             }
         }
-        recordings = RecordingSet(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
-                                  interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
-                                  split: options.split, clock: session.clock, logger: session.logger) { recorder in
-            writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
-                                                             firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))
-        }
         // The catalog learns of each file when it is created, so a kill leaves a row to repair.
-        let contextBox = self.contextBox
-        recordings.onFileStarted = { recorder in
+        let (contextBox, logger) = (self.contextBox, session.logger)
+        var hooks = RecorderHooks()
+        hooks.fileStarted = { recorder in
             var row = RecordingRecord(sessionID: sessionID, connectionID: recorder.connectionID, part: recorder.part,
                                       path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
                                       audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
@@ -84,14 +79,34 @@ final class SessionMedia: @unchecked Sendable {
             writer.submit(.startRecording(row))
             if let webhooks = session.webhooks, let context = contextBox.withLockedValue({ $0 }) { webhooks.archiveStarted(recorder, context: context, sessionStartedAt: session.startedAt) }
         }
+        hooks.videoSizeRefused = { recorder, width, height in
+            logger.warning("a keyframe's video size is beyond what WebM holds; ignored, the recording goes on",
+                           metadata: ["sender": "\(recorder.connectionID)", "width": "\(width)", "height": "\(height)",
+                                      "refused": "\(recorder.statistics.videoSizesRefused)"])
+        }
+        hooks.writeFailed = { recorder, error in
+            // Loud at once: this sender's recording stops here; the others go on.
+            logger.error("recording storage failed; the sender's file keeps what was written",
+                         metadata: ["sender": "\(recorder.connectionID)", "part": "\(recorder.part)", "error": "\(error)"])
+        }
+        recordings = Recordings(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
+                                interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
+                                split: options.split, clock: session.clock, hooks: hooks)
+        recorderStarted = { recorder in
+            writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
+                                                             firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))
+        }
         // The set's books are kept on the loop: a finished recorder's final totals go there.
-        let recordings = LoopConfined(self.recordings, loop: loop)
-        finisher.onFinished = { recorder, totals in recordings.execute { $0.finished(recorder, totals: totals) } }
+        let recordings = LoopConfined(self.recordings, eventLoop: loop)
+        finisher.onFinished = { recorder, totals in loop.execute(confined: recordings) { $0.value.finished(recorder, totals: totals) } }
         if let webhooks = session.webhooks {
             finisher.onArchive = { done, context, layout in webhooks.archiveFinished(done, context: context, layout: layout) }
             finisher.onSplitEnd = { done, context, layout in webhooks.splitArchiveEnd(done, context: context, layout: layout) }
         }
     }
+
+    /// A sender's recorder started: the catalog knows the sender from then on.
+    let recorderStarted: (SenderRecorder) -> Void
 
     var endedConnections: ConnectionCounters { lock.withLock { ended } }
 

@@ -9,7 +9,8 @@ import WireCoding
 
 /// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses.
 /// The core runs on one event loop, without locks: timer firings and the datagrams go into it;
-/// its datagrams go out; its events go to `onEvent`, on that loop. The sockets are read on a
+/// its datagrams go out; its events go to the handler, on that loop, and what the handler
+/// answers (feedback for the core: a keyframe request, say) goes out in the same turn. The sockets are read on a
 /// thread of their own into a `ReceiveBacklog`, which the core's loop drains (control first).
 public final class UDPTransport: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `eventLoop` (checked by preconditions).
@@ -22,7 +23,7 @@ public final class UDPTransport: @unchecked Sendable {
     private let box: HandlerBox
     public let backlog: ReceiveBacklog
     var core: PeerConnectionCore?
-    private var onEvent: ((TransportEvent) -> Void)?
+    private var onEvent: ((TransportEvent) -> TransportOutput)?
     /// TCP/TLS connections to TURN servers, by `RelayServer.id` (see RelayStreamConnections.swift).
     var streamChannels: [Int: Channel] = [:]
     var relayTrust = RelayTrust()
@@ -173,6 +174,15 @@ public final class UDPTransport: @unchecked Sendable {
     /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
     /// for every event.
     public func run(_ core: PeerConnectionCore, relayTrust: RelayTrust = RelayTrust(), onEvent: @escaping (TransportEvent) -> Void) {
+        run(core, relayTrust: relayTrust, pipeline: { event in
+            onEvent(event)
+            return TransportOutput()
+        })
+    }
+
+    /// Starts the core; `pipeline` is called on the event loop for every event, and what it
+    /// returns (the core's output for the feedback the event led to) is sent at once.
+    public func run(_ core: PeerConnectionCore, relayTrust: RelayTrust = RelayTrust(), pipeline onEvent: @escaping (TransportEvent) -> TransportOutput) {
         eventLoop.execute(confined: (core, onEvent)) { confined in
             let (core, onEvent) = confined
             self.core = core
@@ -191,6 +201,14 @@ public final class UDPTransport: @unchecked Sendable {
             guard let core = self.core else { return }
             self.apply(body(core))
         }
+    }
+
+    /// The same, waiting until it ran (nothing runs when the transport is closed).
+    public func withCoreDone(_ body: @escaping (PeerConnectionCore) -> TransportOutput) async {
+        try? await eventLoop.submit(confined: body) { body in
+            guard let core = self.core else { return }
+            self.apply(body(core))
+        }.get()
     }
 
     public func close() async {
@@ -243,7 +261,10 @@ public final class UDPTransport: @unchecked Sendable {
             buffer.writeBytes(datagram.bytes)
             channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
         }
-        for event in output.events { onEvent?(event) }
+        for event in output.events {
+            // What the pipeline answers goes out now (its events, if any, are handled the same way).
+            if let followUp = onEvent?(event), followUp != TransportOutput() { apply(followUp, inReadBatch: inReadBatch) }
+        }
         if inReadBatch { timerStale = true } else { rescheduleTimer() }
     }
 

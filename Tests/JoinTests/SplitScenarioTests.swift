@@ -43,6 +43,13 @@ import WebMReader
             let whole = try #require(files.first { $0.part == 0 })
             let inParts = files.filter { $0.part > 0 }.reduce(Int64(0)) { $0 + $1.videoFrames }
             #expect(abs(inParts - whole.videoFrames) <= 2, "\(sender): \(inParts) video frames in parts, \(whole.videoFrames) in the whole file")
+            // Each part counts the packets received while it ran (parts overlap a little while a
+            // cut waits for its keyframe), and the whole file counts them all.
+            let received = files.filter { $0.part > 0 }.sorted { $0.part < $1.part }.map(\.packetsReceived)
+            let all = whole.packetsReceived
+            let sum = received.reduce(0, +)
+            #expect(received.allSatisfy { $0 > 0 && $0 < all } && sum >= all * 99 / 100 && sum <= all * 11 / 10,
+                    "\(sender): packets per part \(received), \(all) in the whole file")
         }
 
         let report = try json(directory + "/report-\(session.id).json")

@@ -1,5 +1,6 @@
 import ArgumentParser
 import RecBot
+import Recorder
 
 /// How the recording is laid out on disk, as Sora's recording API takes it: time-split parts
 /// and the operator's metadata.

@@ -1,12 +1,10 @@
 import DiskLayout
-import Logging
 import Media
-import Recorder
 import WebM
 import WireCoding
 
 /// What the recording side refused or changed, for the logs and the live status.
-public struct RecordingSetCounters: Sendable, Equatable {
+public struct RecordingsCounters: Sendable, Equatable {
     /// Frames of senders whose id cannot be a file name.
     public var unsafeSenderFrames = 0
     /// Video codec changes that started a new part of a sender's recording.
@@ -14,6 +12,8 @@ public struct RecordingSetCounters: Sendable, Equatable {
     /// Senders that a re-offer removed (or a lost connection ended) and a later one named
     /// again: each return starts a new part.
     public var returningSenders = 0
+
+    public init() {}
 }
 
 /// What the session's recorders produced, those that ended included: it only grows.
@@ -31,7 +31,7 @@ public struct RecordingTotals: Sendable, Equatable {
 
     public init() {}
 
-    mutating func add(_ recorder: SenderRecorder) {
+    public mutating func add(_ recorder: SenderRecorder) {
         bytes += recorder.bytesProduced
         mediaBytes += recorder.mediaBytesReceived
         videoFrames += recorder.statistics.videoFrames
@@ -41,7 +41,7 @@ public struct RecordingTotals: Sendable, Equatable {
 
     /// One recorder's totals (read where nothing else touches it: on the loop while it is in
     /// the set, on the finishing thread once it is finished).
-    init(_ recorder: SenderRecorder) {
+    public init(_ recorder: SenderRecorder) {
         add(recorder)
     }
 
@@ -67,13 +67,16 @@ public struct RecordingTotals: Sendable, Equatable {
     }
 }
 
-/// One recorder per sender: whole frames from the media core go to their sender's file, whose
-/// tracks come from the offer. A video codec change (WebM cannot change a track's codec)
-/// retires the sender's file as split part 1 and continues in the next part. Runs on the
-/// transport's event loop (the recorders move file work to their own queues).
-final class RecordingSet {
-    private(set) var recorders: [String: SenderRecorder] = [:]
-    private(set) var counters = RecordingSetCounters()
+/// The session's recordings, as a sans-IO core: one recorder per sender, whose tracks come
+/// from the offer; whole frames from the media core go to their sender's current part. Frames
+/// and time go in; parts to finish, keyframe wants, frames lost downstream and events come
+/// out (`RecordingsOutput`), for the connection's pipeline to apply. A video codec change (WebM
+/// cannot change a track's codec) retires the sender's file as split part 1 and continues in
+/// the next part; a split boundary does the same (Recordings+Split.swift). Confined to the
+/// session's event loop; the recorders move their file writes to their own queues.
+public final class Recordings {
+    public private(set) var recorders: [String: SenderRecorder] = [:]
+    public private(set) var counters = RecordingsCounters()
     /// Final totals of the recorders that left the set and were finished.
     private var endedTotals = RecordingTotals()
     /// Recorders that left the set and are being finished on another thread (which writes their
@@ -83,13 +86,13 @@ final class RecordingSet {
     private var recordersStarted = 0
     private var layouts: [String: SenderLayout] = [:]
     private var refusedVideo: [String: String] = [:]
-    /// Parts a codec change ended, for the caller to finish off the event loop.
-    var retired: [SenderRecorder] = []
+    /// What the current input produced, returned when it is done.
+    var output = RecordingsOutput()
     /// Every part number of every sender (see `PartNumbers`).
     private var partNumbers: PartNumbers
-    private var unsafeSendersLogged: Set<String> = []
+    private var unsafeSendersReported: Set<String> = []
     /// Time-split recording (nil: one file per sender; parts only at codec changes and rejoins).
-    let split: SplitPolicy?
+    public let split: SplitPolicy?
     /// Per sender: the split boundary that ends its current part.
     var nextBoundaries: [String: MonotonicTime] = [:]
     /// Senders between two split parts (see `SplitCut`).
@@ -101,35 +104,43 @@ final class RecordingSet {
     /// Senders whose whole-file archive ended (a codec change, a lost connection, a re-offer
     /// without them): its name is taken, so it does not resume; the split parts carry on.
     var wholeFileEnded: Set<String> = []
-    /// Video streams a keyframe is wanted from (a split boundary passed), for the caller to ask.
-    var keyframesWanted: [UInt32] = []
     private let archive: ArchiveLayout
     private let recordingStartMilliseconds: Int64
     let recordingStartTime: MonotonicTime
     private let interleaveNanoseconds: Int64
-    let logger: Logger
-    private let onRecordingStarted: (SenderRecorder) -> Void
     private let clock: any TimeSource
-    /// A recorder created its file (the catalog then gets its `recording` row).
-    var onFileStarted: ((SenderRecorder) -> Void)?
+    /// Segment UIDs come from here (injected like time, so a simulated session is repeatable).
+    private let random: () -> UInt64
+    private let hooks: RecorderHooks
 
-    init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
-         split: SplitPolicy? = nil, clock: any TimeSource, logger: Logger,
-         onRecordingStarted: @escaping (SenderRecorder) -> Void) {
+    public init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
+                split: SplitPolicy? = nil, clock: any TimeSource, random: @escaping () -> UInt64 = { UInt64.random(in: .min ... .max) },
+                hooks: RecorderHooks = RecorderHooks()) {
         self.archive = archive
         self.split = split
         self.clock = clock
+        self.random = random
+        self.hooks = hooks
         self.recordingStartMilliseconds = recordingStartMilliseconds
         self.recordingStartTime = recordingStartTime
         self.interleaveNanoseconds = interleaveNanoseconds
-        self.logger = logger
-        self.onRecordingStarted = onRecordingStarted
         partNumbers = PartNumbers(first: split == nil ? 0 : 1)
     }
 
-    /// The senders the (re-)negotiation names, and the video codecs it refused per sender.
-    /// Returns the recorders of senders that are gone, for the caller to finish off the event loop.
-    func update(senders: [String: SenderLayout], refusedVideo: [String: String] = [:]) -> [SenderRecorder] {
+    /// Hands out what the input produced.
+    private func takeOutput() -> RecordingsOutput {
+        defer { output = RecordingsOutput() }
+        return output
+    }
+
+    /// A part another follows: finished by the caller without a split end marker.
+    func retire(_ recorder: SenderRecorder) {
+        output.finish.append(PartToFinish(recorder: recorder, isLastPart: false))
+    }
+
+    /// The senders the (re-)negotiation names, and the video codecs it refused per sender. The
+    /// recorders of senders that are gone are finished as their last parts.
+    public func update(senders: [String: SenderLayout], refusedVideo: [String: String] = [:], now: MonotonicTime) -> RecordingsOutput {
         layouts = senders
         self.refusedVideo = refusedVideo
         let gone = recorders.filter { senders[$0.key] == nil }
@@ -140,15 +151,16 @@ final class RecordingSet {
             leave(recorder)
             if !recorder.hasMedia { partNumbers.giveBack(sender, part: recorder.part) }
         }
-        return Array(gone.values) + endWholeFiles { senders[$0] == nil }
+        let ended = Array(gone.values) + endWholeFiles { senders[$0] == nil }
+        output.finish += ended.map { PartToFinish(recorder: $0, isLastPart: true) }
+        return takeOutput()
     }
 
     /// The connection to Sora failed: every recorder ends, each file as a split part, and a
     /// sender seen again after the rejoin continues in its next part. `boundary`: the last
     /// frame the connection received; each part stops at its whole second, which the next
     /// part cannot start before (hisui drops a part that starts before the previous stops).
-    /// Returns the recorders for the caller to finish off the event loop.
-    func endForInterruption(boundary: MonotonicTime) -> [SenderRecorder] {
+    public func endForInterruption(boundary: MonotonicTime, now: MonotonicTime) -> RecordingsOutput {
         for sender in Array(cuts.keys) { endCut(sender) }
         let ended = Array(recorders.values)
         recorders.removeAll()
@@ -163,17 +175,19 @@ final class RecordingSet {
             }
             endAsPart(recorder, boundary: boundary)
         }
-        return ended + endWholeFiles { _ in true }
+        output.finish += (ended + endWholeFiles { _ in true }).map { PartToFinish(recorder: $0, isLastPart: false) }
+        return takeOutput()
     }
 
-    /// The session ends: every recorder leaves the set (on the loop) before it is finished.
-    /// Returns them for the caller to finish off the event loop.
-    func endAll() -> [SenderRecorder] {
+    /// The session ends: every recorder leaves the set (on the loop) and is finished as its
+    /// sender's last part.
+    public func endAll(now: MonotonicTime) -> RecordingsOutput {
         for sender in Array(cuts.keys) { endCut(sender) }
         let ended = Array(recorders.values)
         recorders.removeAll()
         for recorder in ended { leave(recorder) }
-        return ended + endWholeFiles { _ in true }
+        output.finish += (ended + endWholeFiles { _ in true }).map { PartToFinish(recorder: $0, isLastPart: true) }
+        return takeOutput()
     }
 
     func leave(_ recorder: SenderRecorder) {
@@ -182,29 +196,30 @@ final class RecordingSet {
     }
 
     /// A recorder that left was finished with these totals.
-    func finished(_ recorder: ObjectIdentifier, totals: RecordingTotals) {
+    public func finished(_ recorder: ObjectIdentifier, totals: RecordingTotals) {
         guard leaving.removeValue(forKey: recorder) != nil else { return }
         endedTotals = endedTotals + (wholeFileCopies.remove(recorder) != nil ? totals.asCopy : totals)
     }
 
     /// Everything produced so far, by current and ended recorders.
-    var totals: RecordingTotals {
+    public var totals: RecordingTotals {
         var result = recorders.values.reduce(into: leaving.values.reduce(endedTotals, +)) { $0.add($1) }
         for whole in wholeFiles.values { result = result + RecordingTotals(whole).asCopy }
         result.recordersStarted = recordersStarted
         return result
     }
 
-    /// Parts retired since the last call (by codec changes and split boundaries): not a
-    /// sender's last part, so the caller finishes them without a split end marker.
-    func takeRetired() -> [SenderRecorder] {
-        defer { retired.removeAll() }
-        return retired
+    /// Records frames from the media core, each at the time it was completed.
+    public func add(_ frames: [ReceivedFrame]) -> RecordingsOutput {
+        for frame in frames {
+            if let lost = add(frame, now: frame.completedAt) { output.framesLost.append(lost) }
+        }
+        return takeOutput()
     }
 
     /// Records a frame; returns the source of a video frame dropped here, whose stream must then
     /// wait for (and ask for) a keyframe.
-    func add(_ received: ReceivedFrame, now: MonotonicTime) -> FrameSource? {
+    private func add(_ received: ReceivedFrame, now: MonotonicTime) -> FrameSource? {
         guard var recorder = recorder(for: received.sender) else { return nil }
         let video = received.kind == .video
         if video, let current = recorder.tracks.videoCodec, let incoming = WebMVideoCodec(sdpName: received.codec), incoming != current {
@@ -223,18 +238,16 @@ final class RecordingSet {
         // whole-file archive, which cannot change a track's codec either (unless it has no
         // media yet), however far the current part got.
         endCut(current.connectionID)
-        retired += endWholeFileOnCodecChange(current.connectionID, to: videoCodec)
+        for whole in endWholeFileOnCodecChange(current.connectionID, to: videoCodec) { retire(whole) }
         if current.changeVideoCodecBeforeStart(to: videoCodec) { return current }
         endAsPart(current, boundary: boundary)
-        retired.append(current)
+        retire(current)
         recorders[current.connectionID] = nil
         leave(current)
         counters.codecChanges += 1
         let tracks = SenderTracks(videoCodec: videoCodec, audioChannels: current.tracks.audioChannels)
         let next = makeRecorder(current.connectionID, tracks: tracks, startsAt: boundary)
-        logger.notice("video codec changed; the sender's recording continues in a new part",
-                      metadata: ["sender": "\(current.connectionID)", "from": "\(current.tracks.videoCodec?.rawValue ?? "-")",
-                                 "to": "\(videoCodec.rawValue)", "part": "\(next.map { String($0.part) } ?? "-")"])
+        output.events.append(.videoCodecChanged(sender: current.connectionID, from: current.tracks.videoCodec, to: videoCodec, part: next?.part))
         return next
     }
 
@@ -242,9 +255,7 @@ final class RecordingSet {
         if let existing = recorders[sender] { return existing }
         guard ArchiveLayout.isSafeConnectionID(sender) else {
             counters.unsafeSenderFrames += 1
-            if unsafeSendersLogged.insert(String(sender.prefix(80))).inserted {
-                logger.error("sender id is not safe as a file name; its media is not recorded", metadata: ["sender": "\(sender.prefix(80))"])
-            }
+            if unsafeSendersReported.insert(String(sender.prefix(80))).inserted { output.events.append(.unsafeSender(String(sender.prefix(80)))) }
             return nil
         }
         let layout = layouts[sender] ?? SenderLayout(videoCodec: nil, audioChannels: nil)
@@ -252,8 +263,7 @@ final class RecordingSet {
         guard tracks.videoCodec != nil || tracks.audioChannels != nil else { return nil }
         guard partNumbers.hasNumbered(sender) else { return makeRecorder(sender, tracks: tracks) }
         counters.returningSenders += 1
-        logger.notice("a sender seen before (it left, or the connection to Sora was lost) is back; its recording continues in a new part",
-                      metadata: ["sender": "\(sender)"])
+        output.events.append(.senderReturned(sender))
         return makeRecorder(sender, tracks: tracks)
     }
 
@@ -278,29 +288,18 @@ final class RecordingSet {
     /// A recorder of `sender` numbered `part`: a new current part (above), or the whole-file
     /// archive beside split parts (part 0, not the sender's current recorder).
     func newRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil) -> SenderRecorder? {
-        var uid = [UInt8](repeating: 0, count: 16)
-        for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
+        let (high, low) = (random(), random())
+        let uid = (0..<16).map { UInt8(truncatingIfNeeded: ($0 < 8 ? high : low) >> (8 * UInt64($0 % 8))) }
         do {
             let recorder = try SenderRecorder(connectionID: sender, tracks: tracks, layout: archive,
                                               recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
                                               segmentUID: uid, interleaveNanoseconds: interleaveNanoseconds, part: part,
                                               startsAt: boundary, refusedVideoCodec: refusedVideo[sender], clock: clock)
             recordersStarted += 1
-            recorder.onFileStarted = onFileStarted
-            let logger = self.logger
-            recorder.onVideoSizeRefused = { recorder, width, height in
-                logger.warning("a keyframe's video size is beyond what WebM holds; ignored, the recording goes on",
-                               metadata: ["sender": "\(recorder.connectionID)", "width": "\(width)", "height": "\(height)",
-                                          "refused": "\(recorder.statistics.videoSizesRefused)"])
-            }
-            recorder.onWriteFailed = { recorder, error in
-                // Loud at once: this sender's recording stops here; the others go on.
-                logger.error("recording storage failed; the sender's file keeps what was written",
-                             metadata: ["sender": "\(recorder.connectionID)", "part": "\(recorder.part)", "error": "\(error)"])
-            }
-            onRecordingStarted(recorder)
-            logger.info("recording sender", metadata: ["sender": "\(sender)", "video": "\(tracks.videoCodec?.rawValue ?? "-")",
-                                                       "audio": "\(tracks.audioChannels != nil)", "part": "\(part)"])
+            recorder.onFileStarted = hooks.fileStarted
+            recorder.onVideoSizeRefused = hooks.videoSizeRefused
+            recorder.onWriteFailed = hooks.writeFailed
+            output.events.append(.started(recorder))
             return recorder
         } catch {
             counters.unsafeSenderFrames += 1

@@ -1,4 +1,3 @@
-import Recorder
 import WireCoding
 
 /// Time-split recording, as Sora's `split_duration` / `split_only`: each sender's media goes
@@ -24,7 +23,7 @@ public struct SplitPolicy: Sendable, Equatable {
 
     /// How long past a boundary the previous part keeps taking video while it waits for a
     /// keyframe; then the cut happens anyway (the next part's video starts at its next keyframe).
-    static let keyframeWaitNanoseconds: Int64 = 3_000_000_000
+    public static let keyframeWaitNanoseconds: Int64 = 3_000_000_000
 }
 
 /// A sender between two parts: audio from the boundary goes to the next part, video to the
@@ -32,15 +31,4 @@ public struct SplitPolicy: Sendable, Equatable {
 struct SplitCut {
     let boundary: MonotonicTime
     let previous: SenderRecorder
-}
-
-extension SidecarContext {
-    /// A session's context as its options describe it (split and metadata included).
-    init(session: String, options: JoinOptions, soraSessionID: String?, botConnectionID: String?) {
-        self.init(recordingID: session, channelID: options.connect.channelID, soraSessionID: soraSessionID,
-                  botConnectionID: botConnectionID, recbotVersion: options.recbotVersion)
-        splitDurationSeconds = options.split?.seconds
-        splitOnly = options.split?.only
-        recordingMetadata = options.recordingMetadata
-    }
 }

@@ -1,6 +1,4 @@
-import Logging
 import Media
-import Recorder
 import WebM
 import WireCoding
 
@@ -9,13 +7,7 @@ import WireCoding
 /// or after it, which is asked for when the boundary passes, so every part starts with one.
 /// Parts of a sender tile its timeline: each stops at the boundary's whole second, where the
 /// next starts (hisui drops a part that starts before the previous one stops).
-extension RecordingSet {
-    /// Video streams to ask a keyframe from, since the last call.
-    func takeKeyframesWanted() -> [UInt32] {
-        defer { keyframesWanted.removeAll() }
-        return keyframesWanted
-    }
-
+extension Recordings {
     func addSplit(_ received: ReceivedFrame, current: SenderRecorder, now: MonotonicTime) -> FrameSource? {
         guard let split else { return nil }
         let (sender, time, video) = (received.sender, received.mediaTime, received.kind == .video)
@@ -55,11 +47,10 @@ extension RecordingSet {
         // Until the keyframe comes, asked for on every frame (the media core's rate limit and
         // feedback budget decide what is sent). Past the wait, cut anyway: the next part's
         // video starts at the next keyframe.
-        keyframesWanted.append(received.ssrc)
+        output.keyframesWanted.append(received.ssrc)
         guard received.mediaTime.nanoseconds - cut.boundary.nanoseconds >= SplitPolicy.keyframeWaitNanoseconds else { return cut.previous }
         endCut(received.sender)
-        logger.warning("no keyframe came after the split boundary; the part is cut without one",
-                       metadata: ["sender": "\(received.sender)", "part": "\(next.part)"])
+        output.events.append(.cutWithoutKeyframe(sender: received.sender, part: next.part))
         return next
     }
 
@@ -67,7 +58,7 @@ extension RecordingSet {
     func endCut(_ sender: String) {
         guard let cut = cuts.removeValue(forKey: sender) else { return }
         endAsPart(cut.previous, boundary: cut.boundary)
-        retired.append(cut.previous)
+        retire(cut.previous)
     }
 
     /// The sender's whole-file archive beside its split parts (not with `only`), started on its

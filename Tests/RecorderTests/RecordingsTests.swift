@@ -1,24 +1,21 @@
 import CodecBindings
 import DiskLayout
 import Foundation
-import Logging
 import Media
-import Recorder
+@testable import Recorder
 import SystemClock
 import Testing
 import WebMReader
 import WireCoding
-@testable import RecBot
 
 /// A sender whose video codec changes mid-recording: WebM cannot change a track's codec, so
 /// the file becomes split part 1 and the rest goes to part 2, each a whole, playable file.
-@Suite struct RecordingSetTests {
+@Suite struct RecordingsTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-set-\(UUID())").path
     var layout: ArchiveLayout { ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000") }
 
-    func makeSet() -> RecordingSet {
-        RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                     clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+    func makeSet() -> RecordingsProbe {
+        RecordingsProbe(archive: layout)
     }
 
     func videoFrames(_ codec: VPXCodec, count: Int) throws -> [EncodedFrame] {
@@ -39,10 +36,10 @@ import WireCoding
         for index in 0..<250 {  // 5 s of audio; VP8 video for 2 s, then VP9
             let t = MonotonicTime.milliseconds(Int64(index) * 20)
             let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
-            _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+            set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
             guard index % 2 == 0, index < 200 else { continue }
             let frame = index < 100 ? vp8[index / 2] : vp9[index / 2 - 50]
-            _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: index < 100 ? "VP8" : "VP9", frame: frame, mediaTime: t,
+            set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: index < 100 ? "VP8" : "VP9", frame: frame, mediaTime: t,
                                       completedAt: t), now: t)
         }
         let retired = set.takeRetired()
@@ -73,7 +70,7 @@ import WireCoding
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP9", audioChannels: nil)])
         for (index, frame) in try videoFrames(.vp8, count: 10).enumerated() {
             let t = MonotonicTime.milliseconds(Int64(index) * 40)
-            _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP8", frame: frame, mediaTime: t, completedAt: t), now: t)
+            set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP8", frame: frame, mediaTime: t, completedAt: t), now: t)
         }
         #expect(set.takeRetired().isEmpty && set.counters.codecChanges == 0)
         let recorder = try #require(set.recorders["PUB"])
@@ -91,7 +88,7 @@ import WireCoding
         for index in 0..<50 {
             let t = MonotonicTime.milliseconds(Int64(index) * 20)
             let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
-            _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+            set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
         }
         let context = SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
         let done = try #require(set.recorders["PUB"]?.finish(stoppedAtMilliseconds: 1_000, now: .milliseconds(1_000), context: context))
@@ -111,7 +108,7 @@ import WireCoding
             for index in start..<(start + count) {
                 let t = MonotonicTime.milliseconds(Int64(index) * 20)
                 let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
-                _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+                set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
             }
         }
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: nil, audioChannels: 1)])
@@ -135,20 +132,19 @@ import WireCoding
 /// At the session's end the recorders leave the set on the loop before they are finished on
 /// another thread, so the metrics never read one being finished; the frames the finishing
 /// writes last still reach the totals once it reports (issue 28, finding 8).
-@Suite struct RecordingSetEndTests {
+@Suite struct RecordingsEndTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-end-\(UUID())").path
 
     @Test func recordersLeaveBeforeTheyAreFinishedAndTheirLastFramesCount() throws {
         let layout = ArchiveLayout(recordingsRoot: root, recordingID: "01JD0000000000000000000000")
-        let set = RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0),
-                               interleaveNanoseconds: 400_000_000, clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+        let set = RecordingsProbe(archive: layout)
         // A video track not started yet: the interleaver holds the audio for it.
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: 1)])
         let audio = try OpusEncoder(channels: 1)
         for index in 0..<100 {
             let t = MonotonicTime.milliseconds(Int64(index) * 20)
             let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
-            _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+            set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
         }
         let ended = set.endAll()
         #expect(ended.count == 1 && set.recorders.isEmpty, "out of the set before anything finishes them")

@@ -1,14 +1,12 @@
 import CodecBindings
 import DiskLayout
 import Foundation
-import Logging
 import Media
-import Recorder
+@testable import Recorder
 import SystemClock
 import Testing
 import WebMReader
 import WireCoding
-@testable import RecBot
 
 /// Time-split recording (`--split-duration`): a VP8 + Opus sender through a split every 2 s.
 /// The simulated sender answers a keyframe request 60 ms later, as a publisher through Sora would.
@@ -18,13 +16,12 @@ import WireCoding
     let context = SidecarContext(recordingID: "01JD0000000000000000000000", channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
 
     /// A set splitting every 2 s, with the whole file beside the parts unless `only`.
-    func makeSet(only: Bool) -> RecordingSet {
-        RecordingSet(archive: layout, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0), interleaveNanoseconds: 400_000_000,
-                     split: SplitPolicy(seconds: 2, only: only), clock: SystemTimeSource(), logger: Logger(label: "test")) { _ in }
+    func makeSet(only: Bool) -> RecordingsProbe {
+        RecordingsProbe(archive: layout, split: SplitPolicy(seconds: 2, only: only))
     }
 
     /// 7 s of media; returns the set and how many keyframes the sender was asked for.
-    func record(only: Bool, seconds: Int = 7) throws -> (RecordingSet, Int) {
+    func record(only: Bool, seconds: Int = 7) throws -> (RecordingsProbe, Int) {
         let set = makeSet(only: only)
         _ = set.update(senders: ["PUB": SenderLayout(videoCodec: "VP8", audioChannels: 1)])
         let audio = try OpusEncoder(channels: 1)
@@ -35,14 +32,14 @@ import WireCoding
         for index in 0..<(seconds * 50) {
             let t = MonotonicTime.milliseconds(Int64(index) * 20)
             let opus = EncodedFrame(data: try audio.encode(OpusEncoder.tone(frequency: 300, frame: index, channels: 1)), rtpTimestamp: 0, isKeyframe: true)
-            _ = set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
+            set.add(ReceivedFrame(ssrc: 2, sender: "PUB", kind: .audio, codec: "OPUS", frame: opus, mediaTime: t, completedAt: t), now: t)
             if index % 2 == 0 {
                 let force = keyframeDue.map { t >= $0 } ?? false
                 if force { keyframeDue = nil }
                 for encoded in try video.encode(.testPattern(width: 96, height: 64, frame: index / 2), pts: Int64(index / 2), forceKeyframe: force) {
                     let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index / 2 * 3_600), isKeyframe: encoded.isKeyframe,
                                              width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
-                    _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP8", frame: frame, mediaTime: t, completedAt: t), now: t)
+                    set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP8", frame: frame, mediaTime: t, completedAt: t), now: t)
                 }
             }
             let wanted = set.takeKeyframesWanted()
@@ -55,7 +52,7 @@ import WireCoding
         return (set, requests)
     }
 
-    func finishAll(_ set: RecordingSet, at end: Int64) throws -> [FinishedRecording] {
+    func finishAll(_ set: RecordingsProbe, at end: Int64) throws -> [FinishedRecording] {
         var finished = try set.takeRetired().map { try #require($0.finish(stoppedAtMilliseconds: end, now: .milliseconds(end), context: context)) }
         for recorder in set.endAll() {
             finished.append(try #require(recorder.finish(stoppedAtMilliseconds: end, now: .milliseconds(end), context: context)))
@@ -138,7 +135,7 @@ import WireCoding
             for encoded in try encoder.encode(.testPattern(width: 96, height: 64, frame: index), pts: Int64(index)) {
                 let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3_600), isKeyframe: encoded.isKeyframe,
                                          width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
-                _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: codec, frame: frame, mediaTime: t, completedAt: t), now: t)
+                set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: codec, frame: frame, mediaTime: t, completedAt: t), now: t)
             }
         }
         let parts = try finishAll(set, at: 5_000)
@@ -163,7 +160,7 @@ import WireCoding
                                               forceKeyframe: first && index == range.lowerBound) {
                     let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3_600), isKeyframe: encoded.isKeyframe,
                                              width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
-                    _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP9", frame: frame, mediaTime: t, completedAt: t), now: t)
+                    set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: "VP9", frame: frame, mediaTime: t, completedAt: t), now: t)
                 }
                 _ = set.takeKeyframesWanted()  // this sender does not answer: its next keyframe is at 10 s
             }
@@ -203,7 +200,7 @@ import WireCoding
             for encoded in try encoder.encode(.testPattern(width: 96, height: 64, frame: index), pts: Int64(index)) {
                 let frame = EncodedFrame(data: encoded.data, rtpTimestamp: UInt32(index * 3_600), isKeyframe: encoded.isKeyframe,
                                          width: encoded.isKeyframe ? 96 : nil, height: encoded.isKeyframe ? 64 : nil)
-                _ = set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: codec, frame: frame, mediaTime: t, completedAt: t), now: t)
+                set.add(ReceivedFrame(ssrc: 1, sender: "PUB", kind: .video, codec: codec, frame: frame, mediaTime: t, completedAt: t), now: t)
             }
             _ = set.takeKeyframesWanted()
         }
