@@ -27,7 +27,7 @@ struct ConnectionWatch {
         let target = ProbeTarget(url: connection.url)
         var sample = 0
         while !Task.isCancelled {
-            try? await Task.sleep(nanoseconds: Self.sampleNanoseconds)
+            try? await clock.sleep(nanoseconds: Int64(Self.sampleNanoseconds))
             let now = clock.now()
             let webSocketOpen = !connection.isClosed
             if webSocketOpen {
@@ -44,7 +44,7 @@ struct ConnectionWatch {
             }
             if watch.wantsProbes, probe == nil, let target {
                 probe = Task {
-                    let reached = await RejoinWait.probeUntilAnswered([target], intervalNanoseconds: RejoinWait.probeIntervalNanoseconds) {
+                    let reached = await RejoinWait.probeUntilAnswered([target], intervalNanoseconds: RejoinWait.probeIntervalNanoseconds, clock: clock) {
                         await $0.answers(on: loop)
                     }
                     if reached { answered.withLockedValue { $0 = true } }

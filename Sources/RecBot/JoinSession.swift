@@ -240,11 +240,12 @@ public final class JoinSession: @unchecked Sendable {
         guard let mediaLoop = loops.next(), let signalingLoop = loops.next() else { preconditionFailure("a group of two loops") }
         let media = SessionMedia(session: session, options: options, loop: mediaLoop, signalingLoop: signalingLoop)
         stateLock.withLock { self.media = media }
+        let clock = session.clock
         let timer = options.durationMilliseconds.map { duration in
             Task { [weak self] in
                 // Saturating: `--duration 9999999999d` is a very long wait, not an overflow trap.
-                let (nanoseconds, overflow) = UInt64(max(0, duration)).multipliedReportingOverflow(by: 1_000_000)
-                try? await Task.sleep(nanoseconds: overflow ? .max : nanoseconds)
+                let (nanoseconds, overflow) = max(0, duration).multipliedReportingOverflow(by: 1_000_000)
+                try? await clock.sleep(nanoseconds: overflow ? .max : nanoseconds)
                 if !Task.isCancelled { self?.stop(reason: "duration-elapsed") }
             }
         }

@@ -251,9 +251,9 @@ final class MediaPath: @unchecked Sendable {
     /// Every `seconds`, each live file's catalog row learns its size, duration and frame counts,
     /// so what a kill leaves is close to the truth before any repair. Ends when cancelled.
     func reportProgress(every seconds: UInt64) async {
-        let (recordings, writer, sessionID, layout) = (recordings, session.writer, session.id, layout)
+        let (recordings, writer, sessionID, layout) = (media.recordings, session.writer, session.id, layout)
         while !Task.isCancelled {
-            try? await Task.sleep(nanoseconds: seconds * 1_000_000_000)
+            try? await session.clock.sleep(nanoseconds: Int64(seconds) * 1_000_000_000)
             guard !Task.isCancelled else { return }
             let now = session.clock.now()
             let rows = (try? await transport.eventLoop.submit(confined: recordings) { recordings in

@@ -27,8 +27,7 @@ enum RejoinWait {
                 tasks.cancelAll()
             }
             tasks.add(Task {
-                let delay = max(0, deadline.nanoseconds - clock.now().nanoseconds)
-                try? await Task.sleep(nanoseconds: UInt64(delay))
+                try? await clock.sleep(until: deadline)
                 if !Task.isCancelled, state.deadlinePassed() { finish(true) }
             })
             tasks.add(Task {
@@ -36,7 +35,8 @@ enum RejoinWait {
             })
             guard !targets.isEmpty else { return }
             tasks.add(Task {
-                if await probeUntilAnswered(targets, intervalNanoseconds: probeIntervalNanoseconds, answers: { await $0.answers(on: loop) }),
+                if await probeUntilAnswered(targets, intervalNanoseconds: probeIntervalNanoseconds, clock: clock,
+                                            answers: { await $0.answers(on: loop) }),
                    state.reached() {
                     finish(true)
                 }
@@ -47,14 +47,14 @@ enum RejoinWait {
     /// Starts a probe of every target each interval (a probe may outlast the interval) until one
     /// answers: true then, false when cancelled. The probes are children of one task group and
     /// are reaped as they end, so however long the outage, only those still connecting are held.
-    static func probeUntilAnswered(_ targets: [ProbeTarget], intervalNanoseconds: UInt64,
+    static func probeUntilAnswered(_ targets: [ProbeTarget], intervalNanoseconds: UInt64, clock: any TimeSource,
                                    answers: @escaping @Sendable (ProbeTarget) async -> Bool) async -> Bool {
         enum Outcome { case probe(answered: Bool), nextRound }
         return await withTaskGroup(of: Outcome.self) { group in
             func startRound() {
                 for target in targets { group.addTask { .probe(answered: await answers(target)) } }
                 group.addTask {
-                    try? await Task.sleep(nanoseconds: intervalNanoseconds)
+                    try? await clock.sleep(nanoseconds: Int64(intervalNanoseconds))
                     return .nextRound
                 }
             }

@@ -78,9 +78,9 @@ struct SessionConnection {
             phase: { [weak host] in host?.setPhase($0) },
             recording: { onRecording(botConnectionID, $0) },
             firstFrame: onFirstFrame))
-        let reader = Task { [inbox] in
+        let reader = Task { [inbox, clock = session.clock] in
             for await text in start.connection.messages { inbox.post(message: .webSocketMessage(text)) }
-            try? await Task.sleep(nanoseconds: 20_000_000)
+            try? await clock.sleep(nanoseconds: 20_000_000)
             inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
         }
         let progress = Task { await path.reportProgress(every: 5) }

@@ -44,7 +44,7 @@ final class SessionWebhooks: @unchecked Sendable {
 
     /// Delivers what comes due, beside the session, until `finish`.
     func start() {
-        let (dispatcher, catalog) = (dispatcher, catalog)
+        let (dispatcher, catalog, clock) = (dispatcher, catalog, clock)
         let task = Task.detached(priority: .utility) { [weak self] in
             let session = self
             await withTaskGroup(of: Void.self) { group in
@@ -53,7 +53,7 @@ final class SessionWebhooks: @unchecked Sendable {
                     while !Task.isCancelled {
                         let queued = await dispatcher.pendingCount(catalog)
                         session?.count(WebhookDispatcher.Report(), queued: queued)
-                        try? await Task.sleep(nanoseconds: 2_000_000_000)
+                        try? await clock.sleep(nanoseconds: 2_000_000_000)
                     }
                 }
             }

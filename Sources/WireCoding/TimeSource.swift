@@ -8,4 +8,16 @@ public protocol TimeSource: Sendable {
     func now() -> MonotonicTime
     /// Wall-clock time in milliseconds since the Unix epoch, for what is stored and shown.
     func wallClockMilliseconds() -> Int64
+    /// Suspends until `deadline` on this clock (at once if it has passed): every driver waits
+    /// here, never on `Task.sleep`, so a session runs on a simulated clock as it reads one.
+    /// Throws `CancellationError` when the task is cancelled.
+    func sleep(until deadline: MonotonicTime) async throws
+}
+
+extension TimeSource {
+    /// Suspends for `nanoseconds` from now (saturating: a very long wait is not an overflow).
+    public func sleep(nanoseconds: Int64) async throws {
+        let (deadline, overflow) = now().nanoseconds.addingReportingOverflow(max(0, nanoseconds))
+        try await sleep(until: MonotonicTime(nanoseconds: overflow ? .max : deadline))
+    }
 }

@@ -1,6 +1,9 @@
 import Foundation
+import NIOPosix
 import Testing
+import SystemClock
 import TestSupport
+import WireCoding
 @testable import RecBot
 
 /// The reachability probes between rejoin attempts: a long outage holds only the probes that
@@ -29,7 +32,7 @@ import TestSupport
     func probeALongOutage() async throws {
         let gauge = ProbeGauge()
         let prober = Task(executorPreference: DedicatedExecutor.shared) { [target] in
-            await RejoinWait.probeUntilAnswered([target, target], intervalNanoseconds: 2_000_000) { _ in
+            await RejoinWait.probeUntilAnswered([target, target], intervalNanoseconds: 2_000_000, clock: SystemTimeSource()) { _ in
                 gauge.enter()
                 try? await Task.sleep(nanoseconds: 5_000_000)
                 gauge.leave()
@@ -49,11 +52,31 @@ import TestSupport
 
     @Test func theFirstAnswerEndsTheWait() async {
         let answered = await withTaskExecutorPreference(DedicatedExecutor.shared) { [target] in
-            await RejoinWait.probeUntilAnswered([target], intervalNanoseconds: 1_000_000) { _ in
+            await RejoinWait.probeUntilAnswered([target], intervalNanoseconds: 1_000_000, clock: SystemTimeSource()) { _ in
                 try? await Task.sleep(nanoseconds: 3_000_000)
                 return true
             }
         }
         #expect(answered)
+    }
+
+    /// The rejoin backoff waits on the session's clock, not the host's: on a simulated clock a
+    /// minute's backoff ends when the clock is moved a minute, and not a nanosecond before.
+    @Test func theBackoffEndsWhenTheSessionsClockSaysSo() async throws {
+        let clock = ManualTimeSource()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let waiting = Task {
+            await RejoinWait.wait(until: .milliseconds(60_000), probing: [], stopRequest: StopRequest(), loop: loop, clock: clock)
+        }
+        for _ in 0..<2_000 where clock.sleeping == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+        try #require(clock.sleeping == 1, "the wait sleeps on the session's clock")
+        clock.advance(milliseconds: 59_999)
+        try await Task.sleep(nanoseconds: 20_000_000)
+        #expect(clock.sleeping == 1, "still waiting a millisecond before the deadline")
+        clock.advance(milliseconds: 1)
+        #expect(await waiting.value == true)
+        #expect(clock.sleeping == 0)
+        try await group.shutdownGracefully()
     }
 }
