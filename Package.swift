@@ -62,15 +62,18 @@ let package = Package(
 
         // MARK: Transport state machines (sans-IO)
         .target(name: "COpenSSLShim", dependencies: ["COpenSSL"]),
-        .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "SRTP", "WireCoding"]),
-        .target(name: "SRTP", dependencies: ["CSRTP"]),
+        // What DTLS-SRTP agrees on: the fingerprint SDP carries, the SRTP profile and the exported keys.
+        // A leaf, so the SDP parser (and its fuzz target) pulls in neither OpenSSL nor libsrtp.
+        .target(name: "Keying", swiftSettings: fuzzSwiftSettings),
+        .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "Keying", "WireCoding"]),
+        .target(name: "SRTP", dependencies: ["CSRTP", "Keying"]),
         .target(name: "ICE", dependencies: ["STUN", "WireCoding"]),
         // SDP reads and writes the protocols' own types (ICE candidates, DTLS fingerprints): it depends on them.
-        .target(name: "SDP", dependencies: ["ICE", "DTLS"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "SDP", dependencies: ["ICE", "Keying"], swiftSettings: fuzzSwiftSettings),
         .target(name: "TURN", dependencies: ["STUN", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         // One peer connection as a state machine: ICE, TURN, DTLS, SRTP and SCTP composed, bytes and time in.
         .target(name: "PeerConnection", dependencies: [
-            "ICE", "TURN", "DTLS", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding",
+            "ICE", "TURN", "DTLS", "Keying", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding",
         ]),
 
         // MARK: I/O drivers (SwiftNIO): sockets and timers around the cores
@@ -198,7 +201,7 @@ let package = Package(
         ]),
 
         // MARK: Load generator (issue 13): synthetic Sora publishers for benchmarks and fault runs
-        .target(name: "LoadGen", dependencies: ["DTLS", "SRTP", "STUN", "RTP", "SDP", "WebMReader", "WireCoding"], path: "Sources/Bench/LoadGen"),
+        .target(name: "LoadGen", dependencies: ["DTLS", "Keying", "SRTP", "STUN", "RTP", "SDP", "WebMReader", "WireCoding"], path: "Sources/Bench/LoadGen"),
         .executableTarget(name: "recbot-loadgen", dependencies: [
             "LoadGen", "DTLS", "PeerConnection", "Transport", "STUN", "WireCoding",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -220,7 +223,7 @@ let package = Package(
         .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], path: "Sources/Fuzz/FuzzSTUN", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzTURN", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding", "FuzzSupport"],
                           path: "Sources/Fuzz/FuzzTURN", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "ICE", "DTLS", "FuzzSupport"], path: "Sources/Fuzz/FuzzSDP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "ICE", "Keying", "FuzzSupport"], path: "Sources/Fuzz/FuzzSDP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzRTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzAV1", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzSCTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
@@ -292,28 +295,28 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOEmbedded", package: "swift-nio"),
         ]),
-        .testTarget(name: "SDPTests", dependencies: ["SDP", "ICE", "DTLS", "WireCoding"]),
+        .testTarget(name: "SDPTests", dependencies: ["SDP", "ICE", "DTLS", "Keying", "WireCoding"]),
         .testTarget(name: "RTPTests", dependencies: ["RTP", "WireCoding"]),
         .testTarget(name: "RecorderTests", dependencies: ["SystemClock", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport", "Bitstreams"]),
         .testTarget(name: "SCTPTests", dependencies: ["SCTP", "TestSupport", "WireCoding"]),
         .testTarget(name: "MediaTests", dependencies: ["Media", "RTP", "WireCoding", "CodecBindings", "Bitstreams", "TestSupport"]),
         // Real senders' streams (Tests/Corpus) replayed through the media core on a simulated clock.
-        .testTarget(name: "CorpusTests", dependencies: ["Media", "RTP", "SDP", "DTLS", "PeerConnection", "WireCoding", "CodecBindings", "TestSupport"]),
+        .testTarget(name: "CorpusTests", dependencies: ["Media", "RTP", "SDP", "DTLS", "Keying", "PeerConnection", "WireCoding", "CodecBindings", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         // A sans-IO TURN server, strict like coturn, for the client's and the transport's tests.
         .target(name: "TURNTestSupport", dependencies: ["STUN", "TURN", "WireCoding"], path: "Tests/TURNTestSupport"),
         .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
-            "PeerConnection", "Transport", "ICE", "DTLS", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding",
+            "PeerConnection", "Transport", "ICE", "DTLS", "Keying", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "InteropTests", dependencies: [
-            "PeerConnection", "Transport", "DTLS", "ICE", "RTP", "SDP", "SRTP", "STUN", "SCTP", "WireCoding",
+            "PeerConnection", "Transport", "DTLS", "ICE", "Keying", "RTP", "SDP", "SRTP", "STUN", "SCTP", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
-        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim", "WireCoding"]),
+        .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Keying", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim", "WireCoding"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
     ],
     swiftLanguageModes: [.v6]

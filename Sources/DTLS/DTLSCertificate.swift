@@ -1,5 +1,6 @@
 import COpenSSL
 import COpenSSLShim
+import Keying
 
 public struct DTLSCertificateError: Error, CustomStringConvertible, Sendable {
     public var description: String

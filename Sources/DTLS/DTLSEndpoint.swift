@@ -1,6 +1,6 @@
 import COpenSSL
 import COpenSSLShim
-import SRTP
+import Keying
 import WireCoding
 
 public enum DTLSError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -1,5 +1,6 @@
 import DTLS
 import ICE
+import Keying
 import Media
 import RTP
 import SCTP

@@ -1,5 +1,5 @@
-import DTLS
 import ICE
+import Keying
 
 /// What recbot can receive. Only what is actually implemented goes into an answer.
 public struct ReceiverCapabilities: Sendable {

@@ -1,4 +1,5 @@
 import CSRTP
+import Keying
 
 public enum SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
     case setup(code: UInt32)

@@ -1,6 +1,7 @@
 import CodecBindings
 import DTLS
 import Foundation
+import Keying
 import Media
 import PeerConnection
 import RTP

@@ -1,4 +1,5 @@
 import Foundation
+import Keying
 import RTP
 import SRTP
 import Testing

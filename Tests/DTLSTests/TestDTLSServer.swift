@@ -1,6 +1,7 @@
 import COpenSSL
 import COpenSSLShim
 @testable import DTLS
+import Keying
 import SDP
 import SRTP
 

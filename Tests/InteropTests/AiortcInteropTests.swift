@@ -1,6 +1,7 @@
 import DTLS
 import Foundation
 import ICE
+import Keying
 import NIOCore
 import NIOPosix
 import PeerConnection

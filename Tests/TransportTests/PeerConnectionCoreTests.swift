@@ -1,6 +1,7 @@
 import DTLS
 import ICE
 @testable import PeerConnection
+import Keying
 import SDP
 import STUN
 import Testing

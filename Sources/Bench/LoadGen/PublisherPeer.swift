@@ -1,4 +1,5 @@
 import DTLS
+import Keying
 import RTP
 import SDP
 import SRTP

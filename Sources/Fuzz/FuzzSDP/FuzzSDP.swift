@@ -1,7 +1,8 @@
 // libFuzzer target for the SDP parser, the candidate/fingerprint grammar and the answer builder.
-import DTLS
+
 import FuzzSupport
 import ICE
+import Keying
 import SDP
 
 @_cdecl("LLVMFuzzerTestOneInput")
