@@ -71,6 +71,8 @@ let package = Package(
         // SDP reads and writes the protocols' own types (ICE candidates, DTLS fingerprints): it depends on them.
         .target(name: "SDP", dependencies: ["ICE", "Keying"], swiftSettings: fuzzSwiftSettings),
         .target(name: "TURN", dependencies: ["STUN", "WireCoding"], swiftSettings: fuzzSwiftSettings),
+        // A small honest TURN server, sans-IO: the peer the TURN client's tests and fuzz target talk to.
+        .target(name: "TURNServerModel", dependencies: ["STUN", "TURN", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         // One peer connection as a state machine: ICE, TURN, DTLS, SRTP and SCTP composed, bytes and time in.
         .target(name: "PeerConnection", dependencies: [
             "ICE", "TURN", "DTLS", "Keying", "SRTP", "RTP", "SDP", "STUN", "SCTP", "Media", "WireCoding",
@@ -221,7 +223,7 @@ let package = Package(
         // MARK: Fuzz targets (dev/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
         .target(name: "FuzzSupport", path: "Sources/Fuzz/FuzzSupport", swiftSettings: fuzzSwiftSettings),
         .executableTarget(name: "FuzzSTUN", dependencies: ["STUN", "FuzzSupport"], path: "Sources/Fuzz/FuzzSTUN", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzTURN", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding", "FuzzSupport"],
+        .executableTarget(name: "FuzzTURN", dependencies: ["TURN", "TURNServerModel", "STUN", "WireCoding", "FuzzSupport"],
                           path: "Sources/Fuzz/FuzzTURN", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSDP", dependencies: ["SDP", "ICE", "Keying", "FuzzSupport"], path: "Sources/Fuzz/FuzzSDP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzRTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
@@ -304,10 +306,9 @@ let package = Package(
         .testTarget(name: "CorpusTests", dependencies: ["Media", "RTP", "SDP", "DTLS", "Keying", "PeerConnection", "WireCoding", "CodecBindings", "TestSupport"]),
         .testTarget(name: "ICETests", dependencies: ["ICE", "STUN", "SDP", "WireCoding"]),
         // A sans-IO TURN server, strict like coturn, for the client's and the transport's tests.
-        .target(name: "TURNTestSupport", dependencies: ["STUN", "TURN", "WireCoding"], path: "Tests/TURNTestSupport"),
-        .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNTestSupport", "STUN", "WireCoding"]),
+        .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNServerModel", "STUN", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
-            "PeerConnection", "Transport", "ICE", "DTLS", "Keying", "SDP", "STUN", "TURN", "TURNTestSupport", "WireCoding",
+            "PeerConnection", "Transport", "ICE", "DTLS", "Keying", "SDP", "STUN", "TURN", "TURNServerModel", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),

@@ -19,7 +19,7 @@ public struct CommandEnd: Error {
     public var exitCode: ExitCode { ExitStatus(cause).exitCode }
 }
 
-extension RecBot {
+extension RecBotCommand {
     /// Ends the process for what a command threw. A `CommandEnd` carries its cause; help,
     /// version and command-line errors are ArgumentParser's to word, and their code comes from
     /// the same decision as every other end (`ExitStatus(_:)`).

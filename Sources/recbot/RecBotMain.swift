@@ -13,14 +13,14 @@ enum RecBotMain {
         FilePermissions.apply(environment: ProcessInfo.processInfo.environment)
         RecBotLogging.bootstrap()
         do {
-            var command = try RecBot.parseAsRoot()
+            var command = try RecBotCommand.parseAsRoot()
             if var asyncCommand = command as? AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()
             }
         } catch {
-            RecBot.end(with: error)
+            RecBotCommand.end(with: error)
         }
     }
 }

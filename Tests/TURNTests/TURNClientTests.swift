@@ -1,5 +1,5 @@
 import STUN
-import TURNTestSupport
+import TURNServerModel
 import Testing
 import WireCoding
 @testable import TURN

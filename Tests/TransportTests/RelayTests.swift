@@ -7,7 +7,7 @@ import STUN
 import Testing
 @testable import Transport
 import TURN
-import TURNTestSupport
+import TURNServerModel
 import WireCoding
 
 private let turnServer = TransportAddress(ip: IPAddress("127.0.0.9")!, port: 3_478)

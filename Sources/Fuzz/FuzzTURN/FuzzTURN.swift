@@ -6,7 +6,7 @@
 import FuzzSupport
 import STUN
 import TURN
-import TURNTestSupport
+import TURNServerModel
 import WireCoding
 
 let server = TransportAddress(ip: .v4(127, 0, 0, 1), port: 3478)

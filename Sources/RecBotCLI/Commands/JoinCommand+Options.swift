@@ -18,7 +18,7 @@ extension JoinCommand {
             throw ValidationError("signaling URL \(url) must start with ws:// or wss://")
         }
         let connect = try connectOptions(channel: channel, settings: settings)
-        var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBot.version)
+        var options = JoinOptions(urls: urls, connect: connect, dataDirectory: common.dataDirectory, recbotVersion: RecBotCommand.version)
         let catalog = try common.catalogLocation(settings: settings)  // SQLite or PostgreSQL: chosen here, opened by the session
         options.openCatalog = { logger in try catalog.open(logger: logger) }
         options.host = try hostOptions.name(settings: settings)
@@ -43,7 +43,7 @@ extension JoinCommand {
 
     /// What `connect` tells Sora: the channel, ids, metadata, codecs, layers and data channels.
     private func connectOptions(channel: String, settings: Settings) throws -> ConnectOptions {
-        var connect = ConnectOptions(channelID: channel, soraClient: "recbot \(RecBot.version)", environment: "[\(Self.architecture)] Linux")
+        var connect = ConnectOptions(channelID: channel, soraClient: "recbot \(RecBotCommand.version)", environment: "[\(Self.architecture)] Linux")
         connect.clientID = clientID ?? settings[.clientID]
         connect.bundleID = bundleID ?? settings[.bundleID]
         connect.metadataJSON = try Self.jsonArgument(metadata ?? settings[.metadata], name: "metadata")

@@ -1,7 +1,6 @@
 import Archive
 import ArgumentParser
 import DiskLayout
-import Outcomes
 import Recorder
 
 struct RecordingsCommand: ParsableCommand {

@@ -107,7 +107,7 @@ struct RepairCommand: AsyncParsableCommand {
         }).subtracting(announced)
         let splitEnds = senders.sorted().compactMap { Self.readJSON(layout.path(of: layout.splitEndFilename(connectionID: $0))) }
         let now = SystemTimeSource().wallClockMilliseconds()
-        let events = SoraEvents(nodeName: ProcessInfo.processInfo.hostName, version: RecBot.version)
+        let events = SoraEvents(nodeName: ProcessInfo.processInfo.hostName, version: RecBotCommand.version)
             .repaired(sessionID: outcome.sessionID, sidecars: sidecars, splitEnds: splitEnds, report: Self.readJSON(layout.reportPath),
                       reportFilename: layout.reportFilename, now: now)
         var target = settings

@@ -8,7 +8,6 @@ import Outcomes
 import Recorder
 import SystemClock
 import Webhooks
-import WireCoding
 
 /// Uploads sessions one after another, for `upload` and `join --upload`: the bucket is
 /// checked first (a refused key or a missing bucket is one clear line, not a failure per

@@ -1,6 +1,5 @@
 import Archive
 import ArgumentParser
-import Outcomes
 import Recorder
 
 struct SessionsCommand: ParsableCommand {

@@ -2,7 +2,6 @@ import Archive
 import ArgumentParser
 import Foundation
 import Logging
-import Outcomes
 import SystemClock
 import Webhooks
 import WireCoding

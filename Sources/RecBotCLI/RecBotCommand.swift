@@ -2,7 +2,7 @@ import ArgumentParser
 
 /// The `recbot` command line.
 @available(macOS 10.15, macCatalyst 13, iOS 13, tvOS 13, watchOS 6, *)
-public struct RecBot: AsyncParsableCommand {
+public struct RecBotCommand: AsyncParsableCommand {
     public static let version = "0.1.0"
 
     public static let configuration = CommandConfiguration(
