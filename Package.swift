@@ -262,6 +262,12 @@ let package = Package(
         ]),
         // MARK: Tests
         .target(name: "TestSupport", dependencies: ["Bitstreams", "WireCoding"], path: "Tests/TestSupport"),
+        // Whole sessions on a manual clock: the load generator's server and recbot's cores over a virtual network.
+        .testTarget(name: "SimulationTests", dependencies: [
+            "RecBot", "LoadGen", "PeerConnection", "SDP", "DTLS", "SoraSignaling", "STUN", "Recorder", "Media", "DiskLayout", "WebMReader",
+            "CodecBindings", "TestSupport", "WireCoding", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .testTarget(name: "LoadGenTests", dependencies: ["LoadGen", "Media", "RTP", "SDP", "DTLS", "SRTP", "WireCoding"]),
         .testTarget(name: "WebMTests", dependencies: ["WebM", "WebMReader", "CodecBindings", "WireCoding", "TestSupport"]),
         .testTarget(name: "ArchiveTests", dependencies: ["Archive", .product(name: "GRDB", package: "GRDB.swift")]),

@@ -11,20 +11,37 @@ import WireCoding
 /// the transport with the event), and every part they hand back is finished by `finish`, the
 /// one way a file is finished.
 final class ConnectionPipeline {
+    /// Where finished parts and new senders go: the session's finisher and catalog in `join`,
+    /// the test's own collection in a simulated session.
+    struct Sinks {
+        /// A part to finish off the loop, with what its sender received while it ran.
+        var finish: (SenderRecorder, ReceiveCounters, SidecarContext, _ isLastPart: Bool) -> Void
+        /// A sender's recorder started.
+        var recorderStarted: (SenderRecorder) -> Void
+    }
+
     let core: PeerConnectionCore
     let recordings: Recordings
-    private let media: SessionMedia
+    private let sinks: Sinks
     private let logger: Logger
     /// Each running part's sender counters when it started, so its sidecar and catalog row
     /// count what was received while it ran (a sender's first part on this connection: all).
     private var baselines: [ObjectIdentifier: ReceiveCounters] = [:]
     private var sendersSeen: Set<String> = []
 
-    init(core: PeerConnectionCore, media: SessionMedia, logger: Logger) {
+    init(core: PeerConnectionCore, recordings: Recordings, sinks: Sinks, logger: Logger) {
         self.core = core
-        self.recordings = media.recordings
-        self.media = media
+        self.recordings = recordings
+        self.sinks = sinks
         self.logger = logger
+    }
+
+    /// The pipeline of a `join` connection: parts go to the session's finisher, senders to its catalog.
+    convenience init(core: PeerConnectionCore, media: SessionMedia, logger: Logger) {
+        let finisher = media.finisher
+        self.init(core: core, recordings: media.recordings, sinks: Sinks(
+            finish: { recorder, counts, context, isLastPart in finisher.finish(recorder, counts: counts, context: context, isLastPart: isLastPart) },
+            recorderStarted: media.recorderStarted), logger: logger)
     }
 
     /// Frames from the core: recorded, and what the recordings ask for applied.
@@ -70,7 +87,7 @@ final class ConnectionPipeline {
             let recorder = part.recorder
             let received = core.media?.counters(sender: recorder.connectionID) ?? ReceiveCounters()
             let baseline = baselines.removeValue(forKey: ObjectIdentifier(recorder)) ?? ReceiveCounters()
-            media.finisher.finish(recorder, counts: received.since(baseline), context: context, isLastPart: part.isLastPart)
+            sinks.finish(recorder, received.since(baseline), context, part.isLastPart)
         }
     }
 
@@ -81,7 +98,7 @@ final class ConnectionPipeline {
             // The sender's first part here, and the whole-file archive, count from the connection's start.
             let first = sendersSeen.insert(sender).inserted || recorder.part == 0
             baselines[ObjectIdentifier(recorder)] = first ? ReceiveCounters() : core.media?.counters(sender: sender) ?? ReceiveCounters()
-            media.recorderStarted(recorder)
+            sinks.recorderStarted(recorder)
             logger.info("recording sender", metadata: ["sender": "\(sender)", "video": "\(recorder.tracks.videoCodec?.rawValue ?? "-")",
                                                        "audio": "\(recorder.tracks.audioChannels != nil)", "part": "\(recorder.part)"])
         case .unsafeSender(let sender):
