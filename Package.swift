@@ -2,8 +2,8 @@
 import PackageDescription
 
 // recbot: a recording and archival bot for the WebRTC SFU Sora.
-// Targets follow ../shared/docs/architecture.md: C modules for system libraries at
-// the bottom, pure (sans-IO) cores above them, the command-line interface on top.
+// The targets, from the leaves up, and where new code goes: docs/architecture.md. C modules for
+// system libraries at the bottom, pure (sans-IO) cores above them, the command line on top.
 // RECBOT_FUZZ=1 (set by dev/fuzz.sh, with its own --scratch-path) instruments the parsers for
 // libFuzzer and links the fuzz targets with it. Per-target flags, because -Xswiftc would also
 // reach the build-plugin tool, which must stay a normal executable.
