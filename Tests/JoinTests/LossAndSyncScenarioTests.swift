@@ -26,10 +26,11 @@ func syncMarkers(_ path: String) throws -> (video: [Double], audio: [Double]) {
 }
 
 @Suite(.serialized) struct LossAndSyncScenarioTests {
-    /// The publisher's path drops 5 % and 20 % of its RTP (retransmissions too, seeded). NACK and
-    /// RTX must repair it: every written frame decodes, and few frames are missing. At 5 % the
-    /// offer also allows NACK for Opus, so audio must be repaired as well.
-    @Test(arguments: [(5, 0.97, true), (20, 0.93, false)])
+    /// The publisher's path drops 5 % of its RTP (retransmissions too, seeded). NACK and RTX must
+    /// repair it against aiortc: every written frame decodes, and few frames are missing; the
+    /// offer also allows NACK for Opus, so audio must be repaired as well. (Heavier loss runs on
+    /// the manual clock in SimulationTests.)
+    @Test(arguments: [(5, 0.97, true)])
     func aLossyPathIsRepairedByNACKAndRTX(lossPercent: Int, minimumShare: Double, audioNack: Bool) throws {
         let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--loss", String(lossPercent), "--loss-seed", "7"]
                                     + (audioNack ? ["--audio-nack"] : []))

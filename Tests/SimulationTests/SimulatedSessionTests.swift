@@ -9,7 +9,11 @@ import WireCoding
 
 /// Whole sessions on the manual clock (`SimulatedSession`): what used to need a real minute of
 /// media and a quiet host runs in seconds and gives the same files every time.
-@Suite struct SimulatedSessionTests {
+@Suite final class SimulatedSessionTests {
+    let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-sim-\(UUID())").path
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
     /// Two seconds of real VP8 (keyframe every second) and Opus, which the publishers loop.
     static let clip: MediaClip = {
         let (width, height) = (160, 120)
@@ -38,9 +42,9 @@ import WireCoding
         return plan
     }
 
+    /// Records `seconds` of `plan` into a fresh directory (removed when the suite's value goes).
     func record(_ plan: LoadPlan, seconds: Double) throws -> (SimulatedSession, [String: String], Double) {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-sim-\(UUID())").path
-        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let directory = root + "/\(UUID())"
         var options = SimulatedSession.Options()
         options.plan = plan
         let session = try SimulatedSession(directory: directory, clip: Self.clip, options: options)
@@ -77,5 +81,47 @@ import WireCoding
         // Under 3 s on an idle 2-core host in a debug build; the bound leaves room for a busy one.
         #expect(wall < 20, "\(wall) s of wall time for 60 s of media")
         print("simulated session: 60 s of media in \(String(format: "%.2f", wall)) s")
+    }
+
+    /// Moved from JoinTests (TimelineScenarioTests, on a real minute): bursty loss on the
+    /// publisher's whole path (retransmissions too) and jitter that reorders. Within the span
+    /// the file covers, it keeps this share of the frames, every one decodes, and every video
+    /// block stays on the sender's 30 fps grid (no step off its RTP timestamps).
+    @Test(arguments: [(15.0, 4.0, 60.0, 0.995), (30.0, 6.0, 120.0, 0.98)])
+    func aHarshNetworkKeepsTheFramesAndTheGrid(burstPercent: Double, burstLength: Double, jitter: Double, minimumShare: Double) throws {
+        var plan = LoadPlan()
+        (plan.publishers, plan.burstLossPercent, plan.burstLength, plan.jitterMilliseconds, plan.seed) = (1, burstPercent, burstLength, jitter, 11)
+        let (session, _, _) = try record(plan, seconds: 20)
+        let file = try #require(session.finished.first)
+        let blocks = WebMReader.parse(path: session.layout.path(of: file.filename)).frames.filter { $0.track == 1 }
+        let decoder = try VPXDecoder(codec: .vp8)
+        var errors = 0
+        for block in blocks {
+            do { _ = try decoder.decode(block.data) } catch { errors += 1 }
+        }
+        #expect(blocks.first?.isKeyframe == true && errors == 0, "\(errors) of \(blocks.count) frames failed to decode")
+        let times = blocks.map { Double($0.timecode) }
+        let (first, last) = (try #require(times.first), try #require(times.last))
+        let sentInSpan = (last - first) / (1_000.0 / 30) + 1
+        #expect(Double(blocks.count) >= minimumShare * sentInSpan, "\(blocks.count) of \(Int(sentInSpan)) frames")
+        let offGrid = times.filter { time in
+            let frames = (time - first) / (1_000.0 / 30)
+            // Block times are whole milliseconds, the sender's ticks 1/90 ms: 2 ms is rounding, a step is a frame.
+            return abs(frames - frames.rounded()) * (1_000.0 / 30) > 2
+        }
+        #expect(offGrid.isEmpty, "\(offGrid.count) blocks off the 30 fps grid, first at \(offGrid.first ?? 0) ms; blocks from \(times.prefix(14))")
+    }
+
+    /// Moved from JoinTests (LossAndSyncScenarioTests): independent loss of first transmissions
+    /// is repaired by NACK/RTX (audio is offered without NACK, as Sora offers it: its losses stay).
+    @Test(arguments: [(5.0, 0.99), (20.0, 0.97)])
+    func aLossyPathIsRepairedByNACKAndRTX(lossPercent: Double, minimumShare: Double) throws {
+        var plan = LoadPlan()
+        (plan.publishers, plan.lossPercent, plan.seed) = (1, lossPercent, 7)
+        let (session, _, _) = try record(plan, seconds: 10)
+        let file = try #require(session.finished.first)
+        // The publisher starts within the ramp (1 s) and sends 30 fps until the end.
+        #expect(Double(file.statistics.videoFrames) >= minimumShare * 8.5 * 30, "\(file.statistics.videoFrames) frames at \(lossPercent) % loss")
+        #expect(file.reception.recovered > 0 && file.reception.nackedSequenceNumbers >= file.reception.recovered, "\(file.reception)")
     }
 }
