@@ -172,8 +172,11 @@ let package = Package(
         // MARK: Sora signaling
         // One line for each way a TLS client handshake fails (signaling, TURN, PostgreSQL, S3).
         .target(name: "TLSFailure", dependencies: [.product(name: "NIOSSL", package: "swift-nio-ssl")]),
+        // Sora's messages and the signaling after the offer, sans-IO (messages and time in, actions out).
+        .target(name: "SoraSignalingCore", dependencies: ["CZlib", "WireCoding"], swiftSettings: fuzzSwiftSettings),
+        // The WebSocket side: connecting (URL races, redirects) and the connection itself.
         .target(name: "SoraSignaling", dependencies: [
-            "CZlib", "TLSFailure",
+            "SoraSignalingCore", "TLSFailure",
             .product(name: "WebSocketKit", package: "websocket-kit"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -183,7 +186,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "SystemClock", "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "Webhooks", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
+            "SystemClock", "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "SoraSignalingCore", "Webhooks", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -229,7 +232,7 @@ let package = Package(
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzRTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzAV1", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzSCTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSignaling", dependencies: ["SoraSignaling", "FuzzSupport"], path: "Sources/Fuzz/FuzzSignaling", swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzSignaling", dependencies: ["SoraSignalingCore", "FuzzSupport"], path: "Sources/Fuzz/FuzzSignaling", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzDepacketizers", dependencies: ["Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzDepacketizers", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
@@ -251,7 +254,7 @@ let package = Package(
             name: "RecBotCLI",
             dependencies: [
                 "SystemClock", "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
-                "Recorder", "SoraSignaling", "WireCoding",
+                "Recorder", "SoraSignaling", "SoraSignalingCore", "WireCoding",
                 "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -264,7 +267,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Bitstreams", "WireCoding"], path: "Tests/TestSupport"),
         // Whole sessions on a manual clock: the load generator's server and recbot's cores over a virtual network.
         .testTarget(name: "SimulationTests", dependencies: [
-            "RecBot", "LoadGen", "PeerConnection", "SDP", "DTLS", "SoraSignaling", "STUN", "Recorder", "Media", "DiskLayout", "WebMReader",
+            "RecBot", "LoadGen", "PeerConnection", "SDP", "DTLS", "SoraSignalingCore", "STUN", "Recorder", "Media", "DiskLayout", "WebMReader",
             "CodecBindings", "TestSupport", "WireCoding", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
@@ -291,7 +294,7 @@ let package = Package(
             "Archive", "ArchivePostgres", "PostgresTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
-        .testTarget(name: "RecBotTests", dependencies: ["SystemClock", "RecBot", "DiskLayout", "Recorder", "Media", "SoraSignaling", "WebMReader", "CodecBindings", "WireCoding",
+        .testTarget(name: "RecBotTests", dependencies: ["SystemClock", "RecBot", "DiskLayout", "Recorder", "Media", "SoraSignaling", "SoraSignalingCore", "WebMReader", "CodecBindings", "WireCoding",
                                                         "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log"),
                                                         .product(name: "NIOPosix", package: "swift-nio")]),
@@ -318,7 +321,7 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
-        .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignaling", .product(name: "Logging", package: "swift-log")]),
+        .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignalingCore", "WireCoding"]),
         .testTarget(name: "InteropTests", dependencies: [
             "PeerConnection", "Transport", "DTLS", "ICE", "Keying", "RTP", "SDP", "SRTP", "STUN", "SCTP", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),

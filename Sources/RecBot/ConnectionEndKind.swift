@@ -1,6 +1,6 @@
 import Outcomes
 import PeerConnection
-import SoraSignaling
+import SoraSignalingCore
 
 /// Which ends of a connection to Sora a rejoin may cure. Final: Sora ended the session (close
 /// 1000, `close` on the signaling channel, a disconnect by API), said no (a 4xxx rejection,

@@ -6,6 +6,7 @@ import Outcomes
 import PeerConnection
 import Recorder
 import SoraSignaling
+import SoraSignalingCore
 import Transport
 
 /// The end of one connection to Sora: the goodbye, what it refused or dropped logged once,

@@ -2,6 +2,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import SoraSignaling
+import SoraSignalingCore
 import WireCoding
 
 /// Drives `LivenessWatch` for one connection: every half second it samples ICE consent, the

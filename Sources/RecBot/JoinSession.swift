@@ -9,7 +9,7 @@ import Outcomes
 import PeerConnection
 import Recorder
 import SDP
-import SoraSignaling
+import SoraSignalingCore
 import Transport
 import WireCoding
 

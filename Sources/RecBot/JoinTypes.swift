@@ -6,7 +6,7 @@ import Media
 import Outcomes
 import PeerConnection
 import Recorder
-import SoraSignaling
+import SoraSignalingCore
 import SystemClock
 import Transport
 import Webhooks

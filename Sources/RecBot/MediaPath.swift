@@ -12,6 +12,7 @@ import PeerConnection
 import Recorder
 import SDP
 import SoraSignaling
+import SoraSignalingCore
 import STUN
 import Transport
 import TURN
@@ -32,6 +33,11 @@ final class MediaPath: @unchecked Sendable {
     let context: SidecarContext
     let offer: OfferMessage
     private var negotiation: RecvOnlyNegotiation
+    /// The answer to the offer and its candidates, for the signaling session to send.
+    var answered: SignalingSession.Input {
+        .answered(sdp: negotiation.answer.sdp.serialized,
+                  candidates: negotiation.answer.sdp.media.flatMap { $0.attributes(named: "candidate") }.map { "candidate:" + ($0.value ?? "") })
+    }
     private var refusals = VideoRefusals()
     private let relayTrust: RelayTrust
     /// Why the transport failed, once it has: the exit code depends on it (a relay's own codes).
@@ -61,7 +67,8 @@ final class MediaPath: @unchecked Sendable {
         context = SidecarContext(session: session.id, options: options, soraSessionID: offer.sessionID, botConnectionID: offer.connectionID)
     }
 
-    /// Binds the transport, answers the offer and sends the answer; a failure is the session's end.
+    /// Binds the transport and answers the offer (the signaling session sends the answer,
+    /// `answered`); a failure is the session's end.
     static func answer(_ start: SignalingStart, options: JoinOptions, session: JoinSession.SessionStart,
                        media: SessionMedia) async -> Result<MediaPath, SessionEnding> {
         let eventLog = media.eventLog
@@ -111,10 +118,6 @@ final class MediaPath: @unchecked Sendable {
         }
         for media in negotiation.answer.media where !media.accepted {
             logger.info("section not received", metadata: ["mid": "\(media.mid ?? "-")", "reason": "\(media.rejectionReason ?? "-")"])
-        }
-        connection.send(OutgoingMessage.answer(sdp: negotiation.answer.sdp.serialized))
-        for candidate in negotiation.answer.sdp.media.flatMap({ $0.attributes(named: "candidate") }) {
-            connection.send(OutgoingMessage.candidate("candidate:" + (candidate.value ?? "")))
         }
         let path = MediaPath(transport: transport, negotiation: negotiation, offer: start.offer, options: options, session: session, media: media)
         if let capture = media.capture {

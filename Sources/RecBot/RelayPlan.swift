@@ -3,7 +3,7 @@ import Logging
 import NIOCore
 import NIOPosix
 import PeerConnection
-import SoraSignaling
+import SoraSignalingCore
 import STUN
 import TURN
 

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import Outcomes
 import SoraSignaling
+import SoraSignalingCore
 import WireCoding
 
 /// One connection to Sora within a session: signaling up to the offer, the answer and the
@@ -70,6 +71,17 @@ struct SessionConnection {
         case .failure(let ending): return ConnectionEndKind.outcome(ofAnswerFailure: ending)
         }
         host.setLive(path)
+        let layers = LayerPreference(simulcastRID: options.connect.simulcastRID, spotlightFocusRID: options.connect.spotlightFocusRID,
+                                     spotlightUnfocusRID: options.connect.spotlightUnfocusRID)
+        var signaling = SignalingSession(offer: offer, layers: layers)
+        // The answer goes out as the session's action, before media starts.
+        for action in signaling.handle(path.answered, now: session.clock.now()) {
+            switch action {
+            case .send(let text, let route): path.send(text, via: route, connection: start.connection)
+            case .log(let line): Self.log(line, logger)
+            default: break
+            }
+        }
 
         // 3. Media flows on the transport's loop; signaling and control come through the inbox.
         host.setPhase(.ice(.checking))
@@ -88,9 +100,6 @@ struct SessionConnection {
             await ConnectionWatch(clock: session.clock, logger: logger, interruptions: media.interruptions, inbox: inbox)
                 .run(path: path, connection: start.connection, loop: media.loop)
         }
-        let layers = LayerPreference(simulcastRID: options.connect.simulcastRID, spotlightFocusRID: options.connect.spotlightFocusRID,
-                                     spotlightUnfocusRID: options.connect.spotlightUnfocusRID)
-        var signaling = SignalingSession(offer: offer, layers: layers, logger: logger)
         let end = await converse(&signaling, path: path, connection: start.connection)
         progress.cancel()
         watch.cancel()
@@ -104,7 +113,9 @@ struct SessionConnection {
         reader.cancel()
         inbox.close()  // nothing more is queued; what is there is stored below
         // Messages that came in behind the end are still stored (nothing is acted on).
-        for input in inbox.drainMessages() { for action in signaling.handle(input) { if case .store(let record) = action { eventLog.store(record) } } }
+        for input in inbox.drainMessages() {
+            for action in signaling.handle(input, now: session.clock.now()) { if case .store(let record) = action { eventLog.store(record) } }
+        }
         await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
         // Not live before its counters join the ended connections' (metrics must never count them twice).
         host.setLive(nil)
@@ -126,7 +137,7 @@ struct SessionConnection {
         while true {
             if pending.isEmpty {
                 guard let input = await inbox.next() else { return SignalingSessionEnd(cause: .requested, reason: stopRequest.requested ?? "ended") }
-                pending = signaling.handle(input)
+                pending = signaling.handle(input, now: session.clock.now())
                 continue
             }
             let action = pending.removeFirst()
@@ -137,15 +148,27 @@ struct SessionConnection {
                 path.send(text, via: route, connection: connection)
             case .store(let record):
                 media.eventLog.store(record)
+            case .log(let line):
+                Self.log(line, session.logger)
             case .addRemoteCandidate(let text):
                 path.addRemoteCandidate(text)
             case .renegotiate(let request):
                 let answer = await path.renegotiate(sdp: request.sdp)
-                pending.insert(contentsOf: signaling.handle(.renegotiated(request, answerSDP: answer)), at: 0)
+                pending.insert(contentsOf: signaling.handle(.renegotiated(request, answerSDP: answer), now: session.clock.now()), at: 0)
             case .collectStats(let request):
                 let packets = await path.packetsReceived()
-                pending.insert(contentsOf: signaling.handle(.stats(request, packetsReceived: packets, timestamp: session.clock.wallClockMilliseconds())), at: 0)
+                let stats = SignalingSession.Input.stats(request, packetsReceived: packets, timestamp: session.clock.wallClockMilliseconds())
+                pending.insert(contentsOf: signaling.handle(stats, now: session.clock.now()), at: 0)
             }
+        }
+    }
+
+    /// A line the signaling session noted, in the session's log.
+    private static func log(_ line: SignalingLog, _ logger: Logger) {
+        let metadata = line.metadata.mapValues { Logger.MetadataValue.string($0) }
+        switch line.level {
+        case .info: logger.info("\(line.message)", metadata: metadata)
+        case .warning: logger.warning("\(line.message)", metadata: metadata)
         }
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import SoraSignaling
+import SoraSignalingCore
 
 /// What reaches the join session while it records, on two paths. Control (a stop request,
 /// the duration, a transport failure) is never dropped and is taken first, so a flood of

@@ -3,7 +3,7 @@ import DiskLayout
 import Foundation
 import Logging
 import Recorder
-import SoraSignaling
+import SoraSignalingCore
 import WireCoding
 
 /// Stores what Sora says: every notify and push, raw, and any message recbot does not act on,

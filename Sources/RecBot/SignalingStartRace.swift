@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import SoraSignaling
+import SoraSignalingCore
 
 /// Signaling up to the offer, raced against a stop request: a signal while Sora has not
 /// answered yet ends the wait at once (the connect attempt is cancelled and, if it still

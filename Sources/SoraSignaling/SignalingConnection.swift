@@ -5,6 +5,7 @@ import NIOSSL
 import NIOWebSocket
 import TLSFailure
 import WebSocketKit
+import SoraSignalingCore
 
 /// One signaling WebSocket (websocket-kit on SwiftNIO): text frames in as an async stream,
 /// text out. The stream is bounded; an overflow is counted and logged, never a crash.

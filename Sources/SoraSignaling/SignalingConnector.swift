@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOCore
+import SoraSignalingCore
 
 /// How signaling got to an offer.
 public struct SignalingStart: @unchecked Sendable {

@@ -1,4 +1,4 @@
-import SoraSignaling
+import SoraSignalingCore
 import Testing
 @testable import RecBot
 

@@ -9,7 +9,7 @@ import PeerConnection
 @testable import RecBot
 import Recorder
 import SDP
-import SoraSignaling
+import SoraSignalingCore
 import STUN
 import TestSupport
 import WireCoding
@@ -105,8 +105,10 @@ final class SimulatedSession {
             recorderStarted: { _ in }), logger: logger)
         self.pipeline = pipeline
         _ = pipeline.update(senders: core.media?.senders ?? [:], refusedVideo: [:], context: context, now: clock.now())
-        signaling = SignalingSession(offer: offer, logger: logger)
-        deliverToServer(server.handle(message: OutgoingMessage.answer(sdp: negotiation.answer.sdp.serialized), now: clock.now()))
+        var session = SignalingSession(offer: offer)
+        let answer = session.handle(.answered(sdp: negotiation.answer.sdp.serialized, candidates: []), now: clock.now())
+        signaling = session
+        perform(answer)
         apply(core.start(now: clock.now()))
     }
 
@@ -117,7 +119,7 @@ final class SimulatedSession {
 
     private func handleSignaling(_ text: String) {
         guard var session = signaling else { return }
-        let actions = session.handle(.webSocketMessage(text))
+        let actions = session.handle(.webSocketMessage(text), now: clock.now())
         signaling = session
         perform(actions)
     }
@@ -130,7 +132,7 @@ final class SimulatedSession {
             case .renegotiate(let renegotiation):
                 let answer = reanswer(renegotiation.sdp)
                 guard var session = signaling else { continue }
-                let more = session.handle(.renegotiated(renegotiation, answerSDP: answer))
+                let more = session.handle(.renegotiated(renegotiation, answerSDP: answer), now: clock.now())
                 signaling = session
                 perform(more)
             default:

@@ -1,6 +1,5 @@
 import Foundation
-import Logging
-import SoraSignaling
+import SoraSignalingCore
 import Testing
 
 /// Layer requests over Sora's `rpc` channel: sent once, after the switch, only for methods the
@@ -9,7 +8,7 @@ import Testing
     func session(channels: String, methods: String, layers: LayerPreference) throws -> SignalingSession {
         let text = #"{"type":"offer","sdp":"v=0","connection_id":"BOT","data_channels":"# + channels + #","rpc_methods":"# + methods + "}"
         guard case .offer(let offer) = try IncomingMessage(parsing: text) else { throw CancellationError() }
-        return SignalingSession(offer: offer, layers: layers, logger: Logger(label: "test"))
+        return SignalingSession(offer: offer, layers: layers)
     }
 
     func sentOnRPC(_ actions: [SignalingSession.Action]) -> [[String: Any]] {

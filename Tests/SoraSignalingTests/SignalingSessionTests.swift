@@ -1,7 +1,7 @@
 import Foundation
-import Logging
-import SoraSignaling
+import SoraSignalingCore
 import Testing
+import WireCoding
 
 /// The sans-IO signaling session, driven message by message: no sockets, no Python.
 @Suite struct SignalingSessionTests {
@@ -13,7 +13,7 @@ import Testing
     }
 
     static func session(_ extra: String = "") throws -> SignalingSession {
-        SignalingSession(offer: try offer(extra), logger: Logger(label: "test"))
+        SignalingSession(offer: try offer(extra))
     }
 
     static func bytes(_ text: String) -> [UInt8] { Array(text.utf8) }
@@ -145,5 +145,42 @@ import Testing
         for label in (0..<200).map({ "x\($0)" }) { _ = session.handle(.dataChannelMessage(label: label, isBinary: false, data: [])) }
         #expect(session.counters.unknownLabelMessages == 200 && session.counters.unknownLabels.count == 64)  // the set stays bounded
         #expect(session.ended == nil)
+    }
+}
+
+extension SignalingSession {
+    /// The actions other than log lines, at a fixed time: most of these tests are about neither.
+    mutating func handle(_ input: Input) -> [Action] {
+        handle(input, now: .milliseconds(0)).filter { action in
+            if case .log = action { return false }
+            return true
+        }
+    }
+}
+
+/// The session joins the cores' dialect: time comes with every input, the answer goes out as
+/// an action like every other message, and what is worth logging comes back as actions too.
+@Suite struct SignalingSessionDialectTests {
+    @Test func theAnswerAndCandidatesGoOutAsActions() throws {
+        var session = try SignalingSessionTests.session()
+        let actions = session.handle(.answered(sdp: "v=0", candidates: ["candidate:1 1 udp 1 10.0.0.1 9 typ host"]), now: .milliseconds(5))
+        #expect(SignalingSessionTests.sent(actions).map(\.type) == ["answer", "candidate"])
+        #expect(SignalingSessionTests.sent(actions).allSatisfy { $0.route == .webSocket })
+        #expect(session.lastInputAt == .milliseconds(5) && session.nextDeadline == nil)
+    }
+
+    @Test func whatIsWorthALogLineComesBackAsAnAction() throws {
+        var session = try SignalingSessionTests.session()
+        let actions = session.handle(.webSocketMessage("{not json"), now: .milliseconds(1))
+        guard case .log(let line)? = actions.first else {
+            Issue.record("no log line first: \(actions)")
+            return
+        }
+        #expect(line.level == .warning && line.message == "malformed signaling message ignored" && line.metadata["error"] != nil)
+        #expect(actions.dropFirst().elementsEqual([.store(.malformed("{not json"))]))
+        #expect(session.handle(.webSocketMessage(#"{"type":"push","data":{}}"#), now: .milliseconds(2)).allSatisfy { action in
+            if case .log = action { return false }
+            return true
+        }, "a line is noted once, with its input's actions")
     }
 }

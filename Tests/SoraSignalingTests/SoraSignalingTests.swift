@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import SoraSignaling
+@testable import SoraSignalingCore
 
 @Suite struct DataChannelPayloadTests {
     @Test func compressedMessagesWithSenderHeader() throws {

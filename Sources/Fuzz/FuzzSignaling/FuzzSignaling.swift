@@ -3,7 +3,7 @@
 // sender header, and JSON-RPC replies on the `rpc` channel. No crash; an inflated payload
 // never exceeds its limit.
 import FuzzSupport
-import SoraSignaling
+import SoraSignalingCore
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzSignaling(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import RecBot
-import SoraSignaling
+import SoraSignalingCore
 import Transport
 
 /// `join`'s flags and `RECBOT_*` settings turned into the session's options, checked: every

@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import RecBot
-import SoraSignaling
+import SoraSignalingCore
 import TLSFailure
 
 /// `join`'s TURN flags. Credentials never go on the command line (ps and process titles show

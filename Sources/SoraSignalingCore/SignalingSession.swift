@@ -1,5 +1,5 @@
 import Foundation
-import Logging
+import WireCoding
 
 /// Where a signaling message came from, and so where its reply goes.
 public enum SignalingRoute: Sendable, Equatable {
@@ -75,6 +75,18 @@ public struct SignalingSessionCounters: Sendable, Equatable {
 /// WebSocket and data-channel messages, closes and stop requests go in; messages to send,
 /// renegotiations and stats to prepare, events to store and the end come out. The WebSocket,
 /// the data channels and the catalog belong to the caller.
+/// A line for the caller's log, from the session (which has no logger).
+public struct SignalingLog: Sendable, Equatable {
+    public enum Level: Sendable, Equatable { case info, warning }
+    public var level: Level
+    public var message: String
+    public var metadata: [String: String]
+
+    public init(level: Level, message: String, metadata: [String: String] = [:]) {
+        (self.level, self.message, self.metadata) = (level, message, metadata)
+    }
+}
+
 public struct SignalingSession {
     public enum Input: Sendable {
         case webSocketMessage(String)
@@ -89,8 +101,10 @@ public struct SignalingSession {
         case transportFailed(String)
         /// The answer the caller built for a renegotiation; nil when it could not build one.
         case renegotiated(Renegotiation, answerSDP: String?)
-        /// Counters for a stats request. `timestamp` is Unix milliseconds.
+        /// Counters for a stats request. `timestamp` is Unix milliseconds (Sora's report wants the wall clock).
         case stats(StatsRequest, packetsReceived: Int, timestamp: Int64)
+        /// The caller answered the offer: the answer and the local candidates go to Sora.
+        case answered(sdp: String, candidates: [String])
     }
 
     public enum Action: Sendable, Equatable {
@@ -100,6 +114,8 @@ public struct SignalingSession {
         case addRemoteCandidate(String)
         case store(SignalingRecord)
         case end(SignalingSessionEnd)
+        /// Worth a line in the log (the session has no logger of its own).
+        case log(SignalingLog)
     }
 
     /// The most one data-channel message may inflate to.
@@ -113,19 +129,30 @@ public struct SignalingSession {
     private var ignoreDisconnectWebsocket: Bool
     private var signalingChannelLost: String?
     private let channelSettings: [String: SoraDataChannelSettings]
-    private let logger: Logger
+    /// Log lines noted while handling the current input, handed out with its actions.
+    private var notes: [SignalingLog] = []
+    /// When the last input came. The session keeps no timers (pings and liveness are the
+    /// connection watch's), so it has no deadline of its own.
+    public private(set) var lastInputAt: MonotonicTime?
+    public var nextDeadline: MonotonicTime? { nil }
     /// The layer requests to send on `rpc` once signaling has switched (sent once).
     private var layerRequests: [(id: Int, method: String, body: String)]
 
-    public init(offer: OfferMessage, layers: LayerPreference = LayerPreference(), logger: Logger) {
+    public init(offer: OfferMessage, layers: LayerPreference = LayerPreference()) {
         ignoreDisconnectWebsocket = offer.ignoreDisconnectWebsocket ?? false
         channelSettings = Dictionary(offer.dataChannels.map { ($0.label, $0) }, uniquingKeysWith: { first, _ in first })
         layerRequests = channelSettings["rpc"] == nil ? [] : layers.requests(allowed: offer.rpcMethods)
-        self.logger = logger
     }
 
     /// Once ended, messages still arriving are only stored (nothing is answered or acted on).
-    public mutating func handle(_ input: Input) -> [Action] {
+    public mutating func handle(_ input: Input, now: MonotonicTime) -> [Action] {
+        lastInputAt = now
+        let actions = actions(for: input)
+        defer { notes.removeAll() }
+        return notes.map(Action.log) + actions
+    }
+
+    private mutating func actions(for input: Input) -> [Action] {
         switch input {
         case .webSocketMessage(let text): return webSocketMessage(text)
         case .webSocketClosed(let code): return webSocketClosed(code: code)
@@ -144,7 +171,14 @@ public struct SignalingSession {
             let report = Self.statsReport(packetsReceived: packets, timestamp: timestamp)
             let text = request.reply == .pong ? OutgoingMessage.pong(stats: report) : OutgoingMessage.stats(reports: report)
             return [.send(text, request.route)]
+        case .answered(let sdp, let candidates):
+            guard ended == nil else { return [] }
+            return [.send(OutgoingMessage.answer(sdp: sdp), .webSocket)] + candidates.map { .send(OutgoingMessage.candidate($0), .webSocket) }
         }
+    }
+
+    private mutating func note(_ level: SignalingLog.Level, _ message: String, _ metadata: [String: String] = [:]) {
+        notes.append(SignalingLog(level: level, message: message, metadata: metadata))
     }
 
     /// The goodbye: `disconnect` where Sora still listens (not after its own close).
@@ -178,8 +212,7 @@ public struct SignalingSession {
             // Data-channel signaling took over and Sora said the WebSocket may go; it only
             // ends the session when the signaling channel is gone too.
             if let lost = signalingChannelLost { return end(.connectionLost, "signaling-closed: data channel \(lost)") }
-            logger.info("WebSocket closed after the switch; signaling continues on data channels",
-                        metadata: ["code": "\(code.map(String.init) ?? "-")"])
+            note(.info, "WebSocket closed after the switch; signaling continues on data channels", ["code": code.map(String.init) ?? "-"])
             return []
         }
         if code == 1000 { return end(.serverClosed, "server-closed: 1000") }  // Sora ended it (API disconnect, lifetime)
@@ -198,7 +231,7 @@ public struct SignalingSession {
         let message: IncomingMessage
         do { message = try IncomingMessage(parsing: text) } catch {
             counters.malformedMessages += 1
-            logger.warning("malformed signaling message ignored", metadata: ["error": "\(error)"])
+            note(.warning, "malformed signaling message ignored", ["error": "\(error)"])
             return [.store(.malformed(String(text.prefix(65_536))))]
         }
         guard ended == nil else { return Self.isStored(message) ? [.store(.message(message, label: nil))] : [] }
@@ -212,7 +245,7 @@ public struct SignalingSession {
         case .switched(let ignore, _):
             switched = true
             if let ignore { ignoreDisconnectWebsocket = ignore }
-            logger.info("switched to data-channel signaling", metadata: ["ignore_disconnect_websocket": "\(ignoreDisconnectWebsocket)"])
+            note(.info, "switched to data-channel signaling", ["ignore_disconnect_websocket": "\(ignoreDisconnectWebsocket)"])
             return [.store(.message(message, label: nil))] + sendLayerRequests()
         default:
             logLayerEvent(message)
@@ -224,19 +257,19 @@ public struct SignalingSession {
     /// this holds for senders that join later and overrides Sora's automatic choice).
     private mutating func sendLayerRequests() -> [Action] {
         defer { layerRequests.removeAll() }
-        for request in layerRequests { logger.info("asking for a layer", metadata: ["method": "\(request.method)", "id": "\(request.id)"]) }
+        for request in layerRequests { note(.info, "asking for a layer", ["method": request.method, "id": "\(request.id)"]) }
         return layerRequests.map { .send($0.body, .dataChannel("rpc")) }
     }
 
     /// Simulcast and spotlight changes in the log, beside the catalog's copy.
-    private func logLayerEvent(_ message: IncomingMessage) {
+    private mutating func logLayerEvent(_ message: IncomingMessage) {
         guard case .notify(let type?, let raw) = message, type.hasPrefix("simulcast.") || type.hasPrefix("spotlight.") else { return }
         let object = (try? JSONSerialization.jsonObject(with: Data(raw.utf8))) as? [String: Any]
-        var metadata: Logger.Metadata = ["event": "\(type)"]
+        var metadata = ["event": type]
         for key in ["sender_connection_id", "connection_id", "current_rid", "previous_rid", "request_rid", "trigger"] {
-            if let value = object?[key] as? String { metadata[key] = "\(value.prefix(64))" }
+            if let value = object?[key] as? String { metadata[key] = String(value.prefix(64)) }
         }
-        logger.info("layer event", metadata: metadata)
+        note(.info, "layer event", metadata)
     }
 
     private mutating func dataChannelMessage(label: String, isBinary: Bool, data raw: [UInt8]) -> [Action] {
@@ -245,20 +278,20 @@ public struct SignalingSession {
             decoded = try SoraDataChannelMessage(raw: raw, settings: channelSettings[label], maximumSize: Self.maximumDataChannelMessageBytes)
         } catch {
             counters.undecodableDataChannelMessages += 1
-            logger.warning("data-channel message dropped", metadata: ["label": "\(label)", "error": "\(error)",
-                                                                     "dropped": "\(counters.undecodableDataChannelMessages)"])
+            note(.warning, "data-channel message dropped", ["label": label, "error": "\(error)",
+                                                            "dropped": "\(counters.undecodableDataChannelMessages)"])
             return []
         }
         let verbatim = SignalingRecord.dataChannelMessage(label: label, sender: decoded.senderConnectionID, isBinary: isBinary, data: decoded.data)
         let role = DataChannelRole(label: label)
         if role.isLoggedVerbatim {
             if role == .rpc, let reply = LayerPreference.describeReply(String(decoding: decoded.data, as: UTF8.self)) {
-                logger.info("rpc reply", metadata: ["id": "\(reply.id.map(String.init) ?? "-")", "outcome": "\(reply.outcome)"])
+                note(.info, "rpc reply", ["id": reply.id.map(String.init) ?? "-", "outcome": "\(reply.outcome)"])
             }
             if role == .unknown {
                 counters.unknownLabelMessages += 1
                 if counters.unknownLabels.count < 64, counters.unknownLabels.insert(label).inserted {
-                    logger.warning("message on a data channel Sora does not define; stored, not interpreted", metadata: ["label": "\(label)"])
+                    note(.warning, "message on a data channel Sora does not define; stored, not interpreted", ["label": label])
                 }
             }
             return [.store(verbatim)]
