@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import WireCoding
+import Synchronization
 
 /// The wait before the next join attempt: until the backoff's time, and, when the last
 /// attempt found nothing answering (the network dark, the server restarting), until a cheap
@@ -77,19 +78,26 @@ enum RejoinWait {
 
 /// Whether the wait's two conditions hold: the backoff's time has come, and (when probing)
 /// a signaling address answered.
-private final class ProbeState: @unchecked Sendable {
-    // @unchecked: guarded by `lock`.
-    private let lock = NSLock()
-    private var reachable: Bool
-    private var due = false
+private final class ProbeState: Sendable {
+    private let state: Mutex<(reachable: Bool, due: Bool)>
 
-    init(needsProbe: Bool) { reachable = !needsProbe }
+    init(needsProbe: Bool) { state = Mutex((reachable: !needsProbe, due: false)) }
 
     /// The backoff's time came: true when nothing else is waited for.
-    func deadlinePassed() -> Bool { lock.withLock { due = true; return reachable } }
+    func deadlinePassed() -> Bool {
+        state.withLock { state in
+            state.due = true
+            return state.reachable
+        }
+    }
 
     /// A probe connected: true when the backoff's time has come as well.
-    func reached() -> Bool { lock.withLock { reachable = true; return due } }
+    func reached() -> Bool {
+        state.withLock { state in
+            state.reachable = true
+            return state.due
+        }
+    }
 }
 
 /// A signaling server's host and port, for a reachability probe.

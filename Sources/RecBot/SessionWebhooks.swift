@@ -3,14 +3,14 @@ import DiskLayout
 import Foundation
 import Logging
 import Recorder
+import Synchronization
 import Webhooks
 import WireCoding
 
 /// A session's webhooks: its events go into the outbox through the catalog writer (so a kill
 /// loses none and an unreachable catalog spools them), and a dispatcher beside the session
 /// delivers them; the recording never waits for a receiver.
-final class SessionWebhooks: @unchecked Sendable {
-    // @unchecked: `loop` is set once on start and cancelled on finish, under `lock`.
+final class SessionWebhooks: Sendable {
     private let settings: WebhookSettings
     private let events: SoraEvents
     private let writer: CatalogWriter
@@ -18,20 +18,24 @@ final class SessionWebhooks: @unchecked Sendable {
     private let clock: any TimeSource
     private let dispatcher: WebhookDispatcher
     private let logger: Logger
-    private let lock = NSLock()
-    private var loop: Task<Void, Never>?
-    private var recordingStarted = false
-    private var counted = WebhookTotals()
+    private struct State {
+        /// The delivery task, from `start` until `finish` cancels it.
+        var loop: Task<Void, Never>?
+        var recordingStarted = false
+        var counted = WebhookTotals()
+    }
+
+    private let state = Mutex(State())
 
     /// What the dispatcher did so far, and the queue it last saw.
-    var totals: WebhookTotals { lock.withLock { counted } }
+    var totals: WebhookTotals { state.withLock { $0.counted } }
 
     private func count(_ report: WebhookDispatcher.Report, queued: Int?) {
-        lock.withLock {
-            counted.delivered += report.delivered
-            counted.failedAttempts += report.failedAttempts
-            counted.givenUp += report.givenUp
-            if let queued { counted.queued = queued }
+        state.withLock { state in
+            state.counted.delivered += report.delivered
+            state.counted.failedAttempts += report.failedAttempts
+            state.counted.givenUp += report.givenUp
+            if let queued { state.counted.queued = queued }
         }
     }
 
@@ -58,13 +62,16 @@ final class SessionWebhooks: @unchecked Sendable {
                 }
             }
         }
-        lock.withLock { loop = task }
+        state.withLock { $0.loop = task }
     }
 
     /// After the session's last catalog write: a last delivery of what is due, for at most
     /// `seconds`; what is left stays queued for the next join, repair or `webhooks retry`.
     func finish(seconds: Double) async {
-        let task = lock.withLock { defer { loop = nil }; return loop }
+        let task = state.withLock { state in
+            defer { state.loop = nil }
+            return state.loop
+        }
         task?.cancel()
         _ = await task?.value
         let report = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: Int64(seconds * 1000)))
@@ -85,7 +92,10 @@ final class SessionWebhooks: @unchecked Sendable {
 
     /// Once per session, when its first connection is up.
     func connectionStarted(context: SidecarContext, sessionStartedAt: Int64) {
-        guard lock.withLock({ defer { recordingStarted = true }; return !recordingStarted }) else { return }
+        guard state.withLock({ state in
+            defer { state.recordingStarted = true }
+            return !state.recordingStarted
+        }) else { return }
         emit(events.recordingStarted(context: context, startedAt: sessionStartedAt, now: clock.wallClockMilliseconds()))
     }
 
