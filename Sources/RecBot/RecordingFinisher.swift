@@ -3,61 +3,69 @@ import DiskLayout
 import Foundation
 import Media
 import Recorder
+import Synchronization
 import WireCoding
 
 /// Finishes senders' files (blocking file I/O: never on the event loop nor on Swift's
 /// cooperative threads), catalogs each, and keeps them for the report.
-final class RecordingFinisher: @unchecked Sendable {
+final class RecordingFinisher: Sendable {
+    /// Told as files are finished (on the finishing thread).
+    struct Hooks: Sendable {
+        /// A recorder's finishing ended with these totals.
+        var finished: @Sendable (ObjectIdentifier, RecordingTotals) -> Void = { _, _ in }
+        /// A file is finished and cataloged (its sidecar written, or its failure known).
+        var archive: @Sendable (FinishedRecording, SidecarContext, ArchiveLayout) -> Void = { _, _, _ in }
+        /// A split sender's end marker is written.
+        var splitEnd: @Sendable (FinishedRecording, SidecarContext, ArchiveLayout) -> Void = { _, _, _ in }
+    }
+
+    private struct State {
+        var items: [FinishedRecording] = []
+        /// Senders (and parts) being finished right now.
+        var inFlight: [String: Int] = [:]
+        /// Each split sender's highest finished part, and whether its end marker names it.
+        var lastParts: [String: (part: Int, marked: Bool)] = [:]
+        /// Senders' client and bundle ids, as the notifies tell them (the offer names neither).
+        var participants: (clientIDs: [String: String], bundleIDs: [String: String]) = ([:], [:])
+    }
+
     private let sessionID: String
     private let writer: CatalogWriter
-    private let lock = NSLock()
-    private var items: [FinishedRecording] = []
-    /// Senders (and parts) being finished right now.
-    private var inFlight: [String: Int] = [:]
-    /// Each split sender's highest finished part, and whether its end marker names it.
-    private var lastParts: [String: (part: Int, marked: Bool)] = [:]
+    private let state = Mutex(State())
     private let group = DispatchGroup()
+    private let hooks: Hooks
 
     /// The host the files are cataloged under (`JoinOptions.host`).
     private let host: String
 
     private let clock: any TimeSource
-    /// Senders' client and bundle ids, as the notifies tell them (the offer names neither).
-    private var participants: (clientIDs: [String: String], bundleIDs: [String: String]) = ([:], [:])
 
-    init(sessionID: String, host: String, writer: CatalogWriter, clock: any TimeSource) {
+    init(sessionID: String, host: String, writer: CatalogWriter, clock: any TimeSource, hooks: Hooks = Hooks()) {
         self.clock = clock
+        self.hooks = hooks
         self.sessionID = sessionID
         self.host = host
         self.writer = writer
     }
 
-    var all: [FinishedRecording] { lock.withLock { items } }
+    var all: [FinishedRecording] { state.withLock { $0.items } }
 
     /// A notify named a sender's client or bundle id: its sidecars and the report carry it.
     func noteParticipant(connectionID: String, clientID: String?, bundleID: String?) {
-        lock.withLock {
-            if let clientID { participants.clientIDs[connectionID] = clientID }
-            if let bundleID { participants.bundleIDs[connectionID] = bundleID }
+        state.withLock { state in
+            if let clientID { state.participants.clientIDs[connectionID] = clientID }
+            if let bundleID { state.participants.bundleIDs[connectionID] = bundleID }
         }
     }
 
     /// `context` with the participants' ids known so far (the context's own win).
     func withParticipants(_ context: SidecarContext) -> SidecarContext {
         var context = context
-        let known = lock.withLock { participants }
+        let known = state.withLock { $0.participants }
         context.clientIDs.merge(known.clientIDs) { own, _ in own }
         context.bundleIDs.merge(known.bundleIDs) { own, _ in own }
         return context
     }
-
-    /// A recorder's finishing ended with these totals (called on the finishing thread). Set
-    /// before the first recorder is finished.
-    var onFinished: (@Sendable (ObjectIdentifier, RecordingTotals) -> Void)?
-    /// A file is finished and cataloged (its sidecar written, or its failure known); a split
-    /// sender's end marker is written. For the webhooks; set before the first recorder is finished.
-    var onArchive: (@Sendable (FinishedRecording, SidecarContext, ArchiveLayout) -> Void)?
-    var onSplitEnd: (@Sendable (FinishedRecording, SidecarContext, ArchiveLayout) -> Void)?
 
     /// `isLastPart`: the sender's recording ends here (it left, or the session ended); a split
     /// sender then gets its end marker. A part retired by a codec change is not the last.
@@ -65,26 +73,26 @@ final class RecordingFinisher: @unchecked Sendable {
         let context = withParticipants(context)
         group.enter()
         let name = recorder.connectionID
-        lock.withLock { inFlight[name, default: 0] += 1 }
+        state.withLock { $0.inFlight[name, default: 0] += 1 }
         DispatchQueue.global().async { [self] in
             defer {
-                lock.withLock {
-                    inFlight[name, default: 1] -= 1
-                    if inFlight[name] == 0 { inFlight[name] = nil }
+                state.withLock { state in
+                    state.inFlight[name, default: 1] -= 1
+                    if state.inFlight[name] == 0 { state.inFlight[name] = nil }
                 }
                 group.leave()
             }
             let finished = recorder.finish(stoppedAtMilliseconds: clock.wallClockMilliseconds(), now: clock.now(),
                                            context: context, reception: counts)
             // Before the group is left: whoever waits for the finishing then sees these totals.
-            onFinished?(ObjectIdentifier(recorder), RecordingTotals(recorder))
+            hooks.finished(ObjectIdentifier(recorder), RecordingTotals(recorder))
             guard let done = finished else { return }
-            lock.withLock {
-                items.append(done)
-                if done.part > 0, done.part >= lastParts[name]?.part ?? 0 { lastParts[name] = (done.part, false) }
+            state.withLock { state in
+                state.items.append(done)
+                if done.part > 0, done.part >= state.lastParts[name]?.part ?? 0 { state.lastParts[name] = (done.part, false) }
             }
             catalog(done, sender: recorder.connectionID, layout: recorder.layout, counts: counts)
-            onArchive?(done, context, recorder.layout)
+            hooks.archive(done, context, recorder.layout)
             if isLastPart && done.part > 0 { writeSplitEnd(done, layout: recorder.layout, context: context) }
         }
     }
@@ -93,7 +101,7 @@ final class RecordingFinisher: @unchecked Sendable {
     /// not come back after the rejoin) get the end marker naming that part.
     func writeMissingSplitEnds(layout: ArchiveLayout, context: SidecarContext) {
         let context = withParticipants(context)
-        let unmarked = lock.withLock { lastParts.filter { !$0.value.marked } }
+        let unmarked = state.withLock { $0.lastParts.filter { !$0.value.marked } }
         for (sender, last) in unmarked.sorted(by: { $0.key < $1.key }) {
             guard let done = all.last(where: { $0.connectionID == sender && $0.part == last.part }) else { continue }
             writeSplitEnd(done, layout: layout, context: context)
@@ -102,15 +110,17 @@ final class RecordingFinisher: @unchecked Sendable {
 
     /// `split-archive-end-<id>.json` names the sender's last part (after its media and sidecar).
     private func writeSplitEnd(_ done: FinishedRecording, layout: ArchiveLayout, context: SidecarContext) {
-        lock.withLock { if lastParts[done.connectionID]?.part == done.part { lastParts[done.connectionID]?.marked = true } }
+        state.withLock { state in
+            if state.lastParts[done.connectionID]?.part == done.part { state.lastParts[done.connectionID]?.marked = true }
+        }
         do {
             try ArchiveLayout.writeJSON(Sidecar.splitEnd(connectionID: done.connectionID, lastPart: done.part, context: context),
                                         to: layout.path(of: layout.splitEndFilename(connectionID: done.connectionID)))
-            onSplitEnd?(done, context, layout)
+            hooks.splitEnd(done, context, layout)
         } catch {
-            lock.withLock {
-                if let index = items.lastIndex(where: { $0.connectionID == done.connectionID && $0.part == done.part }) {
-                    items[index].error = "split end marker: \(error)"
+            state.withLock { state in
+                if let index = state.items.lastIndex(where: { $0.connectionID == done.connectionID && $0.part == done.part }) {
+                    state.items[index].error = "split end marker: \(error)"
                 }
             }
         }
@@ -129,7 +139,7 @@ final class RecordingFinisher: @unchecked Sendable {
                 continuation.resume()
             }.start()
         }
-        return lock.withLock { inFlight.keys.sorted() }
+        return state.withLock { $0.inFlight.keys.sorted() }
     }
 
     private func catalog(_ done: FinishedRecording, sender: String, layout: ArchiveLayout, counts: ReceiveCounters) {

@@ -53,11 +53,7 @@ final class SessionMedia: @unchecked Sendable {
         let layout = options.dataDirectory.layout(session: session.id)
         let (host, clock) = (options.host, session.clock)
         self.layout = layout
-        finisher = RecordingFinisher(sessionID: session.id, host: options.host, writer: writer, clock: session.clock)
         eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, clock: session.clock, limits: options.eventLimits)
-        eventLog.onParticipant = { [finisher] record in
-            finisher.noteParticipant(connectionID: record.connectionID, clientID: record.clientID, bundleID: record.bundleID)
-        }
         interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
         capture = options.capturePath.flatMap { path in
             do {
@@ -96,12 +92,17 @@ final class SessionMedia: @unchecked Sendable {
             writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
                                                              firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))
         }
-        // The set's books are kept on the loop: a finished recorder's final totals go there.
+        // The recordings' books are kept on the loop: a finished recorder's final totals go there.
         let recordings = LoopConfined(self.recordings, eventLoop: loop)
-        finisher.onFinished = { recorder, totals in loop.execute(confined: recordings) { $0.value.finished(recorder, totals: totals) } }
+        var finished = RecordingFinisher.Hooks()
+        finished.finished = { recorder, totals in loop.execute(confined: recordings) { $0.value.finished(recorder, totals: totals) } }
         if let webhooks = session.webhooks {
-            finisher.onArchive = { done, context, layout in webhooks.archiveFinished(done, context: context, layout: layout) }
-            finisher.onSplitEnd = { done, context, layout in webhooks.splitArchiveEnd(done, context: context, layout: layout) }
+            finished.archive = { done, context, layout in webhooks.archiveFinished(done, context: context, layout: layout) }
+            finished.splitEnd = { done, context, layout in webhooks.splitArchiveEnd(done, context: context, layout: layout) }
+        }
+        finisher = RecordingFinisher(sessionID: session.id, host: options.host, writer: writer, clock: session.clock, hooks: finished)
+        eventLog.onParticipant = { [finisher] record in
+            finisher.noteParticipant(connectionID: record.connectionID, clientID: record.clientID, bundleID: record.bundleID)
         }
     }
 
