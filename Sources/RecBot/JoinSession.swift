@@ -10,41 +10,46 @@ import PeerConnection
 import Recorder
 import SDP
 import SoraSignalingCore
+import Synchronization
 import Transport
 import WireCoding
 
 /// One `recbot join`: signaling, transport, recording and catalog from start to finalize.
 /// The decisions live in sans-IO cores (`SignalingSession`, the peer connection and media
 /// cores, `Recordings`); this type wires them to sockets, timers, files and the catalog.
-public final class JoinSession: @unchecked Sendable {
+public final class JoinSession: Sendable {
     public let options: JoinOptions
     private let logger: Logger
-    private let stateLock = NSLock()
-    /// The connection recording now (nil while signaling, or rejoining).
-    private var live: MediaPath?
-    /// What the session's connections share; set once the catalog row exists.
-    private var media: SessionMedia?
-    private var phase = SessionPhase.starting
-    private var writer: CatalogWriter?
-    private var finalTotals: SessionTotals?
-    /// The session's webhooks, while it has them (for the metrics).
-    private var webhooks: SessionWebhooks?
+    /// What the status, the metrics and a stop read from other threads.
+    private struct State {
+        /// The connection recording now (nil while signaling, or rejoining).
+        var live: MediaPath?
+        /// What the session's connections share; set once the catalog row exists.
+        var media: SessionMedia?
+        var phase = SessionPhase.starting
+        var writer: CatalogWriter?
+        var finalTotals: SessionTotals?
+        /// The session's webhooks, while it has them (for the metrics).
+        var webhooks: SessionWebhooks?
+        /// Everything that reaches the current connection while it records; a stop jumps the
+        /// queue. Each connection has its own, so nothing of an old one leaks into the next.
+        var inbox: SessionInbox
+        /// Messages the inboxes of ended connections dropped.
+        var inboxDroppedBefore = SessionInbox.Dropped()
+    }
+
+    private let state: Mutex<State>
     private let clock: any TimeSource
     /// When the process began the session, on both clocks (status and metrics).
     private let started: (time: MonotonicTime, wallClockMilliseconds: Int64)
     private let stopRequest = StopRequest()
-    /// Everything that reaches the current connection while it records; a stop jumps the
-    /// queue. Each connection has its own, so nothing of an old one leaks into the next.
-    private var inbox: SessionInbox
-    /// Messages the inboxes of ended connections dropped.
-    private var inboxDroppedBefore = SessionInbox.Dropped()
 
     public init(options: JoinOptions, logger: Logger) {
         self.options = options
         self.logger = logger
         clock = options.clock
         started = (clock.now(), clock.wallClockMilliseconds())
-        inbox = Self.makeInbox(logger: logger)
+        state = Mutex(State(inbox: Self.makeInbox(logger: logger)))
     }
 
     private var uptimeSeconds: Double { Double(clock.now().nanoseconds - started.time.nanoseconds) / 1e9 }
@@ -55,7 +60,7 @@ public final class JoinSession: @unchecked Sendable {
 
     /// Current senders and counters (safe from any thread).
     public func snapshot() async -> JoinStatus {
-        let (live, phase, media) = stateLock.withLock { (self.live, self.phase, self.media) }
+        let (live, phase, media) = state.withLock { ($0.live, $0.phase, $0.media) }
         var senders: [JoinStatus.Sender] = []
         if let live {
             let (recordings, core) = (live.media.recordings, live.core)
@@ -82,7 +87,7 @@ public final class JoinSession: @unchecked Sendable {
     /// Totals for metrics (safe from any thread; the counters are read on the transport's loop).
     /// Counters of connections that ended are added in, so they only grow across rejoins.
     public func totals() async -> SessionTotals {
-        let (live, phase, writer, final, media) = stateLock.withLock { (self.live, self.phase, self.writer, self.finalTotals, self.media) }
+        let (live, phase, writer, final, media) = state.withLock { ($0.live, $0.phase, $0.writer, $0.finalTotals, $0.media) }
         if let final { return final }
         var totals = SessionTotals(phase: phase, startedAtUnixSeconds: Double(started.wallClockMilliseconds) / 1_000, uptimeSeconds: uptimeSeconds)
         if let media {
@@ -113,11 +118,11 @@ public final class JoinSession: @unchecked Sendable {
             }.get()
             if let sample { totals = sample }
         }
-        let (inbox, droppedBefore) = stateLock.withLock { (self.inbox, self.inboxDroppedBefore) }
+        let (inbox, droppedBefore) = state.withLock { ($0.inbox, $0.inboxDroppedBefore) }
         totals.inboxDepth = inbox.depth
         totals.signalingMessagesDropped = droppedBefore.messages + inbox.dropped.messages
         if let writer { Self.sampleCatalog(writer, into: &totals) }
-        if let webhooks = stateLock.withLock({ self.webhooks }) { totals.webhooks = webhooks.totals }
+        if let webhooks = state.withLock({ $0.webhooks }) { totals.webhooks = webhooks.totals }
         totals.writeQueueBytes = WriteBudget.shared.reservedBytes
         return totals
     }
@@ -128,15 +133,15 @@ public final class JoinSession: @unchecked Sendable {
         totals.catalogWritesDropped = writer.dropped
     }
 
-    func setPhase(_ phase: SessionPhase) { stateLock.withLock { self.phase = phase } }
+    func setPhase(_ phase: SessionPhase) { state.withLock { $0.phase = phase } }
 
-    func setLive(_ path: MediaPath?) { stateLock.withLock { live = path } }
+    func setLive(_ path: MediaPath?) { state.withLock { $0.live = path } }
 
     /// Ends the session from outside (signals); `reason` goes into the catalog. It travels on
     /// the control path: never dropped, never behind queued messages.
     public func stop(reason: String) {
         stopRequest.request(reason)
-        stateLock.withLock { inbox }.post(control: .stop(reason: reason))
+        state.withLock { $0.inbox }.post(control: .stop(reason: reason))
     }
 
     public func run() async -> JoinOutcome {
@@ -150,7 +155,7 @@ public final class JoinSession: @unchecked Sendable {
         let startedAt = clock.wallClockMilliseconds()
         let sessionID = ULID.generate(now: UInt64(startedAt)).string
         let writer = CatalogWriter(catalog: catalog, spoolPath: options.dataDirectory.spoolPath(session: sessionID), clock: clock, logger: logger)
-        stateLock.withLock { self.writer = writer }
+        state.withLock { $0.writer = writer }
         do {
             var record = SessionRecord(
                 id: sessionID, channelID: options.connect.channelID, startedAt: startedAt, clientID: options.connect.clientID,
@@ -170,12 +175,12 @@ public final class JoinSession: @unchecked Sendable {
             SessionWebhooks(settings: $0, host: options.host, version: options.recbotVersion, writer: writer, catalog: catalog, clock: clock, logger: logger)
         }
         webhooks?.start()
-        stateLock.withLock { self.webhooks = webhooks }
+        state.withLock { $0.webhooks = webhooks }
         let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: clock.now(), writer: writer, logger: logger, clock: clock,
                                  webhooks: webhooks)
         var ending = await record(start)
         stopRequest.close()
-        stateLock.withLock { inbox }.close()
+        state.withLock { $0.inbox }.close()
         if !writer.drain(timeoutSeconds: options.finalizeTimeoutSeconds) {
             logger.error("catalog writes did not finish in time; the session stays open for `recbot repair`",
                          metadata: ["seconds": "\(options.finalizeTimeoutSeconds)"])
@@ -193,11 +198,17 @@ public final class JoinSession: @unchecked Sendable {
         writer.submit(.endSession(id: sessionID, endedAt: clock.wallClockMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
         let drained = writer.finish(timeoutSeconds: options.finalizeTimeoutSeconds)
         await webhooks?.finish(seconds: JoinSession.webhookFlushSeconds)
-        if let webhooks { stateLock.withLock { finalTotals?.webhooks = webhooks.totals } }
+        if let webhooks {
+            let totals = webhooks.totals
+            state.withLock { $0.finalTotals?.webhooks = totals }
+        }
         // The last totals were taken before these last writes: the catalog's part of them is
         // what the writer holds now (what waits in the spool for `recbot repair`).
-        stateLock.withLock {
-            if var final = finalTotals { Self.sampleCatalog(writer, into: &final); finalTotals = final }
+        state.withLock { state in
+            if var final = state.finalTotals {
+                Self.sampleCatalog(writer, into: &final)
+                state.finalTotals = final
+            }
         }
         if !drained || (writer.error != nil && ending.result == .success) {
             logger.error("cannot end the session in the catalog", metadata: ["error": "\(writer.error.map { "\($0)" } ?? "timed out")"])
@@ -239,7 +250,7 @@ public final class JoinSession: @unchecked Sendable {
         var loops = group.makeIterator()
         guard let mediaLoop = loops.next(), let signalingLoop = loops.next() else { preconditionFailure("a group of two loops") }
         let media = SessionMedia(session: session, options: options, loop: mediaLoop, signalingLoop: signalingLoop)
-        stateLock.withLock { self.media = media }
+        state.withLock { $0.media = media }
         let clock = session.clock
         let timer = options.durationMilliseconds.map { duration in
             Task { [weak self] in
@@ -273,14 +284,14 @@ public final class JoinSession: @unchecked Sendable {
         final.counters.messagesDropped = Int64(dropped.messages)
         // The last totals, while the loop still runs: metrics read them after the end.
         let totals = await totals()
-        stateLock.withLock { finalTotals = totals }
+        state.withLock { $0.finalTotals = totals }
         return final
     }
 
     /// One connection, with its own inbox.
     private func connect(_ session: SessionStart, media: SessionMedia, rejoin: Bool = false) async -> SessionConnection.Outcome {
         let inbox = Self.makeInbox(logger: session.logger)
-        stateLock.withLock { self.inbox = inbox }
+        state.withLock { $0.inbox = inbox }
         if let reason = stopRequest.requested { inbox.post(control: .stop(reason: reason)) }  // a stop that came in between
         let (interruptions, clock) = (media.interruptions, clock)
         let outcome = await SessionConnection(session: session, options: options, media: media, stopRequest: stopRequest, inbox: inbox, host: self,
@@ -288,7 +299,11 @@ public final class JoinSession: @unchecked Sendable {
             .run(onRecording: { connectionID, now in interruptions.recovered(connectionID: connectionID, now: now, wallClock: clock.wallClockMilliseconds()) },
                  onFirstFrame: { interruptions.firstFrame(at: $0) })
         interruptions.connectionEnded()
-        stateLock.withLock { inboxDroppedBefore.messages += inbox.dropped.messages; inboxDroppedBefore.bytes += inbox.dropped.bytes }
+        let dropped = inbox.dropped
+        state.withLock { state in
+            state.inboxDroppedBefore.messages += dropped.messages
+            state.inboxDroppedBefore.bytes += dropped.bytes
+        }
         return outcome
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Synchronization
 import WireCoding
 
 /// `recbot join --capture-rtp FILE`: every RTP and RTCP packet as recbot had it after SRTP,
@@ -9,18 +10,30 @@ import WireCoding
 /// media core on a simulated clock. A debugging aid, off by default, bounded in size.
 ///
 /// Written by hand: pcap is 40 lines of format, and no package here writes it.
-final class PacketCapture: @unchecked Sendable {
-    // @unchecked: `buffer`, `bytes` and `full` are touched only on the transport's event loop
-    // (`record`); the file handles only on `queue`.
+final class PacketCapture: Sendable {
+    /// What waits to be written, how much was, and whether the limit was reached. Recorded on
+    /// the transport's loop; the lock is uncontended (the close comes after the loop's last use).
+    private struct Pending {
+        var buffer: [UInt8] = PcapFormat.fileHeader()
+        var bytes = 0
+        var full = false
+
+        /// The buffer's bytes, handed to the writer.
+        mutating func take() -> [UInt8] {
+            defer { buffer.removeAll(keepingCapacity: true) }
+            bytes += buffer.count
+            return buffer
+        }
+    }
+
+    /// The file handles are used only on `queue`.
     private let queue = DispatchQueue(label: "recbot.capture")
     private let packets: FileHandle
     private let offers: FileHandle
     private let logger: Logger
     private let wallStart: Int64
     private let monotonicStart: MonotonicTime
-    private var buffer: [UInt8] = []
-    private var bytes = 0
-    private var full = false
+    private let pending = Mutex(Pending())
 
     /// The capture stops growing here (a debugging run left on must not fill the disk).
     static let maximumBytes = 512 << 20
@@ -36,19 +49,22 @@ final class PacketCapture: @unchecked Sendable {
         offers = try FileHandle(forWritingTo: URL(fileURLWithPath: path + ".offers.jsonl"))
         self.logger = logger
         (wallStart, monotonicStart) = (clock.wallClockMilliseconds(), clock.now())
-        buffer = PcapFormat.fileHeader()
     }
 
     /// One decrypted RTP or RTCP packet (on the transport's event loop).
     func record(_ datagram: [UInt8], at time: MonotonicTime) {
-        guard !full else { return }
         let nanoseconds = wallStart &* 1_000_000 &+ (time.nanoseconds &- monotonicStart.nanoseconds)
-        PcapFormat.appendRecord(datagram, nanoseconds: nanoseconds, to: &buffer)
-        if bytes + buffer.count > Self.maximumBytes {
-            full = true
+        let (chunk, reachedLimit) = pending.withLock { pending -> ([UInt8]?, Bool) in
+            guard !pending.full else { return (nil, false) }
+            PcapFormat.appendRecord(datagram, nanoseconds: nanoseconds, to: &pending.buffer)
+            let reachedLimit = pending.bytes + pending.buffer.count > Self.maximumBytes
+            if reachedLimit { pending.full = true }
+            return (pending.buffer.count >= Self.flushBytes || reachedLimit ? pending.take() : nil, reachedLimit)
+        }
+        if reachedLimit {
             logger.warning("capture: size limit reached; later packets are not captured", metadata: ["bytes": "\(Self.maximumBytes)"])
         }
-        if buffer.count >= Self.flushBytes || full { flush() }
+        if let chunk { write(chunk) }
     }
 
     /// An offer (or re-offer) the session answered, so a replay knows the tracks.
@@ -60,16 +76,13 @@ final class PacketCapture: @unchecked Sendable {
         queue.async { [offers] in try? offers.write(contentsOf: data) }
     }
 
-    private func flush() {
-        let chunk = buffer
-        bytes += chunk.count
-        buffer.removeAll(keepingCapacity: true)
+    private func write(_ chunk: [UInt8]) {
         queue.async { [packets] in try? packets.write(contentsOf: chunk) }
     }
 
     /// Writes what is buffered and closes both files (waits for the writes).
     func close() {
-        flush()
+        write(pending.withLock { $0.take() })
         queue.sync {
             try? packets.close()
             try? offers.close()
