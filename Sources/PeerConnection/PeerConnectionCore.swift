@@ -105,7 +105,7 @@ public final class PeerConnectionCore {
     var lastNow = MonotonicTime(nanoseconds: 0)
 
     public init(ice: ICEAgent, dtls: DTLSEndpoint, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil,
-                relays: [RelayServer] = [], random: @escaping () -> UInt64 = { UInt64.random(in: .min ... .max) }) {
+                relays: [RelayServer] = [], random: @escaping () -> UInt64) {
         self.ice = ice
         self.dtls = dtls
         self.dataChannels = dataChannels

@@ -60,12 +60,11 @@ final class InterruptionLog: Sendable {
     private let writer: CatalogWriter
     private let logger: Logger
 
-    init(sessionID: String, settings: RejoinSchedule.Settings, writer: CatalogWriter, logger: Logger,
-         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+    init(sessionID: String, settings: RejoinSchedule.Settings, writer: CatalogWriter, logger: Logger, random: any RandomSource) {
         self.sessionID = sessionID
         self.writer = writer
         self.logger = logger
-        book = Mutex(Book(schedule: RejoinSchedule(settings: settings, random: random)))
+        book = Mutex(Book(schedule: RejoinSchedule(settings: settings, random: { random.unitInterval() })))
     }
 
     /// The recording connection failed (a cause rejoining may cure): an outage begins, or the

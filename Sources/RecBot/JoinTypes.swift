@@ -98,6 +98,8 @@ public typealias CatalogOpener = @Sendable (Logger) throws -> any CatalogStore
 public struct JoinOptions: Sendable {
     /// Where the session's time comes from (tests give a simulated one).
     public var clock: any TimeSource = SystemTimeSource()
+    /// Where the session's randomness comes from (injected like the clock).
+    public var random: any RandomSource = SystemRandom()
     public var urls: [String]
     public var connect: ConnectOptions
     public var durationMilliseconds: Int64?

@@ -100,7 +100,6 @@ final class MediaPath: @unchecked Sendable {
         do {
             transport = try await UDPTransport.bind(addresses: hosts, on: media.loop, clock: session.clock, logger: logger)
             let sdp = try SessionDescription(parsing: start.offer.sdp)
-            var generator = SystemRandomNumberGenerator()
             // The media core NACKs gaps (RTX or plain retransmission) and asks for keyframes
             // with PLI, or FIR where only that is offered.
             var capabilities = ReceiverCapabilities()
@@ -109,7 +108,7 @@ final class MediaPath: @unchecked Sendable {
             negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
                                                   capabilities: capabilities, recovery: options.recovery,
                                                   relays: plan.servers, relayOnly: plan.relayOnly,
-                                                  random: { UInt64.random(in: .min ... .max, using: &generator) })
+                                                  random: { [random = options.random] in random.next() })
         } catch {
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
             connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))

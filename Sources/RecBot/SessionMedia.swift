@@ -54,7 +54,8 @@ final class SessionMedia: @unchecked Sendable {
         let (host, clock) = (options.host, session.clock)
         self.layout = layout
         eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, clock: session.clock, limits: options.eventLimits)
-        interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger)
+        interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger,
+                                        random: options.random)
         capture = options.capturePath.flatMap { path in
             do {
                 return try PacketCapture(path: path, clock: session.clock, logger: session.logger)
@@ -87,7 +88,7 @@ final class SessionMedia: @unchecked Sendable {
         }
         recordings = Recordings(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
                                 interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
-                                split: options.split, clock: session.clock, hooks: hooks)
+                                split: options.split, clock: session.clock, random: options.random, hooks: hooks)
         recorderStarted = { recorder in
             writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
                                                              firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))

@@ -1,6 +1,7 @@
 import Foundation
 import WebM
 import WebMReader
+import WireCoding
 
 /// What rewriting one file found and wrote.
 public struct RepairedFile: Sendable, Equatable {
@@ -47,11 +48,12 @@ public enum RepairError: Error, Sendable, CustomStringConvertible {
 /// file is written beside the old one and renamed over it only once complete, so a repair
 /// that is itself interrupted loses nothing.
 public enum FileRepair {
-    public static func repair(path: String) throws(RepairError) -> RepairedFile {
+    /// `random`: the rewritten file's segment UID.
+    public static func repair(path: String, random: any RandomSource) throws(RepairError) -> RepairedFile {
         let temporary = path + ".repair"
         try? FileManager.default.removeItem(atPath: temporary)
         do {
-            return try rewrite(path, through: temporary)
+            return try rewrite(path, through: temporary, segmentUID: random.bytes(16))
         } catch {
             // A disk that filled leaves a partial new file: it goes, the old one stays.
             try? FileManager.default.removeItem(atPath: temporary)
@@ -59,8 +61,8 @@ public enum FileRepair {
         }
     }
 
-    private static func rewrite(_ path: String, through temporary: String) throws(RepairError) -> RepairedFile {
-        let rewriter = Rewriter(temporary: temporary)
+    private static func rewrite(_ path: String, through temporary: String, segmentUID: [UInt8]) throws(RepairError) -> RepairedFile {
+        let rewriter = Rewriter(temporary: temporary, segmentUID: segmentUID)
         let parsed = WebMReader.read(path: path, onTrack: { rewriter.add($0) }, onFrame: { rewriter.write($0) })
         if parsed.isParseError && rewriter.result.videoFrames + rewriter.result.audioFrames == 0 {
             try? FileManager.default.removeItem(atPath: temporary)
@@ -92,7 +94,9 @@ private final class Rewriter {
     private var pending: [WebMWrite] = []
     private var failure: RepairError?
 
-    init(temporary: String) { self.temporary = temporary }
+    private let segmentUID: [UInt8]
+
+    init(temporary: String, segmentUID: [UInt8]) { (self.temporary, self.segmentUID) = (temporary, segmentUID) }
 
     func add(_ track: WebMParsedFile.Track) {
         if track.type == 1, track.number == 1, let codec = WebMVideoCodec(codecID: track.codecID) {
@@ -135,10 +139,8 @@ private final class Rewriter {
     }
 
     private func open() {
-        var uid = [UInt8](repeating: 0, count: 16)
-        for index in uid.indices { uid[index] = UInt8.random(in: 0...255) }
         do {
-            muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: uid))
+            muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(video: video, audio: audio, segmentUID: segmentUID))
         } catch {
             failure = .unreadable(temporary, reason: "its tracks cannot be written again: \(error)")
             return

@@ -4,6 +4,7 @@ import Foundation
 import Media
 import Recorder
 import WebM
+import WireCoding
 
 /// What `recbot repair` did with one session.
 public struct SessionRepairOutcome: Sendable {
@@ -40,8 +41,12 @@ public struct SessionRepair {
     public let storageHost: String
     public let isProcessAlive: (Int) -> Bool
 
-    public init(catalog: any CatalogStore, dataDirectory: DataDirectory, hostname: String = ProcessInfo.processInfo.hostName,
+    /// Segment UIDs of rewritten files.
+    public let random: any RandomSource
+
+    public init(catalog: any CatalogStore, dataDirectory: DataDirectory, random: any RandomSource, hostname: String = ProcessInfo.processInfo.hostName,
                 storageHost: String? = nil, isProcessAlive: @escaping (Int) -> Bool = SessionRepair.processExists) {
+        self.random = random
         self.catalog = catalog
         self.dataDirectory = dataDirectory
         self.hostname = hostname
@@ -133,7 +138,7 @@ public struct SessionRepair {
             return .init(path: row.path, error: row.error)
         }
         do {
-            let file = try FileRepair.repair(path: path)
+            let file = try FileRepair.repair(path: path, random: random)
             row.status = .repaired
             row.bytes = Int64(clamping: file.size)
             row.videoFrames = Int64(file.videoFrames)

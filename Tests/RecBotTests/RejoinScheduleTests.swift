@@ -174,7 +174,7 @@ struct RejoinScheduleTests {
         try catalog.insertSession(SessionRecord(id: "01JD0000000000000000000077", channelID: "c", startedAt: 0))
         let writer = CatalogWriter(catalog: catalog, clock: ManualTimeSource(wallClockMilliseconds: 0), logger: Logger(label: "test"))
         return (InterruptionLog(sessionID: "01JD0000000000000000000077", settings: .init(), writer: writer, logger: Logger(label: "test"),
-                                random: { 0 }), catalog)
+                                random: NoJitter()), catalog)
     }
 
     func at(_ seconds: Double) -> MonotonicTime { MonotonicTime(nanoseconds: Int64(seconds * 1e9)) }
@@ -202,4 +202,9 @@ struct RejoinScheduleTests {
         #expect(row.startedAt == 28_500 && row.endedAt == 33_000 && row.attempts == 1 && row.connectionID == "NEW")
         #expect(row.cause.contains("; then transport:"), "\(row.cause)")
     }
+}
+
+/// Randomness that is always 0: backoffs without jitter.
+private struct NoJitter: RandomSource {
+    func next() -> UInt64 { 0 }
 }

@@ -16,7 +16,7 @@ final class RecordingsProbe {
 
     init(archive: ArchiveLayout, split: SplitPolicy? = nil) {
         recordings = Recordings(archive: archive, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0),
-                                interleaveNanoseconds: 400_000_000, split: split, clock: SystemTimeSource())
+                                interleaveNanoseconds: 400_000_000, split: split, clock: SystemTimeSource(), random: SeededRandom(seed: 5))
     }
 
     var recorders: [String: SenderRecorder] { recordings.recorders }

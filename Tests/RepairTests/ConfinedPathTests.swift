@@ -5,6 +5,7 @@ import Recorder
 import Testing
 import WebM
 @testable import Repair
+import WireCoding
 
 /// A shared catalog names the files repair rewrites, renames and deletes: a row naming anything
 /// but its own sender's file in its own session's directory is refused, and nothing is touched
@@ -43,7 +44,7 @@ struct ConfinedPathTests {
         try catalog.insertSession(SessionRecord(id: session, channelID: "c", startedAt: 1_000, hostname: "here"))
         try catalog.insertRecording(RecordingRecord(sessionID: session, connectionID: "S1", path: "recordings/\(session)/../../precious.webm",
                                                     videoCodec: "VP8", audioCodec: nil, startedAt: 1_000))
-        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), hostname: "here")
+        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), random: SeededRandom(seed: 1), hostname: "here")
         let outcome = try repair.repair(try #require(try catalog.session(id: session)), force: true)
         #expect(outcome.files.first?.error?.contains("names no file recbot writes") == true)
         #expect(try Data(contentsOf: URL(fileURLWithPath: outside)) == precious, "untouched")
@@ -72,7 +73,7 @@ struct RepairResilienceTests {
         }
         // A directory where the report goes: its rename fails.
         try FileManager.default.createDirectory(atPath: root + "/recordings/\(bad)/report-\(bad).json/x", withIntermediateDirectories: true)
-        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), hostname: "here")
+        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), random: SeededRandom(seed: 1), hostname: "here")
         let failed = try repair.repair(try #require(try catalog.session(id: bad)), force: true)
         #expect(failed.action == .failed && failed.detail?.contains("not written") == true, "\(failed)")
         let repaired = try repair.repair(try #require(try catalog.session(id: good)), force: true)
@@ -113,7 +114,7 @@ struct RepairedPartsTileTests {
             try catalog.insertRecording(RecordingRecord(sessionID: session, connectionID: "S1", part: part, path: "recordings/\(session)/\(name)",
                                                         videoCodec: "VP8", audioCodec: "OPUS", startedAt: start))
         }
-        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), hostname: "here")
+        let repair = SessionRepair(catalog: catalog, dataDirectory: DataDirectory(path: root), random: SeededRandom(seed: 1), hostname: "here")
         let outcome = try repair.repair(try #require(try catalog.session(id: session)), force: true)
         #expect(outcome.action == .repaired && outcome.files.allSatisfy { $0.error == nil }, "\(outcome)")
         func json(_ name: String) throws -> [String: Any] {

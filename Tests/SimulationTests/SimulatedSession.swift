@@ -62,10 +62,9 @@ final class SimulatedSession {
         server = try LoadGenerator(plan: options.plan, clip: clip, certificate: try DTLSCertificate(),
                                    candidateAddress: "10.0.0.2", candidatePort: Self.serverAddress.port,
                                    transportAddress: { $0 == Self.recbotPeer ? Self.recbotAddress : nil })
-        var uids = SplitMix64(seed: options.seed &+ 1)
         recordings = Recordings(archive: layout, recordingStartMilliseconds: clock.wallClockMilliseconds(), recordingStartTime: clock.now(),
                                 interleaveNanoseconds: RecoveryPolicy().maximumRecoveryDelayNanoseconds + 400_000_000,
-                                split: options.split, clock: clock, random: { uids.next() })
+                                split: options.split, clock: clock, random: SeededRandom(seed: options.seed &+ 1))
         context = SidecarContext(recordingID: recordingID, channelID: options.plan.channelID ?? "sim", soraSessionID: nil,
                                  botConnectionID: nil, recbotVersion: "simulated")
     }

@@ -20,7 +20,8 @@ func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnection
     let ice = ICEAgent(configuration: configuration, hosts: [local], random: { generator.next() })
     _ = ice.handle(remoteCandidate: ICECandidate(foundation: "1", priority: 2_130_706_431, address: "127.0.0.1", port: 50_000, kind: .host), now: .milliseconds(0))
     let fingerprint = DTLSFingerprint(algorithm: "sha-256", bytes: Array(repeating: 7, count: 32))!
-    return PeerConnectionCore(ice: ice, dtls: try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [fingerprint]))
+    return PeerConnectionCore(ice: ice, dtls: try DTLSEndpoint(certificate: try DTLSCertificate(), expectedFingerprints: [fingerprint]),
+                              random: { generator.next() })
 }
 
 @Suite struct PeerConnectionCoreTests {

@@ -5,6 +5,7 @@ import FuzzSupport
 import Foundation
 import Repair
 import WebMReader
+import WireCoding
 
 let directory = FileManager.default.temporaryDirectory.appendingPathComponent("fuzz-repair-\(getpid())").path
 
@@ -15,7 +16,7 @@ public func fuzzRepair(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     try? FileManager.default.removeItem(atPath: path)
     let bytes = data.map { Data(bytes: $0, count: size) } ?? Data()
     guard FileManager.default.createFile(atPath: path, contents: bytes) else { return 0 }
-    if let repaired = try? FileRepair.repair(path: path), !repaired.wasComplete {
+    if let repaired = try? FileRepair.repair(path: path, random: SeededRandom(seed: 1)), !repaired.wasComplete {
         precondition(WebMReader.parse(path: path).isComplete, "a repaired file does not read to its end")
     }
     return 0

@@ -48,9 +48,9 @@ struct RepairCommand: AsyncParsableCommand {
     func run() async throws {
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
-        let repair = SessionRepair(catalog: catalog, dataDirectory: directory, storageHost: try hostOptions.name(settings: try common.settings()))
+        let repair = SessionRepair(catalog: catalog, dataDirectory: directory, random: SystemRandom(), storageHost: try hostOptions.name(settings: try common.settings()))
         let held = try replaySpools(repair, catalog: catalog)
-        var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory).unfinishedSessions() }
+        var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory, random: SystemRandom()).unfinishedSessions() }
         if let channel { targets = targets.filter { $0.channelID == channel } }
         if !sessions.isEmpty {
             targets = try sessions.map { id in

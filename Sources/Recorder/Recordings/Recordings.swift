@@ -110,11 +110,11 @@ public final class Recordings {
     private let interleaveNanoseconds: Int64
     private let clock: any TimeSource
     /// Segment UIDs come from here (injected like time, so a simulated session is repeatable).
-    private let random: () -> UInt64
+    private let random: any RandomSource
     private let hooks: RecorderHooks
 
     public init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
-                split: SplitPolicy? = nil, clock: any TimeSource, random: @escaping () -> UInt64 = { UInt64.random(in: .min ... .max) },
+                split: SplitPolicy? = nil, clock: any TimeSource, random: any RandomSource,
                 hooks: RecorderHooks = RecorderHooks()) {
         self.archive = archive
         self.split = split
@@ -288,8 +288,7 @@ public final class Recordings {
     /// A recorder of `sender` numbered `part`: a new current part (above), or the whole-file
     /// archive beside split parts (part 0, not the sender's current recorder).
     func newRecorder(_ sender: String, tracks: SenderTracks, part: Int, startsAt boundary: MonotonicTime? = nil) -> SenderRecorder? {
-        let (high, low) = (random(), random())
-        let uid = (0..<16).map { UInt8(truncatingIfNeeded: ($0 < 8 ? high : low) >> (8 * UInt64($0 % 8))) }
+        let uid = random.bytes(16)
         do {
             let recorder = try SenderRecorder(connectionID: sender, tracks: tracks, layout: archive,
                                               recordingStartMilliseconds: recordingStartMilliseconds, recordingStartTime: recordingStartTime,
