@@ -70,6 +70,9 @@ public struct TransportOutput: Equatable, Sendable {
 
     public init() {}
 
+    /// Nothing to send, write, close or report.
+    public var isEmpty: Bool { datagrams.isEmpty && streamWrites.isEmpty && streamsToClose.isEmpty && events.isEmpty }
+
     /// `other`'s datagrams, writes and events after these.
     public mutating func append(_ other: TransportOutput) {
         datagrams += other.datagrams

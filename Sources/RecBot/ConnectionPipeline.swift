@@ -69,6 +69,7 @@ final class ConnectionPipeline {
     /// Everything the recordings asked for, in one place.
     func apply(_ output: RecordingsOutput, context: SidecarContext, now: MonotonicTime) -> TransportOutput {
         var transport = TransportOutput()
+        guard !output.isEmpty else { return transport }  // most batches of frames ask for nothing
         for event in output.events { note(event) }
         // A video frame the recorder had to drop: its stream must restart at a keyframe.
         for lost in output.framesLost {

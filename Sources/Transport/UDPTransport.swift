@@ -263,7 +263,7 @@ public final class UDPTransport: @unchecked Sendable {
         }
         for event in output.events {
             // What the pipeline answers goes out now (its events, if any, are handled the same way).
-            if let followUp = onEvent?(event), followUp != TransportOutput() { apply(followUp, inReadBatch: inReadBatch) }
+            if let followUp = onEvent?(event), !followUp.isEmpty { apply(followUp, inReadBatch: inReadBatch) }
         }
         if inReadBatch { timerStale = true } else { rescheduleTimer() }
     }
