@@ -311,8 +311,11 @@ def part_hygiene(options, work, result):
             problems.append(f"fds grew from {fd1} to {fdn}")
         if rssn > rss1 * 1.05:
             problems.append(f"RSS grew {(rssn / rss1 - 1) * 100:.1f} % (over 5 %)")
-        if threadsn > threads1:
-            problems.append(f"threads grew from {threads1} to {threadsn}")
+        # Threads: the runtime's pools (Swift concurrency, Dispatch, NIO's blocking pool) start threads
+        # lazily, so one or two more at rejoin N than at rejoin 1 is the pool filling, not a leak; a
+        # thread leaked per rejoin shows as +9 (short) or +49.
+        if threadsn > threads1 + 2:
+            problems.append(f"threads grew from {threads1} to {threadsn} (over +2)")
     else:
         problems.append(f"samples taken: {sorted(samples)} (needs 1 and {count})")
     if problems:
