@@ -28,12 +28,16 @@ final class SimulatedSession {
     struct Options {
         var plan = LoadPlan()
         var oneWayDelayMilliseconds: Int64 = 20
+        /// Audio RTP (not its sender reports) takes this much longer to reach recbot than video,
+        /// as on a path that queues the two apart.
+        var audioDelayMilliseconds: Int64 = 0
         var split: SplitPolicy?
         /// Seeds recbot's own randomness (ICE credentials, RTCP SSRCs, report jitter, segment UIDs).
         var seed: UInt64 = 7
     }
 
-    let clock = ManualTimeSource(monotonic: .milliseconds(1_000), wallClockMilliseconds: 1_800_000_000_000)
+    static let start = (monotonic: MonotonicTime.milliseconds(1_000), wallClockMilliseconds: Int64(1_800_000_000_000))
+    let clock = ManualTimeSource(monotonic: start.monotonic, wallClockMilliseconds: start.wallClockMilliseconds)
     let layout: ArchiveLayout
     let server: LoadGenerator<Int>
     let recordings: Recordings
@@ -61,7 +65,8 @@ final class SimulatedSession {
         layout = ArchiveLayout(recordingsRoot: directory, recordingID: recordingID)
         server = try LoadGenerator(plan: options.plan, clip: clip, certificate: try DTLSCertificate(),
                                    candidateAddress: "10.0.0.2", candidatePort: Self.serverAddress.port,
-                                   transportAddress: { $0 == Self.recbotPeer ? Self.recbotAddress : nil })
+                                   transportAddress: { $0 == Self.recbotPeer ? Self.recbotAddress : nil }, ntp: Self.ntp(at:))
+        server.logsSentFrames = true
         recordings = Recordings(archive: layout, recordingStartMilliseconds: clock.wallClockMilliseconds(), recordingStartTime: clock.now(),
                                 interleaveNanoseconds: RecoveryPolicy().maximumRecoveryDelayNanoseconds + 400_000_000,
                                 split: options.split, clock: clock, random: SeededRandom(seed: options.seed &+ 1))
@@ -155,9 +160,24 @@ final class SimulatedSession {
 
     // MARK: - The network and the clock
 
+    /// NTP time (RFC 3550 §4) of an instant on the manual clock: the publishers' sender reports
+    /// share the simulation's one timeline, as capture clocks synced by NTP do.
+    static func ntp(at instant: MonotonicTime) -> UInt64 {
+        let unixNanoseconds = start.wallClockMilliseconds * 1_000_000 + (instant.nanoseconds - start.monotonic.nanoseconds)
+        let seconds = UInt64(unixNanoseconds / 1_000_000_000) + 2_208_988_800
+        return seconds << 32 | (UInt64(unixNanoseconds % 1_000_000_000) << 32) / 1_000_000_000
+    }
+
+    /// Opus RTP from the load generator: version 2 and payload type 111 (RTCP's types, 200–204,
+    /// read as 72–76 there; STUN and DTLS start below 0x80).
+    private static func isAudioRTP(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 12 && bytes[0] & 0xC0 == 0x80 && bytes[1] & 0x7F == SyntheticPublisher.opusPayloadType
+    }
+
     private func send(_ bytes: [UInt8], toRecbot: Bool) {
         sent += 1
-        let at = clock.now().adding(milliseconds: options.oneWayDelayMilliseconds)
+        let extra = toRecbot && Self.isAudioRTP(bytes) ? options.audioDelayMilliseconds : 0
+        let at = clock.now().adding(milliseconds: options.oneWayDelayMilliseconds + extra)
         let index = inFlight.firstIndex { $0.at > at } ?? inFlight.count
         inFlight.insert((at, sent, toRecbot, bytes), at: index)
     }

@@ -14,7 +14,8 @@ import WireCoding
 
     deinit { try? FileManager.default.removeItem(atPath: root) }
 
-    /// Two seconds of real VP8 (keyframe every second) and Opus, which the publishers loop.
+    /// Two seconds of real VP8 (keyframe every second) and Opus, which the publishers loop. Each
+    /// audio frame has its own pitch, so a frame in a file names the one it was sent as.
     static let clip: MediaClip = {
         let (width, height) = (160, 120)
         let video = try! VPXEncoder(codec: .vp8, width: width, height: height, framesPerSecond: 30, keyframeInterval: 30)
@@ -28,7 +29,7 @@ import WireCoding
         let audio = try! OpusEncoder(channels: 1)
         let audioFrames = (0..<100).map { index in
             MediaClip.Frame(timeNanoseconds: Int64(index) * 20_000_000, durationNanoseconds: 20_000_000, isKeyframe: true,
-                            data: try! audio.encode(OpusEncoder.tone(frequency: 440, frame: index, channels: 1)))
+                            data: try! audio.encode(OpusEncoder.tone(frequency: 300 + 5 * Double(index), frame: index, channels: 1)))
         }
         return MediaClip(video: videoFrames, audio: audioFrames, width: width, height: height, audioChannels: 1)
     }()

@@ -10,7 +10,7 @@ public enum LoadClock {
     }
 
     /// NTP time (RFC 3550 §4) of a monotonic instant, through the wall clock now.
-    static func ntp(at instant: MonotonicTime) -> UInt64 {
+    public static func ntp(at instant: MonotonicTime) -> UInt64 {
         var spec = timespec()
         clock_gettime(CLOCK_REALTIME, &spec)
         let wall = Int64(spec.tv_sec) * 1_000_000_000 + Int64(spec.tv_nsec) + (instant.nanoseconds - now().nanoseconds)

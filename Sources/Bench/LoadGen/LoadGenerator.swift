@@ -53,11 +53,18 @@ public final class LoadGenerator<Address: Hashable> {
     private var waiting: [(publisher: SyntheticPublisher, offsetNanoseconds: Int64)] = []
     private var transportUp = false
     private var rtcp: [[UInt8]] = []
+    /// The NTP time of a schedule instant, for the sender reports: the wall clock's by default; a
+    /// simulation passes its manual clock's, so every publisher's reports share one timeline.
+    private let ntp: (MonotonicTime) -> UInt64
+    /// Each publisher keeps a log of the frames it sent (for tests that judge timing from the file).
+    public var logsSentFrames = false
 
     public init(plan: LoadPlan, clip: MediaClip, certificate: DTLSCertificate, candidateAddress: String, candidatePort: UInt16,
-                transportAddress: @escaping (Address) -> TransportAddress? = { _ in nil }) throws {
+                transportAddress: @escaping (Address) -> TransportAddress? = { _ in nil },
+                ntp: @escaping (MonotonicTime) -> UInt64 = LoadClock.ntp(at:)) throws {
         self.plan = plan
         self.clip = clip
+        self.ntp = ntp
         random = SplitMix64(seed: plan.seed)
         let ufrag = SoraIDs.random(using: &random).prefix(8), password = SoraIDs.random(using: &random)
         guard let fingerprint = certificate.fingerprint() else { throw LoadGenError.badAnswer("no certificate fingerprint") }
@@ -144,7 +151,7 @@ public final class LoadGenerator<Address: Hashable> {
     private func startWaiting(now: MonotonicTime) {
         for (publisher, offset) in waiting {
             let start = now.adding(nanoseconds: offset)
-            publisher.reschedule(startingAt: start, wallClockNTP: LoadClock.ntp(at: start))
+            publisher.reschedule(startingAt: start, wallClockNTP: ntp(start))
             joinedAtUnixMilliseconds[publisher.connectionID] = LoadClock.unixMilliseconds(at: start)
         }
         waiting.removeAll()
@@ -160,11 +167,13 @@ public final class LoadGenerator<Address: Hashable> {
             repeat { ssrc = UInt32(truncatingIfNeeded: random.next()) } while ssrc == 0 || bySSRC[ssrc] != nil
             ssrcs[keyPath: path] = ssrc
         }
-        return SyntheticPublisher(connectionID: id, ssrcs: ssrcs, clip: clip, startedAt: start, wallClockNTP: LoadClock.ntp(at: start),
+        let publisher = SyntheticPublisher(connectionID: id, ssrcs: ssrcs, clip: clip, startedAt: start, wallClockNTP: ntp(start),
                                   faults: PacketFaults(lossPercent: plan.lossPercent, reorderPercent: plan.reorderPercent,
                                                        duplicatePercent: plan.duplicatePercent, burstLossPercent: plan.burstLossPercent,
                                                        burstLength: plan.burstLength, jitterNanoseconds: Int64(plan.jitterMilliseconds * 1e6)),
                                   seed: plan.seed &+ UInt64(index) &* 0x9E37_79B9)
+        if logsSentFrames { publisher.sentFrames = [] }
+        return publisher
     }
 
     private func add(_ publisher: SyntheticPublisher) {

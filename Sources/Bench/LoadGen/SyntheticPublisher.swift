@@ -79,6 +79,15 @@ public final class SyntheticPublisher {
     public private(set) var lagHistogram = [Int](repeating: 0, count: 101)
     /// Stopped: sends nothing more (left, or vanished).
     public var stopped = false
+    /// A frame as it left: its RTP timestamp, the schedule instant it was captured at, its bytes.
+    public struct SentFrame: Sendable {
+        public var isVideo: Bool
+        public var rtpTimestamp: UInt32
+        public var capturedAt: MonotonicTime
+        public var data: [UInt8]
+    }
+    /// Every frame sent, when the caller asks for the log (nil: not kept; the bench never keeps it).
+    public var sentFrames: [SentFrame]?
 
     private let clip: MediaClip
     private let faults: PacketFaults
@@ -230,6 +239,7 @@ public final class SyntheticPublisher {
         let timestamp = audioTimestampBase &+ rtpTime(nextAudio, clockRate: 48_000)
         let packet = RTPPacketBuilder(payloadType: Self.opusPayloadType, sequenceNumber: audioSequence, timestamp: timestamp, ssrc: ssrcs.audio)
             .build(payload: frame.data)
+        sentFrames?.append(SentFrame(isVideo: false, rtpTimestamp: timestamp, capturedAt: MonotonicTime(nanoseconds: nextAudio), data: frame.data))
         audioSequence &+= 1
         emit(packet, into: &rtp)
         counts.audioFrames += 1
@@ -246,6 +256,7 @@ public final class SyntheticPublisher {
         let frame = clip.video[videoIndex]
         let timestamp = videoTimestampBase &+ rtpTime(nextVideo, clockRate: 90_000)
         let payloads = Packetizers.vp8(frame.data, pictureID: pictureID)
+        sentFrames?.append(SentFrame(isVideo: true, rtpTimestamp: timestamp, capturedAt: MonotonicTime(nanoseconds: nextVideo), data: frame.data))
         pictureID = (pictureID &+ 1) & 0x7FFF
         for (index, payload) in payloads.enumerated() {
             var builder = RTPPacketBuilder(payloadType: Self.vp8PayloadType, sequenceNumber: videoSequence, timestamp: timestamp, ssrc: ssrcs.video)
