@@ -18,64 +18,42 @@ func decodeVP8Track(_ path: String) throws -> (frames: Int, errors: Int, firstIs
     return (video.count, errors, video.first?.isKeyframe ?? false)
 }
 
-/// The bundled A/V sync checker's view of a file (Tests/Checkers/av_sync_check.py, PyAV).
-func syncMarkers(_ path: String) throws -> (video: [Double], audio: [Double]) {
-    let data = try runProcess("/usr/bin/env", ["python3", Scenario.checkersDirectory.appendingPathComponent("av_sync_check.py").path, path, "--json"]).stdout
-    let json = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "av_sync_check: \(String(decoding: data, as: UTF8.self))")
-    return ((json["video_marker_times"] as? [Double]) ?? [], (json["audio_marker_times"] as? [Double]) ?? [])
-}
-
 @Suite(.serialized) struct LossAndSyncScenarioTests {
     /// The publisher's path drops 5 % of its RTP (retransmissions too, seeded). NACK and RTX must
     /// repair it against aiortc: every written frame decodes, and few frames are missing; the
     /// offer also allows NACK for Opus, so audio must be repaired as well. (Heavier loss runs on
     /// the manual clock in SimulationTests.)
     @Test(arguments: [(5, 0.97, true)])
-    func aLossyPathIsRepairedByNACKAndRTX(lossPercent: Int, minimumShare: Double, audioNack: Bool) throws {
-        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--loss", String(lossPercent), "--loss-seed", "7"]
-                                    + (audioNack ? ["--audio-nack"] : []))
-        defer { scenario.stop() }
-        let result = try scenario.join(["--duration", "10s"])
-        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
-        let truth = try scenario.truth()
-        let publisher = try #require((truth["publishers"] as? [[String: Any]])?.first)
-        let recording = try #require(try scenario.catalog().recordings().first)
-        let decoded = try decodeVP8Track(scenario.dataDirectory + "/" + recording.path)
-        #expect(decoded.firstIsKeyframe && decoded.errors == 0, "\(decoded.errors) of \(decoded.frames) frames failed to decode")
-        let sent = try #require(publisher["video_frames_sent"] as? Int)
-        // Frames sent while recbot was still connecting or already leaving count as missing here;
-        // the benchmark (bench/loss-bench.py) measures the share against a clean run instead.
-        #expect(Double(decoded.frames) >= minimumShare * Double(sent), "\(decoded.frames) of \(sent) video frames at \(lossPercent) % loss")
-        #expect(recording.packetsRecovered > 0 && recording.nacksSent >= recording.packetsRecovered, "\(recording)")
-        #expect(recording.framesDropped < sent / 10, "\(recording)")
-        if audioNack {
-            let audioSent = try #require(publisher["audio_frames_sent"] as? Int)
-            let audioInFile = WebMReader.parse(path: scenario.dataDirectory + "/" + recording.path).frames.filter { $0.track == 2 }.count
-            #expect(Double(audioInFile) >= minimumShare * Double(audioSent), "\(audioInFile) of \(audioSent) audio frames")
+    func aLossyPathIsRepairedByNACKAndRTX(lossPercent: Int, minimumShare: Double, audioNack: Bool) async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--loss", String(lossPercent), "--loss-seed", "7"]
+                                        + (audioNack ? ["--audio-nack"] : []))
+            defer { scenario.stop() }
+            let result = try scenario.join(["--duration", "10s"])
+            #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+            let truth = try scenario.truth()
+            let publisher = try #require((truth["publishers"] as? [[String: Any]])?.first)
+            let recording = try #require(try scenario.catalog().recordings().first)
+            let decoded = try decodeVP8Track(scenario.dataDirectory + "/" + recording.path)
+            #expect(decoded.firstIsKeyframe && decoded.errors == 0, "\(decoded.errors) of \(decoded.frames) frames failed to decode")
+            let sent = try #require(publisher["video_frames_sent"] as? Int)
+            // Frames sent while recbot was still connecting or already leaving count as missing here;
+            // the benchmark (bench/loss-bench.py) measures the share against a clean run instead.
+            #expect(Double(decoded.frames) >= minimumShare * Double(sent), "\(decoded.frames) of \(sent) video frames at \(lossPercent) % loss")
+            #expect(recording.packetsRecovered > 0 && recording.nacksSent >= recording.packetsRecovered, "\(recording)")
+            #expect(recording.framesDropped < sent / 10, "\(recording)")
+            if audioNack {
+                let audioSent = try #require(publisher["audio_frames_sent"] as? Int)
+                let audioInFile = WebMReader.parse(path: scenario.dataDirectory + "/" + recording.path).frames.filter { $0.track == 2 }.count
+                #expect(Double(audioInFile) >= minimumShare * Double(audioSent), "\(audioInFile) of \(audioSent) audio frames")
+            }
+            // The publisher heard our NACKs and receiver reports (aiortc counts them as they arrive).
+            let video = try #require((publisher["rtp"] as? [String: Any])?["video"] as? [String: Any],
+                                     "truth: \(publisher.keys.sorted())")
+            #expect((video["nack_received"] as? Int ?? 0) > 0 && (video["rr_received"] as? Int ?? 0) > 0, "\(video)")
         }
-        // The publisher heard our NACKs and receiver reports (aiortc counts them as they arrive).
-        let video = try #require((publisher["rtp"] as? [String: Any])?["video"] as? [String: Any],
-                                 "truth: \(publisher.keys.sorted())")
-        #expect((video["nack_received"] as? Int ?? 0) > 0 && (video["rr_received"] as? Int ?? 0) > 0, "\(video)")
     }
 
-    /// The publisher's audio reaches recbot 300 ms after its video, though both were captured
-    /// together. With sender reports, the file must put them back within 20 ms of each other.
-    @Test func audioDelayedOnTheWireIsAlignedBySenderReports() throws {
-        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--delay-audio-ms", "300"])
-        defer { scenario.stop() }
-        let result = try scenario.join(["--duration", "9s"])
-        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
-        let recording = try #require(try scenario.catalog().recordings().first)
-        let markers = try syncMarkers(scenario.dataDirectory + "/" + recording.path)
-        // From the first marker on: a stream's first frames wait for the sender reports, so the
-        // file never starts on arrival time and steps later.
-        var offsets: [Double] = []
-        for time in markers.video {
-            guard let nearest = markers.audio.min(by: { abs($0 - time) < abs($1 - time) }), abs(nearest - time) < 0.5 else { continue }
-            offsets.append((nearest - time) * 1000)
-        }
-        #expect(offsets.count >= 6, "markers: \(markers)")
-        for offset in offsets { #expect(abs(offset) <= 20, "audio − video = \(offset) ms; all: \(offsets)") }
-    }
+    // Audio delayed on the wire and aligned by sender reports moved to SimulationTests
+    // (SyncAndTimelineTests), where the sender's capture clock is known exactly.
 }

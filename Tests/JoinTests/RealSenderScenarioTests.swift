@@ -11,64 +11,68 @@ import Testing
 @Suite(.serialized) struct RealSenderScenarioTests {
     /// The forwarded VP8 layer goes r1 → r0 → r2 (Janus's substream switches, as Sora's
     /// RequestSimulcastRid makes them): one file per sender, the sizes inside it, no picture twice.
-    @Test func chromiumPublishersThroughJanusAreRecordedFrameForFrame() throws {
-        let scenario = try Scenario(serverArguments: ["--chromium", "vp8,vp9,av1,h264", "--duration", "20",
-                                                      "--layer-switch-after", "7:r0", "--layer-switch-after", "14:r2"],
-                                    server: "sora_janus_server.py")
-        defer { scenario.stop() }
-        #expect(!scenario.url.isEmpty, "the Janus front did not start")
-        // Janus gathers no loopback candidates: media runs over the host's own address (it never
-        // leaves the machine), so recbot keeps its default host addresses here.
-        let result = try scenario.recbot(["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory,
-                                          "--duration", "90s", "--simulcast-rid", "r1"])
-        #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
-        _ = try scenario.truth()
-        // On a loaded 2-core machine the browsers' fake cameras and microphones stall, and their
-        // encoders skip pictures (numbers missing from the files that were never sent: once 2.7 %
-        // while the whole suite ran). So CI holds the files to the frames the senders did send
-        // (getStats, within 2 %), and leaves the missing numbers and the A/V drift of those
-        // stalls to the fault campaign's quieter run. A switch's second keyframe can come after
-        // recbot's 150 ms keyframe wait when the machine is that busy: then the picture is
-        // written twice, 1 ms apart (three switches at most: the start, r0, r2).
-        let judge = try runProcess("/usr/bin/env", [
-            "python3", Scenario.peersDirectory.appendingPathComponent("judge_recording.py").path,
-            "--data-dir", scenario.dataDirectory, "--truth", scenario.directory.appendingPathComponent("truth.json").path,
-            "--recbot", Scenario.recbot, "--min-kept", "0.98", "--max-missing-ratio", "0.15", "--max-av-drift-ms", "1000",
-            "--max-repeated", "3", "--table",
-        ])
-        #expect(judge.status == 0, "judge: \(judge.stderrText.suffix(4_000))")
-        let report = try #require(try JSONSerialization.jsonObject(with: judge.stdout) as? [String: Any])
-        let publishers = try #require(report["publishers"] as? [String: [String: Any]])
-        #expect(Set(publishers.values.compactMap { $0["codec"] as? String }) == ["vp8", "vp9", "av1", "h264"])
-        // The switches happened inside the VP8 sender's one file.
-        let recordings = try scenario.catalog().recordings()
-        #expect(recordings.count == 4, "one file per sender: \(recordings.map(\.path))")
-        let vp8 = try #require(recordings.first { $0.videoCodec == "VP8" })
-        let sizes = (vp8.videoSizes ?? "").split(separator: ",")
-        #expect(sizes.count >= 2, "VP8 sizes: \(vp8.videoSizes ?? "none")")
+    @Test func chromiumPublishersThroughJanusAreRecordedFrameForFrame() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--chromium", "vp8,vp9,av1,h264", "--duration", "20",
+                                                          "--layer-switch-after", "7:r0", "--layer-switch-after", "14:r2"],
+                                        server: "sora_janus_server.py")
+            defer { scenario.stop() }
+            #expect(!scenario.url.isEmpty, "the Janus front did not start")
+            // Janus gathers no loopback candidates: media runs over the host's own address (it never
+            // leaves the machine), so recbot keeps its default host addresses here.
+            let result = try scenario.recbot(["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory,
+                                              "--duration", "90s", "--simulcast-rid", "r1"])
+            #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
+            _ = try scenario.truth()
+            // On a loaded 2-core machine the browsers' fake cameras and microphones stall, and their
+            // encoders skip pictures (numbers missing from the files that were never sent: once 2.7 %
+            // while the whole suite ran). So CI holds the files to the frames the senders did send
+            // (getStats, within 2 %), and leaves the missing numbers and the A/V drift of those
+            // stalls to the fault campaign's quieter run. A switch's second keyframe can come after
+            // recbot's 150 ms keyframe wait when the machine is that busy: then the picture is
+            // written twice, 1 ms apart (three switches at most: the start, r0, r2).
+            let judge = try runProcess("/usr/bin/env", [
+                "python3", Scenario.peersDirectory.appendingPathComponent("judge_recording.py").path,
+                "--data-dir", scenario.dataDirectory, "--truth", scenario.directory.appendingPathComponent("truth.json").path,
+                "--recbot", Scenario.recbot, "--min-kept", "0.98", "--max-missing-ratio", "0.15", "--max-av-drift-ms", "1000",
+                "--max-repeated", "3", "--table",
+            ])
+            #expect(judge.status == 0, "judge: \(judge.stderrText.suffix(4_000))")
+            let report = try #require(try JSONSerialization.jsonObject(with: judge.stdout) as? [String: Any])
+            let publishers = try #require(report["publishers"] as? [String: [String: Any]])
+            #expect(Set(publishers.values.compactMap { $0["codec"] as? String }) == ["vp8", "vp9", "av1", "h264"])
+            // The switches happened inside the VP8 sender's one file.
+            let recordings = try scenario.catalog().recordings()
+            #expect(recordings.count == 4, "one file per sender: \(recordings.map(\.path))")
+            let vp8 = try #require(recordings.first { $0.videoCodec == "VP8" })
+            let sizes = (vp8.videoSizes ?? "").split(separator: ",")
+            #expect(sizes.count >= 2, "VP8 sizes: \(vp8.videoSizes ?? "none")")
+        }
     }
 
     /// A tab closed abruptly (its browser killed: no BYE, no DTLS close) and a camera track
     /// stopped and started again: the first sender's file ends where it went (Janus notices and
     /// re-offers), the second's video has a gap as long as the camera was off, and both verify.
-    @Test func aTabClosedAbruptlyAndACameraOffAndOnAreRecordedAsTheyHappened() throws {
-        let scenario = try Scenario(serverArguments: ["--chromium", "vp8,h264", "--duration", "18", "--kill-after", "6",
-                                                      "--video-publisher", "1", "--video-off-after", "8", "--video-on-after", "12"],
-                                    server: "sora_janus_server.py")
-        defer { scenario.stop() }
-        let result = try scenario.recbot(["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory, "--duration", "90s"])
-        #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
-        let session = try #require(try scenario.catalog().sessions().first)
-        let verify = try scenario.recbot(["verify", "--json", "--data-dir", scenario.dataDirectory, session.id])
-        #expect(verify.status == 0, "\(verify.stderr.suffix(2_000))")
-        let reports = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [[String: Any]])
-        #expect(reports.count == 2)
-        let tracks = reports.compactMap { ($0["report"] as? [String: Any])?["tracks"] as? [[String: Any]] }
-        let videos = tracks.compactMap { $0.first { $0["kind"] as? String == "video" } }
-        let lasts = videos.compactMap { $0["last_ms"] as? Int }.sorted()
-        #expect(lasts.count == 2 && lasts[0] < 9_000 && lasts[1] > 14_000, "the killed tab's file ends early, the other's late: \(lasts)")
-        let gaps = videos.flatMap { $0["gaps"] as? [[String: Any]] ?? [] }
-        let gapLengths = gaps.compactMap { gap in (gap["to_ms"] as? Int).flatMap { to in (gap["from_ms"] as? Int).map { to - $0 } } }
-        #expect(gapLengths.contains { (2_500...6_000).contains($0) }, "the camera's 4 s off is a gap of its length: \(gaps)")
+    @Test func aTabClosedAbruptlyAndACameraOffAndOnAreRecordedAsTheyHappened() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--chromium", "vp8,h264", "--duration", "18", "--kill-after", "6",
+                                                          "--video-publisher", "1", "--video-off-after", "8", "--video-on-after", "12"],
+                                        server: "sora_janus_server.py")
+            defer { scenario.stop() }
+            let result = try scenario.recbot(["join", "--channel", "sora", "--url", scenario.url, "--data-dir", scenario.dataDirectory, "--duration", "90s"])
+            #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
+            let session = try #require(try scenario.catalog().sessions().first)
+            let verify = try scenario.recbot(["verify", "--json", "--data-dir", scenario.dataDirectory, session.id])
+            #expect(verify.status == 0, "\(verify.stderr.suffix(2_000))")
+            let reports = try #require(try JSONSerialization.jsonObject(with: Data(verify.stdout.utf8)) as? [[String: Any]])
+            #expect(reports.count == 2)
+            let tracks = reports.compactMap { ($0["report"] as? [String: Any])?["tracks"] as? [[String: Any]] }
+            let videos = tracks.compactMap { $0.first { $0["kind"] as? String == "video" } }
+            let lasts = videos.compactMap { $0["last_ms"] as? Int }.sorted()
+            #expect(lasts.count == 2 && lasts[0] < 9_000 && lasts[1] > 14_000, "the killed tab's file ends early, the other's late: \(lasts)")
+            let gaps = videos.flatMap { $0["gaps"] as? [[String: Any]] ?? [] }
+            let gapLengths = gaps.compactMap { gap in (gap["to_ms"] as? Int).flatMap { to in (gap["from_ms"] as? Int).map { to - $0 } } }
+            #expect(gapLengths.contains { (2_500...6_000).contains($0) }, "the camera's 4 s off is a gap of its length: \(gaps)")
+        }
     }
 }

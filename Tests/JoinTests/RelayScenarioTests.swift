@@ -91,26 +91,28 @@ struct RelayScenarioTests {
     static let dataChannelArguments = ["--data-channel-signaling", "--ignore-disconnect-websocket", "--data-channel", "#chat"]
 
     @Test(arguments: [("udp", Source.offer), ("tcp", .offer), ("tls", .override)])
-    func relayOnlyRecordingThroughEachTransport(transport: String, source: Source) throws {
-        let coturn = try Coturn()
-        defer { coturn.stop() }
-        let url = switch transport {
-        case "udp": "turn:127.0.0.1:\(coturn.port)?transport=udp"
-        case "tcp": "turn:127.0.0.1:\(coturn.port)?transport=tcp"
-        default: "turns:localhost:\(coturn.tlsPort)?transport=tcp"
+    func relayOnlyRecordingThroughEachTransport(transport: String, source: Source) async throws {
+        try await blocking {
+            let coturn = try Coturn()
+            defer { coturn.stop() }
+            let url = switch transport {
+            case "udp": "turn:127.0.0.1:\(coturn.port)?transport=udp"
+            case "tcp": "turn:127.0.0.1:\(coturn.port)?transport=tcp"
+            default: "turns:localhost:\(coturn.tlsPort)?transport=tcp"
+            }
+            var serverArguments = ["--publisher", "vp8"]
+            var joinArguments = ["--duration", "5s"] + Self.dataChannelArguments
+            if source == .offer {
+                // Sora's way: the TURN server and the policy come in the offer's config.
+                serverArguments += ["--ice-servers-json", coturn.iceServers(url), "--ice-transport-policy", "relay"]
+            } else {
+                joinArguments += try Self.override(coturn.iceServers(url), coturn) + ["--ice-transport-policy", "relay"]
+            }
+            let scenario = try Scenario(serverArguments: serverArguments)
+            defer { scenario.stop() }
+            let result = try scenario.join(joinArguments)
+            try Self.expectRecordedThroughRelay(result, scenario, coturn, transport)
         }
-        var serverArguments = ["--publisher", "vp8"]
-        var joinArguments = ["--duration", "5s"] + Self.dataChannelArguments
-        if source == .offer {
-            // Sora's way: the TURN server and the policy come in the offer's config.
-            serverArguments += ["--ice-servers-json", coturn.iceServers(url), "--ice-transport-policy", "relay"]
-        } else {
-            joinArguments += try Self.override(coturn.iceServers(url), coturn) + ["--ice-transport-policy", "relay"]
-        }
-        let scenario = try Scenario(serverArguments: serverArguments)
-        defer { scenario.stop() }
-        let result = try scenario.join(joinArguments)
-        try Self.expectRecordedThroughRelay(result, scenario, coturn, transport)
     }
 
     /// The firewall drops every UDP datagram, and nothing forces relay-only: with the default
@@ -145,21 +147,23 @@ struct RelayScenarioTests {
     /// each 438 Stale Nonce is answered with the new nonce. (Permissions and channels keep RFC
     /// 8656's fixed lifetimes, which coturn says must not be shortened in production; their
     /// refreshes are tested with a simulated clock in TURNClientTests.)
-    @Test func allocationsAreRefreshedAndStaleNoncesRenewedAgainstCoturn() throws {
-        let coturn = try Coturn(extraArguments: ["--max-allocate-lifetime=6", "--stale-nonce=4", "--verbose"])
-        defer { coturn.stop() }
-        let url = "turn:127.0.0.1:\(coturn.port)?transport=udp"
-        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-servers-json", coturn.iceServers(url), "--ice-transport-policy", "relay"])
-        defer { scenario.stop() }
-        let result = try scenario.join(["--duration", "16s"] + Self.dataChannelArguments)
-        try Self.expectRecordedThroughRelay(result, scenario, coturn, "udp, refreshed")
-        // coturn's view (--verbose): refreshes every 3 s, stale nonces renewed, and the
-        // allocation deleted (a refresh to lifetime 0) when recbot left.
-        let lines = coturn.log.split(separator: "\n")
-        let refreshes = lines.filter { $0.contains("refreshed,") && $0.hasSuffix("lifetime=6") }
-        #expect(refreshes.count >= 3, "refreshes coturn logged: \(refreshes.count)\n\(coturn.log.suffix(3_000))")
-        #expect(lines.contains { $0.contains("error 438: Stale nonce") }, "a nonce went stale and was renewed")
-        #expect(lines.contains { $0.contains("refreshed,") && $0.hasSuffix("lifetime=0") }, "the allocation deleted at the end")
+    @Test func allocationsAreRefreshedAndStaleNoncesRenewedAgainstCoturn() async throws {
+        try await blocking {
+            let coturn = try Coturn(extraArguments: ["--max-allocate-lifetime=6", "--stale-nonce=4", "--verbose"])
+            defer { coturn.stop() }
+            let url = "turn:127.0.0.1:\(coturn.port)?transport=udp"
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-servers-json", coturn.iceServers(url), "--ice-transport-policy", "relay"])
+            defer { scenario.stop() }
+            let result = try scenario.join(["--duration", "16s"] + Self.dataChannelArguments)
+            try Self.expectRecordedThroughRelay(result, scenario, coturn, "udp, refreshed")
+            // coturn's view (--verbose): refreshes every 3 s, stale nonces renewed, and the
+            // allocation deleted (a refresh to lifetime 0) when recbot left.
+            let lines = coturn.log.split(separator: "\n")
+            let refreshes = lines.filter { $0.contains("refreshed,") && $0.hasSuffix("lifetime=6") }
+            #expect(refreshes.count >= 3, "refreshes coturn logged: \(refreshes.count)\n\(coturn.log.suffix(3_000))")
+            #expect(lines.contains { $0.contains("error 438: Stale nonce") }, "a nonce went stale and was renewed")
+            #expect(lines.contains { $0.contains("refreshed,") && $0.hasSuffix("lifetime=0") }, "the allocation deleted at the end")
+        }
     }
 
     /// `--ice-servers` from a file (as an operator keeps the credential out of argv), trusting
@@ -198,31 +202,33 @@ struct RelayScenarioTests {
         #expect(!events.contains { "\($0.payload)".contains(coturn.password) }, "nor the catalog")
     }
 
-    @Test func wrongCredentialsExit81AndAnUnreachableRelayExits80() throws {
-        let coturn = try Coturn()
-        defer { coturn.stop() }
-        let wrong = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
-                                                   "--ice-servers-json", coturn.iceServers("turn:127.0.0.1:\(coturn.port)", password: "wrong")])
-        defer { wrong.stop() }
-        let refused = try wrong.join(["--duration", "20s"])
-        #expect(refused.status == 81, "recbot: \(refused.stderr.suffix(2_000))")
-        #expect(refused.stderr.contains("TURN server refused the credentials"))
+    @Test func wrongCredentialsExit81AndAnUnreachableRelayExits80() async throws {
+        try await blocking {
+            let coturn = try Coturn()
+            defer { coturn.stop() }
+            let wrong = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
+                                                       "--ice-servers-json", coturn.iceServers("turn:127.0.0.1:\(coturn.port)", password: "wrong")])
+            defer { wrong.stop() }
+            let refused = try wrong.join(["--duration", "20s"])
+            #expect(refused.status == 81, "recbot: \(refused.stderr.suffix(2_000))")
+            #expect(refused.stderr.contains("TURN server refused the credentials"))
 
-        // Nothing listens there: the TCP connection is refused, which relay-only cannot survive.
-        let closedPort = try Coturn.freePort()
-        let dead = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
-                                                  "--ice-servers-json", coturn.iceServers("turn:127.0.0.1:\(closedPort)?transport=tcp")])
-        defer { dead.stop() }
-        let unreachable = try dead.join(["--duration", "20s"])
-        #expect(unreachable.status == 80, "recbot: \(unreachable.stderr.suffix(2_000))")
-        #expect(unreachable.stderr.contains("TURN server unreachable"))
+            // Nothing listens there: the TCP connection is refused, which relay-only cannot survive.
+            let closedPort = try Coturn.freePort()
+            let dead = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
+                                                      "--ice-servers-json", coturn.iceServers("turn:127.0.0.1:\(closedPort)?transport=tcp")])
+            defer { dead.stop() }
+            let unreachable = try dead.join(["--duration", "20s"])
+            #expect(unreachable.status == 80, "recbot: \(unreachable.stderr.suffix(2_000))")
+            #expect(unreachable.stderr.contains("TURN server unreachable"))
 
-        // A turns: server whose certificate nobody vouches for is not trusted.
-        let untrusted = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
-                                                       "--ice-servers-json", coturn.iceServers("turns:localhost:\(coturn.tlsPort)")])
-        defer { untrusted.stop() }
-        let unverified = try untrusted.join(["--duration", "20s"])
-        #expect(unverified.status == 80, "recbot: \(unverified.stderr.suffix(2_000))")
-        #expect(unverified.stderr.contains("TLS: the certificate of localhost is not trusted"), "\(unverified.stderr.suffix(2_000))")
+            // A turns: server whose certificate nobody vouches for is not trusted.
+            let untrusted = try Scenario(serverArguments: ["--publisher", "vp8", "--ice-transport-policy", "relay",
+                                                           "--ice-servers-json", coturn.iceServers("turns:localhost:\(coturn.tlsPort)")])
+            defer { untrusted.stop() }
+            let unverified = try untrusted.join(["--duration", "20s"])
+            #expect(unverified.status == 80, "recbot: \(unverified.stderr.suffix(2_000))")
+            #expect(unverified.stderr.contains("TLS: the certificate of localhost is not trusted"), "\(unverified.stderr.suffix(2_000))")
+        }
     }
 }

@@ -3,11 +3,11 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The timeline of real recordings: every block on its sender's RTP clock (no step off the frame
-/// grid, nothing backwards or repeated, FFmpeg reads the file without a complaint), audio and
-/// video of a sender together, the files of different senders together, on a clean path and on
-/// a harsh one.
-@Suite(.serialized) struct TimelineScenarioTests {
+/// The timeline of real recordings as `recbot verify` and FFmpeg judge it: every block on its
+/// sender's RTP clock (no step off the frame grid, nothing backwards or repeated), FFmpeg reads
+/// the file without a complaint. Used by the codec scenarios. (Two senders lining up within and
+/// across files, and bursty loss with jitter, are judged on the manual clock: SimulationTests.)
+enum TimelineChecks {
     /// Each file of the session with its tracks as `recbot verify --json` reports them.
     static func verifiedTracks(_ scenario: Scenario) throws -> [(path: String, tracks: [[String: Any]])] {
         let session = try #require(try scenario.catalog().sessions().first)
@@ -35,41 +35,4 @@ import TestSupport
             #expect(complaints.isEmpty, "ffmpeg on \(name): \(complaints.prefix(1_000))")
         }
     }
-
-    /// Two publishers capture on one clock (their once-a-second markers leave together). In each
-    /// file audio and video line up from the first marker on, and placed by their sidecars'
-    /// start offsets the two files line up with each other.
-    @Test func twoSteadySendersKeepTheirGridAndLineUpAcrossFiles() throws {
-        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "h264", "--shared-clock"])
-        defer { scenario.stop() }
-        let result = try scenario.join(["--duration", "20s"])
-        #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
-        try Self.expectTimelinesOnTheGrid(scenario)
-        let recordings = try scenario.catalog().recordings()
-        #expect(recordings.count == 2)
-        var placed: [[Double]] = []  // per file: video marker times on the session's timeline (s)
-        for recording in recordings {
-            let path = scenario.dataDirectory + "/" + recording.path
-            let markers = try syncMarkers(path)
-            #expect(markers.video.count >= 15, "\(recording.path): \(markers.video.count) video markers")
-            for time in markers.video {
-                guard let audio = markers.audio.min(by: { abs($0 - time) < abs($1 - time) }), abs(audio - time) < 0.5 else { continue }
-                #expect(abs(audio - time) <= 0.020, "\(recording.path): audio − video = \(Int((audio - time) * 1000)) ms at \(time) s")
-            }
-            let sidecarPath = (path as NSString).deletingPathExtension + ".json"
-            let sidecar = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: sidecarPath))) as? [String: Any])
-            let offset = try #require(sidecar["start_time_offset"] as? Int)
-            placed.append(markers.video.map { Double(offset) + $0 })
-        }
-        var compared = 0
-        for time in placed[0] {
-            guard let other = placed[1].min(by: { abs($0 - time) < abs($1 - time) }), abs(other - time) < 0.5 else { continue }
-            #expect(abs(other - time) <= 0.020, "the two files' markers differ by \(Int((other - time) * 1000)) ms at \(time) s")
-            compared += 1
-        }
-        #expect(compared >= 15)
-    }
-
-    // Bursty loss and jitter (20 s of real time per case) moved to SimulationTests
-    // (aHarshNetworkKeepsTheFramesAndTheGrid), where they run on the manual clock.
 }
