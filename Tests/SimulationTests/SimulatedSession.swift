@@ -2,6 +2,7 @@ import CodecBindings
 import DiskLayout
 import DTLS
 import Foundation
+import Archive
 import LoadGen
 import Logging
 import Media
@@ -21,9 +22,15 @@ import WireCoding
 /// and duplicates on the media; the network adds a fixed one-way delay. Nothing waits on real
 /// time: the clock jumps to the next deadline, so a minute of media takes seconds.
 ///
+/// The server can cut recbot's connection (`Options.recorderDrops`, as Sora losing the
+/// WebSocket): recbot's side then does what `JoinSession` does — ends the connection's parts as
+/// interrupted, asks the session's `InterruptionLog` (its rejoin schedule) when to join again,
+/// waits on the manual clock, and joins again into the same recordings. The catalog is a real
+/// SQLite one, so the outage rows are what `join` writes.
+///
 /// What stays on real time: the recorders' file writes (their own queues; `finish` waits for
-/// them) and OpenSSL's DTLS retransmission timer, so the handshake is never lossy here (the
-/// plan's impairments apply to RTP only).
+/// them), the catalog writer's thread, and OpenSSL's DTLS retransmission timer, so the
+/// handshake is never lossy here (the plan's impairments apply to RTP only).
 final class SimulatedSession {
     struct Options {
         var plan = LoadPlan()
@@ -32,130 +39,168 @@ final class SimulatedSession {
         /// as on a path that queues the two apart.
         var audioDelayMilliseconds: Int64 = 0
         var split: SplitPolicy?
-        /// Seeds recbot's own randomness (ICE credentials, RTCP SSRCs, report jitter, segment UIDs).
+        /// Seeds recbot's own randomness (ICE credentials, RTCP SSRCs, report jitter, segment UIDs, backoff).
         var seed: UInt64 = 7
+        /// When (seconds into the run) the server cuts recbot's connection, and for how long after
+        /// it refuses to take a new one (a restart); recbot joins again as its schedule says.
+        var recorderDrops: [(at: Double, downSeconds: Double)] = []
+        var rejoin = RejoinSchedule.Settings()
     }
 
     static let start = (monotonic: MonotonicTime.milliseconds(1_000), wallClockMilliseconds: Int64(1_800_000_000_000))
+    static let serverAddress = TransportAddress(ip: .v4(10, 0, 0, 2), port: 3_478)
+    static let sessionID = "01JSIMSESSION0000000000000"
+
     let clock = ManualTimeSource(monotonic: start.monotonic, wallClockMilliseconds: start.wallClockMilliseconds)
     let layout: ArchiveLayout
     let server: LoadGenerator<Int>
     let recordings: Recordings
+    let catalog: Catalog
+    let interruptions: InterruptionLog
+    private let writer: CatalogWriter
     private(set) var finished: [FinishedRecording] = []
-    private(set) var core: PeerConnectionCore?
-    private var pipeline: ConnectionPipeline?
-    private var signaling: SignalingSession?
-    private var negotiation: RecvOnlyNegotiation?
+    /// The connection recording now (nil while rejoining).
+    private(set) var connection: SimulatedConnection?
+    private(set) var connectionsMade = 0
+    /// How each connection ended, in order.
+    private(set) var endings: [SignalingSessionEnd] = []
     private let options: Options
-    private var random: SplitMix64
     private let logger = Logger(label: "simulated-session") { _ in SwiftLogNoOpLogHandler() }
     private var context: SidecarContext
-    /// Datagrams on the wire: when each arrives, in order of sending among equal times.
-    private var inFlight: [(at: MonotonicTime, order: Int, toRecbot: Bool, bytes: [UInt8])] = []
+    /// Datagrams on the wire: when each arrives and to which connection (recbot's side: its
+    /// ordinal; the server's: nil), in order of sending among equal times.
+    private var inFlight: [(at: MonotonicTime, order: Int, to: Int?, from: Int, bytes: [UInt8])] = []
     private var sent = 0
-
-    static let recbotAddress = TransportAddress(ip: .v4(10, 0, 0, 1), port: 50_000)
-    static let serverAddress = TransportAddress(ip: .v4(10, 0, 0, 2), port: 3_478)
-    static let recbotPeer = 1
+    private var drops: [(at: MonotonicTime, down: Int64)] = []
+    private var serverDownUntil: MonotonicTime?
+    private var joinAt: MonotonicTime?
 
     init(directory: String, clip: MediaClip, options: Options) throws {
         self.options = options
-        random = SplitMix64(seed: options.seed)
         let recordingID = "01JSIM0000000000000000000\(options.seed % 10)"
         layout = ArchiveLayout(recordingsRoot: directory, recordingID: recordingID)
         server = try LoadGenerator(plan: options.plan, clip: clip, certificate: try DTLSCertificate(),
                                    candidateAddress: "10.0.0.2", candidatePort: Self.serverAddress.port,
-                                   transportAddress: { $0 == Self.recbotPeer ? Self.recbotAddress : nil }, ntp: Self.ntp(at:))
+                                   transportAddress: { TransportAddress(ip: .v4(10, 0, 0, 1), port: UInt16(50_000 + $0)) }, ntp: Self.ntp(at:))
         server.logsSentFrames = true
         recordings = Recordings(archive: layout, recordingStartMilliseconds: clock.wallClockMilliseconds(), recordingStartTime: clock.now(),
                                 interleaveNanoseconds: RecoveryPolicy().maximumRecoveryDelayNanoseconds + 400_000_000,
                                 split: options.split, clock: clock, random: SeededRandom(seed: options.seed &+ 1))
         context = SidecarContext(recordingID: recordingID, channelID: options.plan.channelID ?? "sim", soraSessionID: nil,
                                  botConnectionID: nil, recbotVersion: "simulated")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        catalog = try Catalog(path: directory + "/catalog.sqlite")
+        try catalog.insertSession(SessionRecord(id: Self.sessionID, channelID: context.channelID, startedAt: clock.wallClockMilliseconds(),
+                                                recbotVersion: "simulated"))
+        writer = CatalogWriter(catalog: catalog, clock: clock, logger: logger)
+        interruptions = InterruptionLog(sessionID: Self.sessionID, settings: options.rejoin, writer: writer, logger: logger,
+                                        random: SeededRandom(seed: options.seed &+ 2))
+        drops = options.recorderDrops.map { (clock.now().adding(nanoseconds: Int64($0.at * 1e9)), Int64($0.downSeconds * 1e9)) }
     }
 
-    /// Connects, records until `seconds` of simulated time have passed, then ends every file.
+    /// Connects, records until `seconds` of simulated time have passed, then ends every file
+    /// and waits for the catalog's writes.
     func run(seconds: Double) throws {
         let end = clock.now().adding(nanoseconds: Int64(seconds * 1e9))
-        try connect()
+        try join()
         while clock.now() < end {
-            let next = [inFlight.first?.at, core?.nextTimeout, server.nextDeadline, end].compactMap { $0 }.min() ?? end
+            let deadlines = [inFlight.first?.at, connection?.core.nextTimeout, server.nextDeadline, drops.first?.at, joinAt, end]
+            let next = deadlines.compactMap { $0 }.min() ?? end
             if next > clock.now() { clock.advance(milliseconds: max(1, (next.nanoseconds - clock.now().nanoseconds + 999_999) / 1_000_000)) }
             try step()
         }
         finishAll()
     }
 
-    // MARK: - Signaling (the WebSocket is a function call)
+    // MARK: - Joining (the WebSocket is a function call)
 
-    private func connect() throws {
+    /// One join attempt: the connect message, the offer, the answer. False when the server is down.
+    @discardableResult
+    private func join() throws -> Bool {
+        if let down = serverDownUntil, clock.now() < down { return false }
         let connect = try ConnectOptions(channelID: options.plan.channelID ?? "sim", soraClient: "recbot simulated", environment: "test")
             .connectMessage()
         let reply = server.handle(message: connect, now: clock.now())
-        guard let text = reply.messages.first else { throw SimulationError.noOffer }
-        guard case .offer(let offer) = try IncomingMessage(parsing: text) else { throw SimulationError.noOffer }
+        guard let text = reply.messages.first, case .offer(let offer) = try IncomingMessage(parsing: text) else { throw SimulationError.noOffer }
         context = SidecarContext(recordingID: context.recordingID, channelID: context.channelID, soraSessionID: offer.sessionID,
                                  botConnectionID: offer.connectionID, recbotVersion: context.recbotVersion)
-        var capabilities = ReceiverCapabilities()
-        capabilities.rtcpFeedback = ["nack", "nack pli", "ccm fir"]
-        let negotiation = try RecvOnlyNegotiation(offer: try SessionDescription(parsing: offer.sdp), hosts: [Self.recbotAddress],
-                                                  certificate: try DTLSCertificate(), capabilities: capabilities,
-                                                  random: { [unowned self] in random.next() })
-        self.negotiation = negotiation
-        let core = negotiation.core
-        self.core = core
-        let pipeline = ConnectionPipeline(core: core, recordings: recordings, sinks: ConnectionPipeline.Sinks(
-            finish: { [unowned self] recorder, counts, context, _ in finish(recorder, counts: counts, context: context) },
-            recorderStarted: { _ in }), logger: logger)
-        self.pipeline = pipeline
-        _ = pipeline.update(senders: core.media?.senders ?? [:], refusedVideo: [:], context: context, now: clock.now())
-        var session = SignalingSession(offer: offer)
-        let answer = session.handle(.answered(sdp: negotiation.answer.sdp.serialized, candidates: []), now: clock.now())
-        signaling = session
-        perform(answer)
-        apply(core.start(now: clock.now()))
+        connectionsMade += 1
+        let connection = try SimulatedConnection(ordinal: connectionsMade, offer: offer, recordings: recordings, context: context, seed: options.seed,
+                                                 finish: { [unowned self] recorder, counts, context, _ in finish(recorder, counts: counts, context: context) },
+                                                 logger: logger)
+        self.connection = connection
+        let (output, actions) = connection.answer(now: clock.now())
+        apply(output)
+        perform(actions)
+        apply(connection.core.start(now: clock.now()))
+        return true
+    }
+
+    /// The server cut the connection: its WebSocket closes without a close frame.
+    private func dropRecorder(downNanoseconds: Int64) {
+        server.dropRecorder()
+        if downNanoseconds > 0 { serverDownUntil = clock.now().adding(nanoseconds: downNanoseconds) }
+        guard let connection else { return }
+        perform(connection.handle(.webSocketClosed(code: nil), now: clock.now()))
+    }
+
+    /// As `SessionConnection` and `JoinSession.rejoin` end a connection: its parts end
+    /// (interrupted when joining again may cure the cause), and the outage asks the rejoin
+    /// schedule when to try.
+    private func connectionEnded(_ end: SignalingSessionEnd) {
+        guard let connection else { return }
+        self.connection = nil
+        endings.append(end)
+        let now = clock.now()
+        let rejoinable = ConnectionEndKind.isRejoinable(end, transportFailure: nil) && options.rejoin.maximumAttempts != 0
+        var ending = connection.context
+        ending.endReason = end.reason
+        connection.pipeline.end(interrupted: rejoinable, boundary: connection.lastFrame ?? now, context: ending, now: now)
+        interruptions.connectionEnded()
+        guard rejoinable, let since = connection.recordingSince else { return }
+        schedule(interruptions.begin(cause: end.reason, connectedAt: since, lastMediaAt: connection.lastFrame, now: now,
+                                     wallClock: clock.wallClockMilliseconds()))
+    }
+
+    private func schedule(_ decision: RejoinSchedule.Decision) {
+        if case .retry(let at) = decision { joinAt = at }
+    }
+
+    /// The backoff's time came: one attempt; a refused one asks the schedule again.
+    private func attemptRejoin() throws {
+        joinAt = nil
+        interruptions.attemptStarted()
+        if try !join() { schedule(interruptions.attemptFailed(now: clock.now())) }
     }
 
     private func deliverToServer(_ output: LoadGenerator<Int>.Output) {
         for message in output.messages { handleSignaling(message) }
-        for datagram in output.datagrams { send(datagram, toRecbot: true) }
+        // The server sends where the last authenticated binding came from (nowhere before one).
+        guard let remote = server.peer.remote else { return }
+        for datagram in output.datagrams { send(datagram, to: remote, from: 0) }
     }
 
     private func handleSignaling(_ text: String) {
-        guard var session = signaling else { return }
-        let actions = session.handle(.webSocketMessage(text), now: clock.now())
-        signaling = session
-        perform(actions)
+        guard let connection else { return }
+        perform(connection.handle(.webSocketMessage(text), now: clock.now()))
     }
 
     private func perform(_ actions: [SignalingSession.Action]) {
         for action in actions {
+            guard let connection else { return }
             switch action {
             case .send(let text, _):
                 deliverToServer(server.handle(message: text, now: clock.now()))
             case .renegotiate(let renegotiation):
-                let answer = reanswer(renegotiation.sdp)
-                guard var session = signaling else { continue }
-                let more = session.handle(.renegotiated(renegotiation, answerSDP: answer), now: clock.now())
-                signaling = session
-                perform(more)
+                let (output, answer) = connection.reanswer(renegotiation.sdp, now: clock.now())
+                apply(output)
+                perform(connection.handle(.renegotiated(renegotiation, answerSDP: answer), now: clock.now()))
+            case .end(let end):
+                connectionEnded(end)
             default:
                 break  // stored records, stats and candidates: not what this harness checks
             }
         }
-    }
-
-    /// A re-offer answered as `MediaPath.renegotiate` does: the core learns the sections, the
-    /// pipeline the senders (those gone are finished).
-    private func reanswer(_ sdp: String) -> String? {
-        guard let negotiation, let core, let pipeline,
-              let offer = try? SessionDescription(parsing: sdp),
-              let answer = try? RecvOnlyAnswerBuilder.answer(to: offer, local: negotiation.local, capabilities: negotiation.capabilities)
-        else { return nil }
-        var output = core.updateMedia(answer.media)
-        output.append(pipeline.update(senders: core.media?.senders ?? [:], refusedVideo: [:], context: context, now: clock.now()))
-        apply(output)
-        return answer.sdp.serialized
     }
 
     // MARK: - The network and the clock
@@ -174,37 +219,47 @@ final class SimulatedSession {
         bytes.count >= 12 && bytes[0] & 0xC0 == 0x80 && bytes[1] & 0x7F == SyntheticPublisher.opusPayloadType
     }
 
-    private func send(_ bytes: [UInt8], toRecbot: Bool) {
+    /// `to`: recbot's connection (its ordinal), or nil for the server; `from`: the sender's.
+    private func send(_ bytes: [UInt8], to: Int?, from: Int) {
         sent += 1
-        let extra = toRecbot && Self.isAudioRTP(bytes) ? options.audioDelayMilliseconds : 0
+        let extra = to != nil && Self.isAudioRTP(bytes) ? options.audioDelayMilliseconds : 0
         let at = clock.now().adding(milliseconds: options.oneWayDelayMilliseconds + extra)
         let index = inFlight.firstIndex { $0.at > at } ?? inFlight.count
-        inFlight.insert((at, sent, toRecbot, bytes), at: index)
+        inFlight.insert((at, sent, to, from, bytes), at: index)
     }
 
-    /// Everything due now: arrivals, then the core's and the server's timers.
+    /// Everything due now: faults, arrivals, then the timers (the cores', the server's, the backoff's).
     private func step() throws {
         let now = clock.now()
+        while let drop = drops.first, drop.at <= now {
+            drops.removeFirst()
+            dropRecorder(downNanoseconds: drop.down)
+        }
         while let first = inFlight.first, first.at <= now {
             inFlight.removeFirst()
-            if first.toRecbot {
-                if let core { apply(core.handle(datagram: first.bytes, from: Self.serverAddress, to: Self.recbotAddress, now: now)) }
+            if let to = first.to {
+                // A connection that ended has no socket: what was on its way is lost.
+                guard let connection, connection.ordinal == to else { continue }
+                apply(connection.core.handle(datagram: first.bytes, from: Self.serverAddress, to: connection.address, now: now))
             } else {
-                deliverToServer(server.handle(datagram: first.bytes, from: Self.recbotPeer, now: now))
+                deliverToServer(server.handle(datagram: first.bytes, from: first.from, now: now))
             }
         }
-        if let core, let due = core.nextTimeout, due <= now { apply(core.handleTimeout(now: now)) }
+        if let connection, let due = connection.core.nextTimeout, due <= now { apply(connection.core.handleTimeout(now: now)) }
         if let due = server.nextDeadline, due <= now { deliverToServer(server.tick(now: now)) }
+        if let due = joinAt, due <= now { try attemptRejoin() }
     }
 
     /// What the core did: datagrams onto the wire, frames through the pipeline (whose answer,
     /// a keyframe request say, goes out in the same step, as on the transport's loop).
     private func apply(_ output: TransportOutput) {
-        for datagram in output.datagrams { send(datagram.bytes, toRecbot: false) }
-        for event in output.events {
-            guard case .frames(let frames) = event, let pipeline else { continue }
-            apply(pipeline.record(frames, context: context))
-        }
+        guard let connection else { return }
+        let now = clock.now()
+        let interruptions = interruptions, wallClock = clock.wallClockMilliseconds(), botConnectionID = context.botConnectionID
+        let datagrams = connection.apply(output, now: now,
+                                         onRecording: { interruptions.recovered(connectionID: botConnectionID, now: $0, wallClock: wallClock) },
+                                         onFirstFrame: { interruptions.firstFrame(at: $0) })
+        for datagram in datagrams { send(datagram, to: nil, from: connection.ordinal) }
     }
 
     // MARK: - Files
@@ -218,8 +273,9 @@ final class SimulatedSession {
     }
 
     private func finishAll() {
-        pipeline?.end(interrupted: false, boundary: clock.now(), context: context, now: clock.now())
+        connection?.pipeline.end(interrupted: false, boundary: clock.now(), context: context, now: clock.now())
         finished.sort { ($0.connectionID, $0.part) < ($1.connectionID, $1.part) }
+        _ = writer.finish(timeoutSeconds: 10)
     }
 
     enum SimulationError: Error { case noOffer }

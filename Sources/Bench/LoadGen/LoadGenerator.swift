@@ -20,7 +20,10 @@ public final class LoadGenerator<Address: Hashable> {
 
     public private(set) var phase: Phase = .awaitingConnect
     public let plan: LoadPlan
-    public let peer: PublisherPeer<Address>
+    /// The recorder's connection: replaced when the recorder joins again after `dropRecorder`.
+    public private(set) var peer: PublisherPeer<Address>
+    /// Recorder connections cut so far (the recorder may join again each time).
+    public private(set) var recorderDrops = 0
     public private(set) var publishers: [SyntheticPublisher] = []
     public private(set) var joinedAtUnixMilliseconds: [String: Int64] = [:]
     public private(set) var leftAtUnixMilliseconds: [String: Int64] = [:]
@@ -56,6 +59,10 @@ public final class LoadGenerator<Address: Hashable> {
     /// The NTP time of a schedule instant, for the sender reports: the wall clock's by default; a
     /// simulation passes its manual clock's, so every publisher's reports share one timeline.
     private let ntp: (MonotonicTime) -> UInt64
+    private let certificate: DTLSCertificate
+    private let transportAddress: (Address) -> TransportAddress?
+    /// Sora's session id for the channel: one for the recorder's first connection and its rejoins.
+    private var soraSessionID: String?
     /// Each publisher keeps a log of the frames it sent (for tests that judge timing from the file).
     public var logsSentFrames = false
 
@@ -65,6 +72,8 @@ public final class LoadGenerator<Address: Hashable> {
         self.plan = plan
         self.clip = clip
         self.ntp = ntp
+        self.certificate = certificate
+        self.transportAddress = transportAddress
         random = SplitMix64(seed: plan.seed)
         let ufrag = SoraIDs.random(using: &random).prefix(8), password = SoraIDs.random(using: &random)
         guard let fingerprint = certificate.fingerprint() else { throw LoadGenError.badAnswer("no certificate fingerprint") }
@@ -88,10 +97,13 @@ public final class LoadGenerator<Address: Hashable> {
             }
             channelID = plan.channelID ?? (object["channel_id"] as? String ?? "loadgen")
             botConnectionID = SoraIDs.random(using: &random)
-            startPublishers(now: now)
+            // A rejoin finds the channel's publishers where they are; the first join starts them.
+            if publishers.isEmpty { startPublishers(now: now) }
+            let sessionID = soraSessionID ?? SoraIDs.random(using: &random)
+            soraSessionID = sessionID
             output.messages.append(json([
                 "type": "offer", "sdp": offer(), "connection_id": botConnectionID, "client_id": botConnectionID,
-                "bundle_id": botConnectionID, "session_id": SoraIDs.random(using: &random), "channel_id": channelID,
+                "bundle_id": botConnectionID, "session_id": sessionID, "channel_id": channelID,
                 "simulcast": false, "spotlight": false, "version": "recbot-loadgen",
                 "config": ["iceServers": [Any](), "iceTransportPolicy": "all"],
             ]))
@@ -108,9 +120,10 @@ public final class LoadGenerator<Address: Hashable> {
                 return output
             }
             phase = .running
+            nextPing = now.adding(nanoseconds: Int64(plan.pingIntervalSeconds * 1e9))
+            guard startedAt == nil else { break }  // a rejoin: the plan's clock runs from the first answer
             startedAt = now
             endAt = plan.durationSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
-            nextPing = now.adding(nanoseconds: Int64(plan.pingIntervalSeconds * 1e9))
             nextChurn = plan.churnIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
             nextVanish = plan.vanishIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
             nextBurst = plan.burstIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
@@ -136,6 +149,19 @@ public final class LoadGenerator<Address: Hashable> {
         startedAt = now
         endAt = plan.durationSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
         nextBurst = plan.burstIntervalSeconds.map { now.adding(nanoseconds: Int64($0 * 1e9)) }
+    }
+
+    /// The recorder's connection is cut, as when Sora loses a subscriber's WebSocket: its
+    /// transport goes, the publishers go on sending to nobody, and the recorder's next `connect`
+    /// gets an offer with the same publishers, in the same Sora session, forwarding from the
+    /// present on (nothing of the outage is queued for it).
+    public func dropRecorder() {
+        guard case .running = phase else { return }
+        phase = .awaitingConnect
+        recorderDrops += 1
+        transportUp = false
+        peer = PublisherPeer(localUfrag: peer.localUfrag, localPassword: peer.localPassword, certificate: certificate,
+                             transportAddress: transportAddress)
     }
 
     /// Publishers join over the ramp: each one's first frame is scheduled at its join time.
@@ -258,6 +284,7 @@ public final class LoadGenerator<Address: Hashable> {
         guard peer.srtp != nil else { return output }
         if !transportUp {
             transportUp = true
+            if recorderDrops > 0 { for publisher in publishers where !publisher.stopped && !isWaiting(publisher) { publisher.skip(to: now) } }
             startWaiting(now: now)
         }
         rtp.removeAll(keepingCapacity: true)
@@ -286,6 +313,8 @@ public final class LoadGenerator<Address: Hashable> {
         if let closeAt { return [closeAt, peer.nextTimeout].compactMap { $0 }.min() }
         var earliest = [endAt, nextPing, nextChurn, nextVanish, nextBurst, peer.nextTimeout].compactMap { $0 }.min()
         if !transportUp && peer.srtp != nil { return MonotonicTime(nanoseconds: 0) }
+        // Nothing is sent before the transport is up (a rejoining recorder's publishers wait in `tick`).
+        guard peer.srtp != nil else { return earliest }
         for publisher in publishers where !isWaiting(publisher) {
             guard let due = publisher.nextDeadline else { continue }
             if earliest == nil || due < earliest! { earliest = due }

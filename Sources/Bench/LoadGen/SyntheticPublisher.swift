@@ -199,6 +199,23 @@ public final class SyntheticPublisher {
         }
     }
 
+    /// Nothing was forwarded until `now` (the recorder was away): the schedule moves on to the
+    /// present without sending, the clip with it, as a live source does. Timestamps keep the
+    /// schedule's clock, so the gap is as long as it was; sequence numbers go on from the last sent.
+    public func skip(to now: MonotonicTime) {
+        while nextAudio <= now.nanoseconds {
+            nextAudio += clip.audio[audioIndex].durationNanoseconds
+            audioIndex = (audioIndex + 1) % clip.audio.count
+        }
+        while nextVideo <= now.nanoseconds {
+            nextVideo += clip.video[videoIndex].durationNanoseconds
+            videoIndex = (videoIndex + 1) % clip.video.count
+        }
+        while nextReport <= now.nanoseconds { nextReport += 1_000_000_000 }
+        delayed.removeAll()
+        heldBack = nil
+    }
+
     /// PLI or FIR: the next video frame restarts the clip at its first keyframe (at most every 300 ms).
     public func requestKeyframe() {
         counts.keyframeRequests += 1
