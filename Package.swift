@@ -101,7 +101,7 @@ let package = Package(
         .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         // Webhooks with Sora's event names and payloads, from a durable outbox in the catalog.
         .target(name: "Webhooks", dependencies: [
-            "Archive", "DiskLayout", "Recorder", "WireCoding",
+            "Archive", "DiskLayout", "WireCoding",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -110,6 +110,8 @@ let package = Package(
             .product(name: "NIOSSL", package: "swift-nio-ssl"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Sora's recorder events (archive.available, recording.report …) built from recordings.
+        .target(name: "RecordingEvents", dependencies: ["Recorder", "Webhooks", "DiskLayout"]),
         // `recbot export`: a session's events as JSON Lines and as WebVTT captions on each recording's timeline.
         .target(name: "SessionExport", dependencies: ["Archive", "DiskLayout"]),
         // What ended a run, and the one decision from it to an exit code: a leaf every layer may report into.
@@ -186,7 +188,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "SystemClock", "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "SoraSignalingCore", "Webhooks", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
+            "SystemClock", "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "SoraSignalingCore", "Webhooks", "RecordingEvents", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -255,7 +257,7 @@ let package = Package(
             dependencies: [
                 "SystemClock", "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
                 "Recorder", "SoraSignaling", "SoraSignalingCore", "WireCoding",
-                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks",
+                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks", "RecordingEvents",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -267,7 +269,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Bitstreams", "WireCoding"], path: "Tests/TestSupport"),
         // Whole sessions on a manual clock: the load generator's server and recbot's cores over a virtual network.
         .testTarget(name: "SimulationTests", dependencies: [
-            "RecBot", "LoadGen", "PeerConnection", "SDP", "DTLS", "SoraSignalingCore", "STUN", "Recorder", "Media", "DiskLayout", "WebMReader",
+            "RecBot", "LoadGen", "PeerConnection", "SDP", "DTLS", "SoraSignalingCore", "STUN", "Recorder", "Media", "DiskLayout", "WebMReader", "Archive",
             "CodecBindings", "TestSupport", "WireCoding", .product(name: "Logging", package: "swift-log"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
@@ -277,7 +279,7 @@ let package = Package(
         .testTarget(name: "DiskLayoutTests", dependencies: ["DiskLayout"]),
         .testTarget(name: "SessionExportTests", dependencies: ["SessionExport", "Archive"]),
         .testTarget(name: "WebhooksTests", dependencies: [
-            "Webhooks", "Recorder", "DiskLayout", "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport", "SystemClock", "WireCoding",
+            "Webhooks", "RecordingEvents", "Recorder", "DiskLayout", "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport", "SystemClock", "WireCoding",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "RepairTests", dependencies: ["Repair", "WebMReader", "WebM", "Archive", "DiskLayout", "Recorder", "WireCoding"]),

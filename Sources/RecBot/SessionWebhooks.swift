@@ -3,6 +3,7 @@ import DiskLayout
 import Foundation
 import Logging
 import Recorder
+import RecordingEvents
 import Synchronization
 import Webhooks
 import WireCoding

@@ -1,9 +1,11 @@
 import DiskLayout
 import Foundation
 import Recorder
+import Webhooks
 
 /// The events Sora's recorder sends, with its names and fields (as its server SDK describes
-/// them), built from what recbot records.
+/// them), built from what recbot records. Its own target between `Recorder` (the facts) and
+/// `Webhooks` (the outbox and delivery, which need know nothing of recordings).
 public struct SoraEvents: Sendable {
     public let nodeName: String
     public let version: String

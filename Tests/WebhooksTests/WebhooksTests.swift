@@ -1,6 +1,7 @@
 import DiskLayout
 import Foundation
 import Recorder
+import RecordingEvents
 import Testing
 @testable import Webhooks
 

@@ -5,6 +5,7 @@ import Foundation
 import Outcomes
 import Recorder
 import Repair
+import RecordingEvents
 import SystemClock
 import Webhooks
 import WireCoding
