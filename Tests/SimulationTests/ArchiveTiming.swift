@@ -21,6 +21,11 @@ enum ArchiveTiming {
         var description: String { "\(connectionID.suffix(4)) part \(part) \(isVideo ? "video" : "audio"): \(lag)" }
     }
 
+    /// How far apart the lags are (milliseconds): 0 is one timeline for every track.
+    static func spread(_ lags: [TrackLag]) -> Double {
+        (lags.map(\.lag).max() ?? 0) - (lags.map(\.lag).min() ?? 0)
+    }
+
     /// Each track's lag, after checking its blocks against the sender's log and its frame grid.
     static func trackLags(_ session: SimulatedSession) throws -> [TrackLag] {
         var lags: [TrackLag] = []

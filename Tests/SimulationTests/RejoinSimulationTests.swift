@@ -8,12 +8,13 @@ import Testing
 /// Rejoins on the manual clock (issue 27's cases that need no real network): the server cuts
 /// recbot's connection, recbot's rejoin schedule waits on the simulated clock and joins again
 /// into the same session and recordings. What the catalog, the parts and the timeline show.
-@Suite struct RejoinSimulationTests {
+@Suite final class RejoinSimulationTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-rejoin-sim-\(UUID())").path
 
+    deinit { try? FileManager.default.removeItem(atPath: root) }
+
     func record(_ options: SimulatedSession.Options, seconds: Double) throws -> SimulatedSession {
-        let session = try SimulatedSession(directory: root + "/\(UUID())", clip: SimulatedSessionTests.clip, options: options)
-        try session.run(seconds: seconds)
+        let session = try SimulatedSession.recorded(options, seconds: seconds, under: root)
         #expect(session.finished.allSatisfy { $0.error == nil }, "\(session.finished.map(\.filename))")
         return session
     }
@@ -54,7 +55,7 @@ import Testing
         }
         let lags = try ArchiveTiming.trackLags(session)
         #expect(lags.count == 8, "\(lags)")
-        let spread = (lags.map(\.lag).max() ?? 0) - (lags.map(\.lag).min() ?? 0)
+        let spread = ArchiveTiming.spread(lags)
         #expect(spread <= 2, "every track of every part on one timeline (lags in ms): \(lags)")
     }
 
@@ -74,7 +75,7 @@ import Testing
         #expect(outage >= 5 && outage <= 5 + 4 + 0.5, "the outage lasted \(outage) s for 5 s of downtime")
         #expect(session.finished.map(\.part).sorted() == [1, 2])
         let lags = try ArchiveTiming.trackLags(session)
-        let spread = (lags.map(\.lag).max() ?? 0) - (lags.map(\.lag).min() ?? 0)
+        let spread = ArchiveTiming.spread(lags)
         #expect(spread <= 2, "lags in ms: \(lags)")
     }
 

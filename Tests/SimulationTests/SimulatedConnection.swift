@@ -32,7 +32,7 @@ final class SimulatedConnection {
          finish: @escaping (SenderRecorder, ReceiveCounters, SidecarContext, Bool) -> Void, logger: Logger) throws {
         self.ordinal = ordinal
         address = TransportAddress(ip: .v4(10, 0, 0, 1), port: UInt16(50_000 + ordinal))
-        var random = SplitMix64(seed: seed &+ UInt64(ordinal))
+        let random = SeededRandom(seed: seed &+ UInt64(ordinal))
         var capabilities = ReceiverCapabilities()
         capabilities.rtcpFeedback = ["nack", "nack pli", "ccm fir"]
         negotiation = try RecvOnlyNegotiation(offer: try SessionDescription(parsing: offer.sdp), hosts: [address],

@@ -280,3 +280,12 @@ final class SimulatedSession {
 
     enum SimulationError: Error { case noOffer }
 }
+
+extension SimulatedSession {
+    /// `options` recorded for `seconds` with the suites' clip, into a fresh directory under `root`.
+    static func recorded(_ options: Options, seconds: Double, under root: String) throws -> SimulatedSession {
+        let session = try SimulatedSession(directory: root + "/\(UUID())", clip: SimulatedSessionTests.clip, options: options)
+        try session.run(seconds: seconds)
+        return session
+    }
+}

@@ -45,12 +45,10 @@ import WireCoding
 
     /// Records `seconds` of `plan` into a fresh directory (removed when the suite's value goes).
     func record(_ plan: LoadPlan, seconds: Double) throws -> (SimulatedSession, [String: String], Double) {
-        let directory = root + "/\(UUID())"
         var options = SimulatedSession.Options()
         options.plan = plan
-        let session = try SimulatedSession(directory: directory, clip: Self.clip, options: options)
         let started = Date()
-        try session.run(seconds: seconds)
+        let session = try SimulatedSession.recorded(options, seconds: seconds, under: root)
         let wall = Date().timeIntervalSince(started)
         var digests: [String: String] = [:]
         for file in session.finished {

@@ -1,9 +1,5 @@
 import Foundation
-@testable import LoadGen
-import Recorder
 import Testing
-import WebMReader
-import WireCoding
 
 /// The archive keeps time, judged on the manual clock (moved from JoinTests, where the test
 /// server's own timing under a busy host decided the result): every block of a track sits where
@@ -11,8 +7,10 @@ import WireCoding
 /// different senders together on the session's timeline.
 ///
 /// The truth is the load generator's log of what it sent (`ArchiveTiming`).
-@Suite struct SyncAndTimelineTests {
+@Suite final class SyncAndTimelineTests {
     let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-sync-\(UUID())").path
+
+    deinit { try? FileManager.default.removeItem(atPath: root) }
 
     /// Two publishers on one capture clock, a clean path: within a file and across the files,
     /// the tracks line up to the millisecond the WebM timecodes allow; every block is on its
@@ -24,7 +22,7 @@ import WireCoding
         let session = try record(options, seconds: 12)
         let lags = try ArchiveTiming.trackLags(session)
         #expect(lags.count == 4, "\(lags)")
-        let spread = (lags.map(\.lag).max() ?? 0) - (lags.map(\.lag).min() ?? 0)
+        let spread = ArchiveTiming.spread(lags)
         #expect(spread <= 2, "lags (ms) per track: \(lags)")
     }
 
@@ -41,8 +39,7 @@ import WireCoding
     }
 
     func record(_ options: SimulatedSession.Options, seconds: Double) throws -> SimulatedSession {
-        let session = try SimulatedSession(directory: root + "/\(UUID())", clip: SimulatedSessionTests.clip, options: options)
-        try session.run(seconds: seconds)
+        let session = try SimulatedSession.recorded(options, seconds: seconds, under: root)
         #expect(!session.finished.isEmpty && session.finished.allSatisfy { $0.error == nil }, "\(session.finished.map(\.filename))")
         return session
     }
