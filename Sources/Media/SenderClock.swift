@@ -142,6 +142,13 @@ struct SenderClock {
         return offset == nil
     }
 
+    /// The stream has no frame placed and no SR of its own, though its sender is synchronised:
+    /// placed now, it would start on arrival time (and slew for as long as it was late).
+    func awaitsOwnReport(ssrc: UInt32) -> Bool {
+        guard offset != nil, let timing = streams[ssrc], timing.timeline == nil else { return false }
+        return !timing.estimator.hasMapping
+    }
+
     /// Decides the sender's offset once every stream that has frames (placed, or held at
     /// `held`: SSRC, 64-bit RTP time, arrival) can be mapped to NTP. Nothing moves backwards:
     /// each stream's candidate is where its frames already are, or the least delay among its

@@ -11,6 +11,13 @@ import WireCoding
 /// any), and up to `maximumReportWait` once one has. libwebrtc, every real Sora publisher,
 /// sends an audio SR only every 5 s (randomised 2.5–7.5 s) against 1 s for video: without the
 /// longer wait its audio started on arrival time in most sessions and then slid by 1 ms/s.
+///
+/// A stream that starts after the others, when the sender is already synchronised but before
+/// an SR of its own came, waits for that SR too (`lateStreamWait`): libwebrtc paces its first
+/// video keyframe out over hundreds of milliseconds, and the stream's first SR may come after
+/// it. Only near the sender's start (`startWindow`), while the recorder still waits for the
+/// first video to start the file; later, frames placed behind what it wrote would be lost, so
+/// such a stream starts on arrival time and slews.
 struct SenderTimeline {
     private(set) var clock = SenderClock()
     private var held: [(frame: ReceivedFrame, rtp: Int64)] = []
@@ -19,6 +26,15 @@ struct SenderTimeline {
     /// A frame of this sender went out: no more holding.
     private var started = false
     private(set) var heldBytes = 0
+    /// Frames of streams that started late, waiting for their own SR (see the type's note).
+    private var lateHeld: [(frame: ReceivedFrame, rtp: Int64)] = []
+    private var lateHeldUntil: Int64?
+    /// When the sender's first frame arrived.
+    private var firstArrival: Int64?
+    /// libwebrtc's video SR interval, 1 s randomised up to 1.5 s, and a little for the path.
+    static let lateStreamWait: Int64 = 1_600_000_000
+    /// Within the recorder's wait for a file's first video (5 s), with room for the wait itself.
+    static let startWindow: Int64 = 3_000_000_000
 
     /// Hold no longer than this while no stream has a report; 0 holds nothing.
     let maximumHold: Int64
@@ -43,7 +59,9 @@ struct SenderTimeline {
         return heldSince &+ (clock.hasAnyReport ? maximumReportWait : maximumHold)
     }
 
-    var nextDeadline: MonotonicTime? { holdUntil.map { MonotonicTime(nanoseconds: $0) } }
+    var nextDeadline: MonotonicTime? {
+        [holdUntil, lateHeldUntil].compactMap { $0 }.min().map { MonotonicTime(nanoseconds: $0) }
+    }
     var counters: SyncCounters { clock.counters }
 
     mutating func addStream(ssrc: UInt32, clockRate: Int) { clock.addStream(ssrc: ssrc, clockRate: clockRate) }
@@ -57,6 +75,7 @@ struct SenderTimeline {
     mutating func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrival: MonotonicTime,
                                into output: inout [ReceivedFrame]) -> Bool {
         let plausible = clock.senderReport(ssrc: ssrc, ntpTimestamp: ntpTimestamp, rtpTimestamp: rtpTimestamp, arrival: arrival)
+        if lateHeldUntil != nil { releaseLate(now: arrival, into: &output) }
         if holdUntil != nil {
             release(now: arrival, into: &output)
         } else if started && !clock.isSynchronised {
@@ -70,6 +89,12 @@ struct SenderTimeline {
     /// Places `frame` (its `mediaTime` is set here), or holds it for its sender's SRs.
     mutating func take(_ frame: ReceivedFrame, into output: inout [ReceivedFrame]) {
         let rtp = clock.unwrap(ssrc: frame.ssrc, rtpTimestamp: frame.frame.rtpTimestamp)
+        let arrival = frame.completedAt.nanoseconds
+        if firstArrival == nil { firstArrival = arrival }
+        if started, waitsForOwnReport(frame.ssrc, arrival: arrival) {
+            holdLate(frame, rtp: rtp, into: &output)
+            return
+        }
         guard !started, maximumHold > 0, heldSince != nil || clock.needsReport(ssrc: frame.ssrc) else {
             started = true
             output.append(placed(frame, rtp: rtp))
@@ -86,8 +111,47 @@ struct SenderTimeline {
         }
     }
 
+    private func waitsForOwnReport(_ ssrc: UInt32, arrival: Int64) -> Bool {
+        if lateHeld.contains(where: { $0.frame.ssrc == ssrc }) { return true }  // its earlier frames wait
+        guard maximumHold > 0, let firstArrival, arrival &- firstArrival < Self.startWindow else { return false }
+        return clock.awaitsOwnReport(ssrc: ssrc)
+    }
+
+    private mutating func holdLate(_ frame: ReceivedFrame, rtp: Int64, into output: inout [ReceivedFrame]) {
+        let arrival = frame.completedAt.nanoseconds
+        if lateHeldUntil == nil { lateHeldUntil = min(arrival &+ Self.lateStreamWait, (firstArrival ?? arrival) &+ Self.startWindow) }
+        lateHeld.append((frame, rtp))
+        heldBytes += frame.frame.data.count
+        clock.countHeld()
+        if lateHeld.count > Self.maximumHeldFrames || heldBytes > Self.maximumHeldBytes {
+            placeLate(into: &output) { _ in true }
+        }
+    }
+
+    /// Places the late streams' frames whose SR came, and all of them once the wait ran out.
+    private mutating func releaseLate(now: MonotonicTime, into output: inout [ReceivedFrame]) {
+        guard let lateHeldUntil else { return }
+        let expired = now.nanoseconds >= lateHeldUntil
+        placeLate(into: &output) { [clock] ssrc in expired || !clock.awaitsOwnReport(ssrc: ssrc) }
+    }
+
+    private mutating func placeLate(into output: inout [ReceivedFrame], where ready: (UInt32) -> Bool) {
+        var waiting: [(frame: ReceivedFrame, rtp: Int64)] = []
+        for entry in lateHeld {
+            if ready(entry.frame.ssrc) {
+                heldBytes -= entry.frame.frame.data.count
+                output.append(placed(entry.frame, rtp: entry.rtp))
+            } else {
+                waiting.append(entry)
+            }
+        }
+        lateHeld = waiting
+        if lateHeld.isEmpty { lateHeldUntil = nil }
+    }
+
     /// Releases every held frame (the hold ran out, the receiver is over its memory budget, or ending).
     mutating func releaseAll(now: MonotonicTime, into output: inout [ReceivedFrame]) {
+        placeLate(into: &output) { _ in true }
         guard !held.isEmpty else { return }
         synchroniseHeld()
         placeHeld(into: &output)
@@ -95,6 +159,7 @@ struct SenderTimeline {
 
     /// Releases the held frames once the SRs can place them all, or the hold ran out.
     mutating func release(now: MonotonicTime, into output: inout [ReceivedFrame]) {
+        releaseLate(now: now, into: &output)
         guard let holdUntil, !held.isEmpty else { return }
         synchroniseHeld()
         guard now.nanoseconds >= holdUntil || clock.isSynchronised else { return }
@@ -108,7 +173,7 @@ struct SenderTimeline {
     private mutating func placeHeld(into output: inout [ReceivedFrame]) {
         for entry in held { output.append(placed(entry.frame, rtp: entry.rtp)) }
         held.removeAll()
-        heldBytes = 0
+        heldBytes = lateHeld.reduce(0) { $0 + $1.frame.frame.data.count }
         heldSince = nil
         started = true
     }

@@ -28,6 +28,10 @@ struct SimulatedSender {
     var libwebrtc: (firstAudioReport: Int64, captureJitter: Int64)?
     /// Frames captured before `until` (sender time) take `extra` longer on the way.
     var slowStart: (until: Int64, extra: Int64)?
+    /// Video starts at this sender time (a camera turned on), its SRs with it.
+    var videoFrom: Int64 = 0
+    /// SRs take this long on the way instead of their stream's delay (RTCP is not paced).
+    var reportDelay: Int64?
     var seed: UInt64 = 7
 
     enum Event {
@@ -61,6 +65,7 @@ struct SimulatedSender {
                     senderTime += Int64(random.next() % UInt64(libwebrtc.captureJitter))
                 }
                 if kind == .audio, let silence, silence.contains(senderTime) { continue }
+                if kind == .video && senderTime < videoFrom { continue }
                 let capture = local(senderTime)
                 var jitter = self.jitter > 0 ? Int64(random.next() % UInt64(self.jitter)) : 0
                 if let slowStart, senderTime < slowStart.until { jitter += slowStart.extra }
@@ -82,9 +87,10 @@ struct SimulatedSender {
             }
             for second in reportsFrom..<seconds {
                 let senderTime = second * 1_000_000_000
+                if kind == .video && senderTime < videoFrom { continue }
                 let lastSentIndex = senderTime * rate / 1_000_000_000 / ticks
                 events.append(.report(ssrc: ssrc, ntp: Self.ntp(ntpBase + senderTime), rtp: base &+ UInt32(truncatingIfNeeded: lastSentIndex * ticks),
-                                      arrival: local(senderTime) + delay))
+                                      arrival: local(senderTime) + (reportDelay ?? delay)))
             }
         }
         stream(ssrc: ssrcs.video, kind: .video, base: rtpBase.video, ticks: 3_000, rate: 90_000, delay: delay.video)
@@ -283,6 +289,35 @@ struct TimelineRun {
             let late = run.lateness("S", kind)
             #expect(late.max()! - late.min()! <= 20_834, "\(kind): placement moved by \(late.max()! - late.min()!) ns")
         }
+    }
+
+    /// Video joins 1.5 s in, 300 ms slower on the way than audio (its first keyframe paced out),
+    /// after the sender was synchronised and before its own first SR (at 2 s). It waits for that
+    /// SR and starts beside its audio, instead of 290 ms late on arrival time and sliding back
+    /// 1 ms a second.
+    @Test func aStreamStartingBeforeItsFirstReportWaitsForIt() {
+        var sender = SimulatedSender()
+        sender.videoFrom = 1_500_000_000
+        sender.delay = (300_000_000, 10_000_000)
+        sender.reportDelay = 10_000_000
+        let run = TimelineRun([("S", sender)], seconds: 20)
+        #expect(run.counters("S").arrivalStarts == 0 && run.counters("S").slewCorrections == 0)
+        let videoLate = run.lateness("S", .video), audioLate = run.lateness("S", .audio)
+        #expect(abs(videoLate[0] - audioLate[0]) <= 1_000_000, "A/V offset \((videoLate[0] - audioLate[0]) / 1_000) µs")
+        #expect(videoLate.max()! - videoLate.min()! <= 11_112, "video placement moved by \(videoLate.max()! - videoLate.min()!) ns")
+    }
+
+    /// The same, 5 s in: the recorder has written past where those frames belong, so video
+    /// starts on arrival time and slews into line, as before.
+    @Test func aStreamStartingLateInTheSessionStartsOnArrivalTime() {
+        var sender = SimulatedSender()
+        sender.videoFrom = 5_500_000_000
+        sender.delay = (300_000_000, 10_000_000)
+        sender.reportDelay = 10_000_000
+        let run = TimelineRun([("S", sender)], seconds: 20)
+        #expect(run.counters("S").arrivalStarts == 1 && run.counters("S").slewCorrections == 1)
+        let first = run.frames("S", .video).first!.frame
+        #expect(first.mediaTime.nanoseconds == first.completedAt.nanoseconds)
     }
 
     /// A sender whose audio report comes even later than libwebrtc's longest interval is held

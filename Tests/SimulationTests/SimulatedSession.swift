@@ -38,6 +38,11 @@ final class SimulatedSession {
         /// Audio RTP (not its sender reports) takes this much longer to reach recbot than video,
         /// as on a path that queues the two apart.
         var audioDelayMilliseconds: Int64 = 0
+        /// Video RTP (not RTX, not sender reports) takes this much longer: libwebrtc's pacer
+        /// queues video, never audio, for up to 2 s when the uplink is congested.
+        var videoDelayMilliseconds: Int64 = 0
+        /// …from this many seconds into the run (congestion that comes mid-session).
+        var videoDelayFromSeconds: Double = 0
         var split: SplitPolicy?
         /// Seeds recbot's own randomness (ICE credentials, RTCP SSRCs, report jitter, segment UIDs, backoff).
         var seed: UInt64 = 7
@@ -213,16 +218,21 @@ final class SimulatedSession {
         return seconds << 32 | (UInt64(unixNanoseconds % 1_000_000_000) << 32) / 1_000_000_000
     }
 
-    /// Opus RTP from the load generator: version 2 and payload type 111 (RTCP's types, 200–204,
-    /// read as 72–76 there; STUN and DTLS start below 0x80).
-    private static func isAudioRTP(_ bytes: [UInt8]) -> Bool {
-        bytes.count >= 12 && bytes[0] & 0xC0 == 0x80 && bytes[1] & 0x7F == SyntheticPublisher.opusPayloadType
+    /// RTP of one payload type from the load generator: version 2 (RTCP's types, 200–204, read
+    /// as 72–76 there; STUN and DTLS start below 0x80).
+    private static func isRTP(_ bytes: [UInt8], payloadType: UInt8) -> Bool {
+        bytes.count >= 12 && bytes[0] & 0xC0 == 0x80 && bytes[1] & 0x7F == payloadType
+    }
+
+    private var videoDelayed: Bool {
+        clock.now().nanoseconds - Self.start.monotonic.nanoseconds >= Int64(options.videoDelayFromSeconds * 1e9)
     }
 
     /// `to`: recbot's connection (its ordinal), or nil for the server; `from`: the sender's.
     private func send(_ bytes: [UInt8], to: Int?, from: Int) {
         sent += 1
-        let extra = to != nil && Self.isAudioRTP(bytes) ? options.audioDelayMilliseconds : 0
+        let extra = to == nil ? 0 : Self.isRTP(bytes, payloadType: SyntheticPublisher.opusPayloadType) ? options.audioDelayMilliseconds
+            : Self.isRTP(bytes, payloadType: SyntheticPublisher.vp8PayloadType) && videoDelayed ? options.videoDelayMilliseconds : 0
         let at = clock.now().adding(milliseconds: options.oneWayDelayMilliseconds + extra)
         let index = inFlight.firstIndex { $0.at > at } ?? inFlight.count
         inFlight.insert((at, sent, to, from, bytes), at: index)

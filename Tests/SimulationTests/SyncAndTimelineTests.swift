@@ -1,5 +1,8 @@
 import Foundation
+import LoadGen
+import Recorder
 import Testing
+import WebMReader
 
 /// The archive keeps time, judged on the manual clock (moved from JoinTests, where the test
 /// server's own timing under a busy host decided the result): every block of a track sits where
@@ -33,6 +36,47 @@ import Testing
         options.plan.publishers = 1
         options.audioDelayMilliseconds = 300
         let session = try record(options, seconds: 10)
+        let lags = try ArchiveTiming.trackLags(session)
+        let video = try #require(lags.first { $0.isVideo }), audio = try #require(lags.first { !$0.isVideo })
+        #expect(abs(audio.lag - video.lag) <= 20, "audio − video = \(audio.lag - video.lag) ms")
+    }
+
+    /// Video reaches recbot 700 ms after the audio captured with it (a congested libwebrtc
+    /// sender's pacer queues video, never audio), from the start: its first frames come before
+    /// its first SR. They wait for it, as the sender's first frames wait for theirs, so video
+    /// starts beside its audio instead of 700 ms late on arrival time (and sliding 1 ms a second
+    /// back into line for the next 12 minutes).
+    @Test func videoQueuedBehindAudioIsKeptBesideIt() throws {
+        var options = SimulatedSession.Options()
+        options.plan.publishers = 1
+        options.videoDelayMilliseconds = 700
+        let session = try record(options, seconds: 10)
+        let file = try #require(session.finished.first)
+        let parsed = WebMReader.parse(path: session.layout.path(of: file.filename))
+        let sent = try #require(session.server.publishers.first?.sentFrames)
+        let videoSent = sent.count { $0.isVideo }, videoKept = parsed.frames.count { $0.track == 1 }
+        // The last 700 ms of video is still on its way when the session ends.
+        #expect(videoKept >= videoSent - 24, "video: \(videoKept) of \(videoSent) sent; stats \(file.statistics)")
+        let lags = try ArchiveTiming.trackLags(session)
+        let video = try #require(lags.first { $0.isVideo }), audio = try #require(lags.first { !$0.isVideo })
+        #expect(abs(audio.lag - video.lag) <= 20, "audio − video = \(audio.lag - video.lag) ms")
+    }
+
+    /// The same 700 ms of queueing, coming 4 s into the session, after the file started: the
+    /// file holds each track for the other as long as a frame may wait for retransmissions plus
+    /// 400 ms, so no picture is lost at the onset either, and each stays beside its audio.
+    @Test func videoQueuedBehindAudioMidSessionLosesNoPicture() throws {
+        var options = SimulatedSession.Options()
+        options.plan.publishers = 1
+        options.videoDelayMilliseconds = 700
+        options.videoDelayFromSeconds = 4
+        let session = try record(options, seconds: 12)
+        let file = try #require(session.finished.first)
+        let parsed = WebMReader.parse(path: session.layout.path(of: file.filename))
+        let sent = try #require(session.server.publishers.first?.sentFrames)
+        let videoSent = sent.count { $0.isVideo }, videoKept = parsed.frames.count { $0.track == 1 }
+        // The last 700 ms is still on its way when the session ends.
+        #expect(videoKept >= videoSent - 24, "video: \(videoKept) of \(videoSent) sent; stats \(file.statistics)")
         let lags = try ArchiveTiming.trackLags(session)
         let video = try #require(lags.first { $0.isVideo }), audio = try #require(lags.first { !$0.isVideo })
         #expect(abs(audio.lag - video.lag) <= 20, "audio − video = \(audio.lag - video.lag) ms")
