@@ -95,14 +95,16 @@ struct SessionConnection {
             try? await clock.sleep(nanoseconds: 20_000_000)
             inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
         }
-        let progress = Task { await path.reportProgress(every: 5) }
-        let watch = Task { [media, inbox] in
-            await ConnectionWatch(clock: session.clock, logger: logger, interruptions: media.interruptions, inbox: inbox)
-                .run(path: path, connection: start.connection, loop: media.loop)
+        // Progress lines and the liveness watch live exactly as long as the conversation.
+        let end = await withDiscardingTaskGroup(returning: SignalingSessionEnd.self) { group in
+            group.addTask { await path.reportProgress(every: 5) }
+            group.addTask { [media, inbox, clock = session.clock, logger] in
+                await ConnectionWatch(clock: clock, logger: logger, interruptions: media.interruptions, inbox: inbox)
+                    .run(path: path, connection: start.connection, loop: media.loop)
+            }
+            defer { group.cancelAll() }
+            return await converse(&signaling, path: path, connection: start.connection)
         }
-        let end = await converse(&signaling, path: path, connection: start.connection)
-        progress.cancel()
-        watch.cancel()
 
         // 4. Leave politely; this connection's files go to the finisher.
         let rejoinable = ConnectionEndKind.isRejoinable(end, transportFailure: path.transportFailure.withLockedValue { $0 })

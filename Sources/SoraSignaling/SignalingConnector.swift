@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import NIOCore
 import SoraSignalingCore
+import Synchronization
 
 /// How signaling got to an offer.
 public struct SignalingStart: @unchecked Sendable {
@@ -74,56 +75,95 @@ public enum SignalingConnector {
         }
     }
 
-    /// The first URL whose WebSocket opens; sockets that open later close themselves.
+    /// The first URL whose WebSocket opens; sockets that open later close themselves. The race
+    /// owns its candidates: a win cancels the rest, and so does cancelling the caller.
     static func race(urls: [String], insecure: Bool, group: EventLoopGroup, logger: Logger) async throws -> SignalingConnection {
         if urls.count == 1 { return try await SignalingConnection.open(url: urls[0], insecure: insecure, group: group, logger: logger) }
         let race = Race(candidates: urls.count)
-        return try await withCheckedThrowingContinuation { continuation in
-            race.start(continuation)
-            for url in urls {
-                Task {
-                    do {
-                        let connection = try await SignalingConnection.open(url: url, insecure: insecure, group: group, logger: logger)
-                        if !race.win(connection) { await connection.close() }
-                    } catch {
-                        logger.info("signaling candidate failed", metadata: ["url": "\(url)", "error": "\(error)"])
-                        race.lose(error)
-                    }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                race.start(continuation)
+                for url in urls {
+                    race.add(Task {
+                        do throws(SignalingError) {
+                            let connection = try await SignalingConnection.open(url: url, insecure: insecure, group: group, logger: logger)
+                            if !race.win(connection) { await connection.close() }
+                        } catch {
+                            logger.info("signaling candidate failed", metadata: ["url": "\(url)", "error": "\(error)"])
+                            race.lose(error)
+                        }
+                    })
                 }
             }
+        } onCancel: {
+            race.cancel()
         }
     }
 }
 
-private final class Race: @unchecked Sendable {
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<SignalingConnection, Error>?
-    private var remaining: Int
-    private var lastError: Error?
+/// The candidates of `race`, and the one wait they settle: the first to open, or the last
+/// error once every one failed, or cancellation.
+private final class Race: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<SignalingConnection, Error>?
+        var remaining: Int
+        var lastError: SignalingError?
+        var candidates: [Task<Void, Never>] = []
+        var cancelled = false
+    }
 
-    init(candidates: Int) { remaining = candidates }
+    private let state: Mutex<State>
 
-    func start(_ continuation: CheckedContinuation<SignalingConnection, Error>) { lock.withLock { self.continuation = continuation } }
+    init(candidates: Int) { state = Mutex(State(remaining: candidates)) }
 
-    /// True when `connection` is the first to open.
-    func win(_ connection: SignalingConnection) -> Bool {
-        let waiting = lock.withLock { () -> CheckedContinuation<SignalingConnection, Error>? in
-            defer { continuation = nil }
-            return continuation
+    func start(_ continuation: CheckedContinuation<SignalingConnection, Error>) {
+        let cancelled = state.withLock { state in
+            if !state.cancelled { state.continuation = continuation }
+            return state.cancelled
         }
+        if cancelled { continuation.resume(throwing: CancellationError()) }
+    }
+
+    /// A candidate added after the race is over is cancelled at once.
+    func add(_ candidate: Task<Void, Never>) {
+        let over = state.withLock { state in
+            if !state.cancelled { state.candidates.append(candidate) }
+            return state.cancelled
+        }
+        if over { candidate.cancel() }
+    }
+
+    /// True when `connection` is the first to open; the other candidates are cancelled.
+    func win(_ connection: SignalingConnection) -> Bool {
+        let (waiting, others) = settle()
         waiting?.resume(returning: connection)
+        for task in others { task.cancel() }
         return waiting != nil
     }
 
-    func lose(_ error: Error) {
-        let waiting = lock.withLock { () -> CheckedContinuation<SignalingConnection, Error>? in
-            remaining -= 1
-            lastError = error
-            guard remaining == 0 else { return nil }
-            defer { continuation = nil }
-            return continuation
+    func lose(_ error: SignalingError) {
+        let (waiting, failure) = state.withLock { state -> (CheckedContinuation<SignalingConnection, Error>?, SignalingError?) in
+            state.remaining -= 1
+            state.lastError = error
+            guard state.remaining == 0 else { return (nil, nil) }
+            defer { state.continuation = nil }
+            return (state.continuation, state.lastError)
         }
-        waiting?.resume(throwing: lastError ?? SignalingError.connectFailed(url: "", detail: "no candidate opened"))
+        waiting?.resume(throwing: failure ?? SignalingError.connectFailed(url: "", detail: "no candidate opened"))
+    }
+
+    func cancel() {
+        let (waiting, candidates) = settle()
+        waiting?.resume(throwing: CancellationError())
+        for task in candidates { task.cancel() }
+    }
+
+    /// Ends the race: the wait to resume (nil if already settled) and the candidates to cancel.
+    private func settle() -> (CheckedContinuation<SignalingConnection, Error>?, [Task<Void, Never>]) {
+        state.withLock { state in
+            defer { (state.continuation, state.candidates, state.cancelled) = (nil, [], true) }
+            return (state.continuation, state.candidates)
+        }
     }
 }
 
