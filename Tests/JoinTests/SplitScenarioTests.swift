@@ -43,7 +43,9 @@ import WebMReader
                 // The parts together hold the whole file's frames, give or take the frames around a cut.
                 let whole = try #require(files.first { $0.part == 0 })
                 let inParts = files.filter { $0.part > 0 }.reduce(Int64(0)) { $0 + $1.videoFrames }
-                #expect(abs(inParts - whole.videoFrames) <= 2, "\(sender): \(inParts) video frames in parts, \(whole.videoFrames) in the whole file")
+                let wholeDrops = drops(try json(directory + "/archive-\(sender).json"))
+                #expect(abs(inParts - whole.videoFrames) <= 2,
+                        "\(sender): \(inParts) video frames in parts, \(whole.videoFrames) in the whole file; drops: whole \(wholeDrops), parts \(sidecars.map(drops))")
                 // Each part counts the packets received while it ran, and the whole file counts them
                 // all. Parts overlap while a cut waits for its keyframe (aiortc's VP8 answers the
                 // request at its own pace, slower on a busy host: up to a third of a 2 s part), so the
@@ -128,6 +130,12 @@ import WebMReader
             let verify = try scenario.recbot(["verify", "--data-dir", scenario.dataDirectory, session.id])
             #expect(verify.status == 0, "\(verify.stdout.suffix(3_000))")
         }
+    }
+
+    /// A sidecar's non-zero drop counters, to tell why two files of one sender differ.
+    private func drops(_ sidecar: [String: Any]) -> [String: Int] {
+        let stats = (sidecar["stats"] as? [String: Any]) ?? [:]
+        return stats.compactMapValues { $0 as? Int }.filter { ($0.key.contains("dropped") || $0.key.contains("superseded")) && $0.value != 0 }
     }
 
     private func json(_ path: String) throws -> [String: Any] {

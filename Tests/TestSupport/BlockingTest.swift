@@ -7,8 +7,41 @@ import Foundation
 /// two tests at a time, most of them idle. Here `blockingWidth` bodies block at once (their
 /// tasks queue, they hold no thread) while quick tests keep the pool. The body stays in the
 /// test's task, so its expectations are the test's own.
-public func blocking<T>(_ body: () throws -> T) async rethrows -> T {
-    try await withTaskExecutorPreference(DedicatedExecutor.blockingBodies) { try body() }
+///
+/// With `RECBOT_TEST_BODY_TIMES=FILE`, each body's own wall time (not its wait for a thread)
+/// is appended to FILE as "seconds test started-at": what to shorten or start sooner when the
+/// suite grows slow (started-at: seconds since the first body of the process started).
+public func blocking<T>(_ test: String = #function, _ body: () throws -> T) async rethrows -> T {
+    try await withTaskExecutorPreference(DedicatedExecutor.blockingBodies) {
+        let started = BodyTimes.start()
+        defer { BodyTimes.record(test, started: started) }
+        return try body()
+    }
+}
+
+private enum BodyTimes {
+    static let path = ProcessInfo.processInfo.environment["RECBOT_TEST_BODY_TIMES"]
+
+    /// One append per line (O_APPEND), so bodies ending at once do not interleave.
+    static let origin = ContinuousClock.now
+
+    static func start() -> ContinuousClock.Instant {
+        _ = origin  // the first body's start is the origin
+        return ContinuousClock.now
+    }
+
+    static func record(_ test: String, started: ContinuousClock.Instant) {
+        guard let path else { return }
+        let descriptor = open(path, O_WRONLY | O_APPEND | O_CREAT, 0o644)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        let line = Array(String(format: "%.1f %@ %.1f\n", seconds(ContinuousClock.now - started), test, seconds(started - origin)).utf8)
+        _ = line.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+    }
+
+    private static func seconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    }
 }
 
 extension DedicatedExecutor {
