@@ -31,8 +31,11 @@ struct SenderTimeline {
     private var lateHeldUntil: Int64?
     /// When the sender's first frame arrived.
     private var firstArrival: Int64?
-    /// libwebrtc's video SR interval, 1 s randomised up to 1.5 s, and a little for the path.
-    static let lateStreamWait: Int64 = 1_600_000_000
+    /// Under the recorder's hold for the other track (1.4 s: the retransmission wait and
+    /// 400 ms): a frame held longer would find the other track written past it and be lost.
+    /// libwebrtc sends video SRs every 1 s (0.5–1.5 s), aiortc every 0.5–1.5 s: most late
+    /// streams get theirs in time, and the rest start on arrival time as before.
+    static let lateStreamWait: Int64 = 1_000_000_000
     /// Within the recorder's wait for a file's first video (5 s), with room for the wait itself.
     static let startWindow: Int64 = 3_000_000_000
 
