@@ -19,4 +19,9 @@ if grep -E "^($PWD/(Sources|Tests)/[^ ]+|macro expansion [^ ]+): warning:" "$log
   exit 1
 fi
 if [[ "${1:-}" == "--build-only" ]]; then exit 0; fi
+# Swift Testing runs at most 2 × cores test cases at once (4 here). Scenario tests spend their
+# time waiting on real time, off the cooperative pool (Tests/TestSupport/BlockingTest.swift), yet
+# each holds one of those 4 places, so three scenarios left one place for 530 unit tests and the
+# suite ended on a tail of them. The scenarios are bounded by their own executor instead.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-32}"
 swift test --skip-build "$@"

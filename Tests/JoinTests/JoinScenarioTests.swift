@@ -102,7 +102,7 @@ struct Scenario {
     }
 }
 
-@Suite(.serialized) struct JoinScenarioTests {
+@Suite struct JoinScenarioTests {
     @Test func recordsEveryPublisherAndLogsEveryMessage() async throws {
         try await blocking {
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "h264", "--ping-interval", "1"])

@@ -85,7 +85,7 @@ struct Coturn {
 /// with the credentials from the offer or from `--ice-servers`; through a network that drops UDP;
 /// and the failures' exit codes. Every relayed session also carries Sora's DataChannel signaling
 /// and a messaging channel: data channels go through the relay as media does.
-@Suite(.serialized, .enabled(if: Coturn.isInstalled, "coturn (turnserver) is not installed: deploy/install-deps.sh installs it"))
+@Suite(.enabled(if: Coturn.isInstalled, "coturn (turnserver) is not installed: deploy/install-deps.sh installs it"))
 struct RelayScenarioTests {
     enum Source { case offer, override }
     static let dataChannelArguments = ["--data-channel-signaling", "--ignore-disconnect-websocket", "--data-channel", "#chat"]

@@ -6,7 +6,7 @@ import WebMReader
 
 /// `--split-duration` against the test server: aiortc publishers that send a keyframe only when
 /// asked (VP8) or every 2 s (VP9), a split every 2 s, and the whole-file archive beside the parts.
-@Suite(.serialized) struct SplitScenarioTests {
+@Suite struct SplitScenarioTests {
     @Test func partsTileEachSendersTimelineBesideTheWholeFile() async throws {
         try await blocking {
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp9"])
