@@ -289,7 +289,7 @@ let package = Package(
         .target(name: "SeaweedTestSupport", dependencies: ["TestSupport"], path: "Tests/SeaweedTestSupport"),
         .testTarget(name: "ObjectStorageTests", dependencies: ["ObjectStorage", "ArchiveUpload", "DiskLayout", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(name: "ArchiveUploadTests", dependencies: [
-            "SystemClock", "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "SeaweedTestSupport", "WireCoding",
+            "SystemClock", "ArchiveUpload", "ObjectStorage", "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WireCoding",
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "ArchivePostgresTests", dependencies: [

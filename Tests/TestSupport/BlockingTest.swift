@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Runs a test body that blocks — a child process waited for, a server started, a real-time
 /// wait — on threads kept for such bodies instead of Swift's cooperative pool. That pool has one
@@ -11,11 +12,60 @@ import Foundation
 /// With `RECBOT_TEST_BODY_TIMES=FILE`, each body's own wall time (not its wait for a thread)
 /// is appended to FILE as "seconds test started-at": what to shorten or start sooner when the
 /// suite grows slow (started-at: seconds since the first body of the process started).
-public func blocking<T>(_ test: String = #function, _ body: () throws -> T) async rethrows -> T {
-    try await withTaskExecutorPreference(DedicatedExecutor.blockingBodies) {
+///
+/// `heavy`: the body keeps the CPU busy too (several encoders in a test server, a browser): it
+/// takes two of the places, so two heavy bodies never run beside two others.
+public func blocking<T>(heavy: Bool = false, _ test: String = #function, _ body: () throws -> T) async rethrows -> T {
+    let weight = min(heavy ? 2 : 1, DedicatedExecutor.blockingWidth)
+    await BlockingPlaces.shared.take(weight)
+    defer { BlockingPlaces.shared.give(weight) }
+    return try await withTaskExecutorPreference(DedicatedExecutor.blockingBodies) {
         let started = BodyTimes.start()
         defer { BodyTimes.record(test, started: started) }
         return try body()
+    }
+}
+
+/// The places blocking bodies take, first come first served (a heavy body waiting is not
+/// overtaken by light ones, so it cannot starve).
+private final class BlockingPlaces: Sendable {
+    static let shared = BlockingPlaces(count: DedicatedExecutor.blockingWidth)
+
+    private struct State {
+        var free: Int
+        var waiting: [(weight: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+
+    private let state: Mutex<State>
+
+    init(count: Int) { state = Mutex(State(free: count)) }
+
+    func take(_ weight: Int) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                guard state.waiting.isEmpty, state.free >= weight else {
+                    state.waiting.append((weight, continuation))
+                    return false
+                }
+                state.free -= weight
+                return true
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    func give(_ weight: Int) {
+        let ready = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.free += weight
+            var ready: [CheckedContinuation<Void, Never>] = []
+            while let first = state.waiting.first, first.weight <= state.free {
+                state.free -= first.weight
+                ready.append(first.continuation)
+                state.waiting.removeFirst()
+            }
+            return ready
+        }
+        for continuation in ready { continuation.resume() }
     }
 }
 
@@ -45,11 +95,11 @@ private enum BodyTimes {
 }
 
 extension DedicatedExecutor {
-    /// How many blocking bodies run at once: `RECBOT_TEST_BLOCKING_WIDTH`, else 3. Most of a
-    /// scenario's time is waiting on real time, but its test server and peers encode media: on
-    /// two cores, four at once let them fall behind now and then (a relay over TCP kept 82 % of
-    /// the frames, four encoders bunched their timestamps), six often.
-    public static let blockingWidth = ProcessInfo.processInfo.environment["RECBOT_TEST_BLOCKING_WIDTH"].flatMap(Int.init).map { max(1, $0) } ?? 3
+    /// How many places blocking bodies share: `RECBOT_TEST_BLOCKING_WIDTH`, else 4; a heavy
+    /// body takes two. Most of a scenario's time is waiting on real time, but its test server
+    /// and peers encode media: on two cores, four bodies of any kind at once let them fall
+    /// behind now and then (a relay over TCP kept 82 % of the frames), six often.
+    public static let blockingWidth = ProcessInfo.processInfo.environment["RECBOT_TEST_BLOCKING_WIDTH"].flatMap(Int.init).map { max(1, $0) } ?? 4
 
     static let blockingBodies = DedicatedExecutor(threads: blockingWidth)
 }
