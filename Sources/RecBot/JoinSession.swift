@@ -36,6 +36,17 @@ public final class JoinSession: Sendable {
         var inbox: SessionInbox
         /// Messages the inboxes of ended connections dropped.
         var inboxDroppedBefore = SessionInbox.Dropped()
+        /// The session's event loops still take work, and how many samples (status, metrics)
+        /// wait on them now (`closeLoops`).
+        var loopsOpen = true
+        var samplesOnLoops = 0
+
+        /// Counts a sample that may submit to the loops; false once they are closing.
+        mutating func admitSample() -> Bool {
+            guard loopsOpen else { return false }
+            samplesOnLoops += 1
+            return true
+        }
     }
 
     private let state: Mutex<State>
@@ -60,7 +71,11 @@ public final class JoinSession: Sendable {
 
     /// Current senders and counters (safe from any thread).
     public func snapshot() async -> JoinStatus {
-        let (live, phase, media) = state.withLock { ($0.live, $0.phase, $0.media) }
+        let (live, phase, media, admitted) = state.withLock { state in
+            let admitted = state.admitSample()
+            return (admitted ? state.live : nil, state.phase, state.media, admitted)
+        }
+        defer { if admitted { state.withLock { $0.samplesOnLoops -= 1 } } }
         var senders: [JoinStatus.Sender] = []
         if let live {
             let (recordings, core) = (live.media.recordings, live.core)
@@ -87,8 +102,12 @@ public final class JoinSession: Sendable {
     /// Totals for metrics (safe from any thread; the counters are read on the transport's loop).
     /// Counters of connections that ended are added in, so they only grow across rejoins.
     public func totals() async -> SessionTotals {
-        let (live, phase, writer, final, media) = state.withLock { ($0.live, $0.phase, $0.writer, $0.finalTotals, $0.media) }
+        let (live, phase, writer, final, media, admitted) = state.withLock { state in
+            let admitted = state.finalTotals == nil && state.admitSample()
+            return (admitted ? state.live : nil, state.phase, state.writer, state.finalTotals, admitted ? state.media : nil, admitted)
+        }
         if let final { return final }
+        defer { if admitted { state.withLock { $0.samplesOnLoops -= 1 } } }
         var totals = SessionTotals(phase: phase, startedAtUnixSeconds: Double(started.wallClockMilliseconds) / 1_000, uptimeSeconds: uptimeSeconds)
         if let media {
             let ended = media.endedConnections
@@ -246,7 +265,6 @@ public final class JoinSession: Sendable {
     private func record(_ session: SessionStart) async -> SessionEnding {
         // Two threads: media, and signaling (see SessionMedia for why they are not one).
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
-        defer { group.shutdownGracefully { _ in } }
         var loops = group.makeIterator()
         guard let mediaLoop = loops.next(), let signalingLoop = loops.next() else { preconditionFailure("a group of two loops") }
         let media = SessionMedia(session: session, options: options, loop: mediaLoop, signalingLoop: signalingLoop)
@@ -285,7 +303,18 @@ public final class JoinSession: Sendable {
         // The last totals, while the loop still runs: metrics read them after the end.
         let totals = await totals()
         state.withLock { $0.finalTotals = totals }
+        await closeLoops(group)
         return final
+    }
+
+    /// Shuts the session's loops down once no sample waits on them. NIO drops a task submitted
+    /// to a loop that has shut down (it prints an error), so the sample's future would never
+    /// complete: a metrics sample caught at the end hung the metrics and, waiting for them, the
+    /// process, after the session had ended and its files were done.
+    private func closeLoops(_ group: MultiThreadedEventLoopGroup) async {
+        state.withLock { $0.loopsOpen = false }
+        while state.withLock({ $0.samplesOnLoops }) > 0 { try? await clock.sleep(nanoseconds: 5_000_000) }
+        group.shutdownGracefully { _ in }
     }
 
     /// One connection, with its own inbox.
