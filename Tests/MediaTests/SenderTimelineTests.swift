@@ -291,16 +291,22 @@ struct TimelineRun {
         }
     }
 
+    /// 20 s of a sender whose video joins at `senderTime`, 300 ms slower on the way than its
+    /// audio, its SRs (every second from then on) 10 ms.
+    static func videoJoining(at senderTime: Int64) -> TimelineRun {
+        var sender = SimulatedSender()
+        sender.videoFrom = senderTime
+        sender.delay = (300_000_000, 10_000_000)
+        sender.reportDelay = 10_000_000
+        return TimelineRun([("S", sender)], seconds: 20)
+    }
+
     /// Video joins 1.5 s in, 300 ms slower on the way than audio (its first keyframe paced out),
     /// after the sender was synchronised and before its own first SR (at 2 s). It waits for that
     /// SR and starts beside its audio, instead of 290 ms late on arrival time and sliding back
     /// 1 ms a second.
     @Test func aStreamStartingBeforeItsFirstReportWaitsForIt() {
-        var sender = SimulatedSender()
-        sender.videoFrom = 1_500_000_000
-        sender.delay = (300_000_000, 10_000_000)
-        sender.reportDelay = 10_000_000
-        let run = TimelineRun([("S", sender)], seconds: 20)
+        let run = Self.videoJoining(at: 1_500_000_000)
         #expect(run.counters("S").arrivalStarts == 0 && run.counters("S").slewCorrections == 0)
         let videoLate = run.lateness("S", .video), audioLate = run.lateness("S", .audio)
         #expect(abs(videoLate[0] - audioLate[0]) <= 1_000_000, "A/V offset \((videoLate[0] - audioLate[0]) / 1_000) µs")
@@ -310,11 +316,7 @@ struct TimelineRun {
     /// The same, 5 s in: the recorder has written past where those frames belong, so video
     /// starts on arrival time and slews into line, as before.
     @Test func aStreamStartingLateInTheSessionStartsOnArrivalTime() {
-        var sender = SimulatedSender()
-        sender.videoFrom = 5_500_000_000
-        sender.delay = (300_000_000, 10_000_000)
-        sender.reportDelay = 10_000_000
-        let run = TimelineRun([("S", sender)], seconds: 20)
+        let run = Self.videoJoining(at: 5_500_000_000)
         #expect(run.counters("S").arrivalStarts == 1 && run.counters("S").slewCorrections == 1)
         let first = run.frames("S", .video).first!.frame
         #expect(first.mediaTime.nanoseconds == first.completedAt.nanoseconds)

@@ -35,10 +35,7 @@ import WebMReader
         var options = SimulatedSession.Options()
         options.plan.publishers = 1
         options.audioDelayMilliseconds = 300
-        let session = try record(options, seconds: 10)
-        let lags = try ArchiveTiming.trackLags(session)
-        let video = try #require(lags.first { $0.isVideo }), audio = try #require(lags.first { !$0.isVideo })
-        #expect(abs(audio.lag - video.lag) <= 20, "audio − video = \(audio.lag - video.lag) ms")
+        try expectAudioBesideVideo(try record(options, seconds: 10))
     }
 
     /// Video reaches recbot 700 ms after the audio captured with it (a congested libwebrtc
@@ -47,36 +44,34 @@ import WebMReader
     /// starts beside its audio instead of 700 ms late on arrival time (and sliding 1 ms a second
     /// back into line for the next 12 minutes).
     @Test func videoQueuedBehindAudioIsKeptBesideIt() throws {
-        var options = SimulatedSession.Options()
-        options.plan.publishers = 1
-        options.videoDelayMilliseconds = 700
-        let session = try record(options, seconds: 10)
-        let file = try #require(session.finished.first)
-        let parsed = WebMReader.parse(path: session.layout.path(of: file.filename))
-        let sent = try #require(session.server.publishers.first?.sentFrames)
-        let videoSent = sent.count { $0.isVideo }, videoKept = parsed.frames.count { $0.track == 1 }
-        // The last 700 ms of video is still on its way when the session ends.
-        #expect(videoKept >= videoSent - 24, "video: \(videoKept) of \(videoSent) sent; stats \(file.statistics)")
-        let lags = try ArchiveTiming.trackLags(session)
-        let video = try #require(lags.first { $0.isVideo }), audio = try #require(lags.first { !$0.isVideo })
-        #expect(abs(audio.lag - video.lag) <= 20, "audio − video = \(audio.lag - video.lag) ms")
+        try expectVideoQueuedBehindAudioKept(from: 0, seconds: 10)
     }
 
     /// The same 700 ms of queueing, coming 4 s into the session, after the file started: the
     /// file holds each track for the other as long as a frame may wait for retransmissions plus
     /// 400 ms, so no picture is lost at the onset either, and each stays beside its audio.
     @Test func videoQueuedBehindAudioMidSessionLosesNoPicture() throws {
+        try expectVideoQueuedBehindAudioKept(from: 4, seconds: 12)
+    }
+
+    /// One publisher whose video is 700 ms behind its audio on the wire from `from` seconds on.
+    func expectVideoQueuedBehindAudioKept(from: Double, seconds: Double) throws {
         var options = SimulatedSession.Options()
         options.plan.publishers = 1
         options.videoDelayMilliseconds = 700
-        options.videoDelayFromSeconds = 4
-        let session = try record(options, seconds: 12)
+        options.videoDelayFromSeconds = from
+        let session = try record(options, seconds: seconds)
         let file = try #require(session.finished.first)
         let parsed = WebMReader.parse(path: session.layout.path(of: file.filename))
         let sent = try #require(session.server.publishers.first?.sentFrames)
         let videoSent = sent.count { $0.isVideo }, videoKept = parsed.frames.count { $0.track == 1 }
-        // The last 700 ms is still on its way when the session ends.
+        // The last 700 ms of video is still on its way when the session ends.
         #expect(videoKept >= videoSent - 24, "video: \(videoKept) of \(videoSent) sent; stats \(file.statistics)")
+        try expectAudioBesideVideo(session)
+    }
+
+    /// The sender's audio and video have one lag (within 20 ms): they sit where they were captured together.
+    func expectAudioBesideVideo(_ session: SimulatedSession) throws {
         let lags = try ArchiveTiming.trackLags(session)
         let video = try #require(lags.first { $0.isVideo }), audio = try #require(lags.first { !$0.isVideo })
         #expect(abs(audio.lag - video.lag) <= 20, "audio − video = \(audio.lag - video.lag) ms")
