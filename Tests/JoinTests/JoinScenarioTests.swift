@@ -61,12 +61,16 @@ struct Scenario {
         return join
     }
 
+    /// The longest any recbot command of a scenario may run (the longest allow 90 s of
+    /// recording): a hung one is killed and fails its test rather than stalling the suite.
+    static let recbotTimeLimitSeconds = 240.0
+
     /// Runs any recbot command (the caller names the data directory where it needs one).
     func recbot(_ arguments: [String], environment extra: [String: String] = [:], launcher: [String] = []) throws -> Result {
         let argv = launcher + [Scenario.recbot] + arguments
         var environment: [String: String?] = ["RECBOT_LOG_LEVEL": "info"]
         for (key, value) in extra { environment[key] = value }
-        let result = try runProcess(argv[0], Array(argv.dropFirst()), environment: environment)
+        let result = try runProcess(argv[0], Array(argv.dropFirst()), environment: environment, killAfterSeconds: Scenario.recbotTimeLimitSeconds)
         return Result(status: result.status, stdout: result.stdoutText, stderr: result.stderrText)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// What a finished child process left: its exit status and everything it wrote.
 public struct ProcessOutput: Sendable {
@@ -13,9 +14,10 @@ public struct ProcessOutput: Sendable {
 /// thread while standard output is read here: a pipe holds 64 KiB, so reading one to its end
 /// before the other deadlocks as soon as the child fills the one not being read (a chatty
 /// `recbot` log does). `environment` is added to this process's environment, and a `nil`
-/// value removes a variable.
+/// value removes a variable. `killAfterSeconds`: a child still running then is killed and a
+/// line saying so ends its standard error (a hung child fails its test instead of the run).
 public func runProcess(_ executable: String, _ arguments: [String], environment: [String: String?] = [:],
-                       standardInput: Data? = nil) throws -> ProcessOutput {
+                       standardInput: Data? = nil, killAfterSeconds: Double? = nil) throws -> ProcessOutput {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -39,9 +41,40 @@ public func runProcess(_ executable: String, _ arguments: [String], environment:
             try? writer.close()
         }.start()
     }
+    let watchdog = killAfterSeconds.map { Watchdog(process, seconds: $0) }
     let stdout = out.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return ProcessOutput(status: process.terminationStatus, stdout: stdout, stderr: stderr.wait())
+    var errors = stderr.wait()
+    if watchdog?.stop() == true {
+        errors.append(contentsOf: Data("\ntest: killed after \(killAfterSeconds ?? 0) s, still running (hung?)\n".utf8))
+    }
+    return ProcessOutput(status: process.terminationStatus, stdout: stdout, stderr: errors)
+}
+
+/// Kills a child that outlives its time; `stop` says whether it had to.
+private final class Watchdog {
+    private final class Flag: Sendable {
+        private let value = Mutex(false)
+        func set() { value.withLock { $0 = true } }
+        var isSet: Bool { value.withLock { $0 } }
+    }
+
+    private let fired = Flag()
+    private let item: DispatchWorkItem
+
+    init(_ process: Process, seconds: Double) {
+        let (pid, fired) = (process.processIdentifier, fired)
+        item = DispatchWorkItem {
+            fired.set()
+            kill(pid, SIGKILL)
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + seconds, execute: item)
+    }
+
+    func stop() -> Bool {
+        item.cancel()
+        return fired.isSet
+    }
 }
 
 /// The first line a child writes (a server saying where it listens), without the newline;
