@@ -174,9 +174,11 @@ struct SenderTimeline {
     }
 
     private mutating func placeHeld(into output: inout [ReceivedFrame]) {
-        for entry in held { output.append(placed(entry.frame, rtp: entry.rtp)) }
+        for entry in held {
+            heldBytes -= entry.frame.frame.data.count
+            output.append(placed(entry.frame, rtp: entry.rtp))
+        }
         held.removeAll()
-        heldBytes = lateHeld.reduce(0) { $0 + $1.frame.frame.data.count }
         heldSince = nil
         started = true
     }
