@@ -9,7 +9,7 @@ import WireCoding
 /// whatever the core sends from a relayed address leaves through its relay.
 extension PeerConnectionCore {
     /// The stream connections the socket driver must open (TCP or TLS), then report with
-    /// `relayConnected` / `relayConnectionFailed` and feed with `handle(stream:link:)`.
+    /// `.relayConnected` / `.relayConnectionFailed` and feed with `.relayStream`.
     public var relayStreams: [RelayServer] { relays.map(\.server).filter { $0.client.transport.isStream } }
 
     public var relayCounters: [String: TURNCounters] {
@@ -32,7 +32,7 @@ extension PeerConnectionCore {
         checkRelaysLeft(&output)
     }
 
-    public func relayConnected(link: Int, now: MonotonicTime) -> TransportOutput {
+    func relayConnected(link: Int, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         lastNow = now
         guard failure == nil, let index = relays.firstIndex(where: { $0.server.id == link }) else { return output }
@@ -40,7 +40,7 @@ extension PeerConnectionCore {
         return routed(output, now: now)
     }
 
-    public func relayConnectionFailed(link: Int, reason: String, now: MonotonicTime) -> TransportOutput {
+    func relayConnectionFailed(link: Int, reason: String, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         lastNow = now
         guard failure == nil, let index = relays.firstIndex(where: { $0.server.id == link }) else { return output }
@@ -54,7 +54,7 @@ extension PeerConnectionCore {
     }
 
     /// Bytes read from the stream connection of relay `link`.
-    public func handle(stream bytes: [UInt8], link: Int, now: MonotonicTime) -> TransportOutput {
+    func handle(stream bytes: [UInt8], link: Int, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         lastNow = now
         guard failure == nil, let index = relays.firstIndex(where: { $0.server.id == link }) else { return output }

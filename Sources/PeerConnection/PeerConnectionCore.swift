@@ -60,21 +60,23 @@ public struct RTPPacketBox: Equatable, Sendable {
     public static func == (lhs: RTPPacketBox, rhs: RTPPacketBox) -> Bool { lhs.packet.bytes == rhs.packet.bytes }
 }
 
-public struct TransportOutput: Equatable, Sendable {
-    public var datagrams: [ICEOutput.Datagram] = []
+/// What one step of the core produced, gathered by its parts before `enqueue` turns it into
+/// `PeerConnectionOutput`s.
+struct TransportOutput: Equatable, Sendable {
+    var datagrams: [ICEOutput.Datagram] = []
     /// For TURN servers reached over TCP or TLS (by `RelayServer.id`).
-    public var streamWrites: [StreamWrite] = []
+    var streamWrites: [StreamWrite] = []
     /// Stream connections to close (their server broke the framing or the allocation ended).
-    public var streamsToClose: [Int] = []
-    public var events: [TransportEvent] = []
+    var streamsToClose: [Int] = []
+    var events: [TransportEvent] = []
 
-    public init() {}
+    init() {}
 
     /// Nothing to send, write, close or report.
-    public var isEmpty: Bool { datagrams.isEmpty && streamWrites.isEmpty && streamsToClose.isEmpty && events.isEmpty }
+    var isEmpty: Bool { datagrams.isEmpty && streamWrites.isEmpty && streamsToClose.isEmpty && events.isEmpty }
 
     /// `other`'s datagrams, writes and events after these.
-    public mutating func append(_ other: TransportOutput) {
+    mutating func append(_ other: TransportOutput) {
         datagrams += other.datagrams
         streamWrites += other.streamWrites
         streamsToClose += other.streamsToClose
@@ -84,8 +86,8 @@ public struct TransportOutput: Equatable, Sendable {
 
 /// One recvonly WebRTC transport (BUNDLE, rtcp-mux) as a sans-IO core: ICE, then DTLS
 /// (client) on the selected pair, then SRTP, with the media receive core (frames, NACK,
-/// reports) and the data channels composed under it. A socket driver feeds it datagrams and
-/// timeouts and sends what it returns.
+/// reports) and the data channels composed under it. A socket driver feeds it inputs
+/// (`handle(_:now:)`) and does what `poll` hands out (PeerConnectionIO.swift).
 public final class PeerConnectionCore {
     public let ice: ICEAgent
     public private(set) var dtls: DTLSEndpoint
@@ -104,8 +106,11 @@ public final class PeerConnectionCore {
     var relayByServer: [TransportAddress: Int] = [:]
     var relayByRelayed: [TransportAddress: Int] = [:]
     var lastRelayFailure: TURNFailure?
-    /// The latest time the core was given, for entry points that are not told the time.
+    /// The latest time the core was given (the relays' and the media core's close use it).
     var lastNow = MonotonicTime(nanoseconds: 0)
+    /// What `poll` hands out next (from `queueHead`).
+    var queue: [PeerConnectionOutput] = []
+    var queueHead = 0
 
     public init(ice: ICEAgent, dtls: DTLSEndpoint, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil,
                 relays: [RelayServer] = [], random: @escaping () -> UInt64) {
@@ -116,7 +121,7 @@ public final class PeerConnectionCore {
         self.relays = relays.map { RelayEndpoint(server: $0, random: random) }
     }
 
-    public func start(now: MonotonicTime) -> TransportOutput {
+    func start(now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         lastNow = now
         absorb(ice.start(now: now), now: now, &output)
@@ -125,7 +130,7 @@ public final class PeerConnectionCore {
     }
 
     /// A remote candidate trickled after the offer.
-    public func handle(remoteCandidate candidate: ICECandidate, now: MonotonicTime) -> TransportOutput {
+    func handle(remoteCandidate candidate: ICECandidate, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         absorb(ice.handle(remoteCandidate: candidate, now: now), now: now, &output)
         return routed(output, now: now)
@@ -133,7 +138,7 @@ public final class PeerConnectionCore {
 
     /// Asks each STUN server (from the offer's `iceServers`) for our server-reflexive address,
     /// from every host socket of the same family; found candidates arrive as `.localCandidate`.
-    public func gatherServerReflexive(servers: [TransportAddress], now: MonotonicTime) -> TransportOutput {
+    func gatherServerReflexive(servers: [TransportAddress], now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         for server in servers {
             for host in ice.localCandidates where host.kind == .host && host.base.ip.isIPv4 == server.ip.isIPv4 {
@@ -143,7 +148,7 @@ public final class PeerConnectionCore {
         return routed(output, now: now)
     }
 
-    public func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime) -> TransportOutput {
+    func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         guard failure == nil, !datagram.isEmpty else { return output }
         lastNow = now
@@ -190,7 +195,7 @@ public final class PeerConnectionCore {
         return [ice.nextTimeout, dtls.nextTimeout, dataChannels?.nextTimeout, media?.nextTimeout, relayDeadline].compactMap { $0 }.min()
     }
 
-    public func handleTimeout(now: MonotonicTime) -> TransportOutput {
+    func handleTimeout(now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         guard failure == nil else { return output }
         lastNow = now
@@ -207,42 +212,43 @@ public final class PeerConnectionCore {
     }
 
     /// Applies a re-negotiation to the media core (sections that went away end their streams).
-    public func updateMedia(_ negotiated: [NegotiatedMedia]) -> TransportOutput {
+    func updateMedia(_ negotiated: [NegotiatedMedia], now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
+        lastNow = now
         if let media { absorb(media.update(tracks: ReceiveTrack.tracks(from: negotiated)), &output) }
-        return routed(output, now: lastNow)
+        return routed(output, now: now)
     }
 
     /// The recorder dropped a frame of `ssrc`: its stream waits for (and asks for) a keyframe.
-    public func frameLostDownstream(ssrc: UInt32, rtpTimestamp: UInt32, now: MonotonicTime) -> TransportOutput {
+    func frameLostDownstream(ssrc: UInt32, rtpTimestamp: UInt32, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         if let media { absorb(media.frameLostDownstream(ssrc: ssrc, rtpTimestamp: rtpTimestamp, now: now), &output) }
         return routed(output, now: now)
     }
 
     /// A keyframe is wanted on `ssrc` (a split boundary): see `MediaReceiver.requestKeyframe`.
-    public func requestKeyframe(ssrc: UInt32, now: MonotonicTime) -> TransportOutput {
+    func requestKeyframe(ssrc: UInt32, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         if let media { absorb(media.requestKeyframe(ssrc: ssrc, now: now), &output) }
         return routed(output, now: now)
     }
 
     /// Sends DTLS application data (SCTP) on the selected pair.
-    public func sendApplicationData(_ data: [UInt8], now: MonotonicTime) -> TransportOutput {
+    func sendApplicationData(_ data: [UInt8], now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         absorb(dtls.send(data), now: now, &output)
         return routed(output, now: now)
     }
 
     /// Sends a message on a data channel (by label).
-    public func sendOnDataChannel(_ data: [UInt8], label: String, binary: Bool, now: MonotonicTime) -> TransportOutput {
+    func sendOnDataChannel(_ data: [UInt8], label: String, binary: Bool, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         if let dataChannels { absorb(dataChannels.send(data, label: label, binary: binary, now: now), now: now, &output) }
         return routed(output, now: now)
     }
 
     /// Closes a data channel from our side (stream reset); `.closed` follows when the peer resets its side.
-    public func closeDataChannel(label: String, now: MonotonicTime) -> TransportOutput {
+    func closeDataChannel(label: String, now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         if let dataChannels { absorb(dataChannels.close(label: label, now: now), now: now, &output) }
         return routed(output, now: now)
@@ -250,8 +256,9 @@ public final class PeerConnectionCore {
 
     /// Sends close_notify (through the relay when the pair is relayed), stops ICE and deletes
     /// the TURN allocations.
-    public func close() -> TransportOutput {
+    func close(now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
+        lastNow = max(lastNow, now)
         // Frames still waiting for their sender's SRs go to the recorder before the end.
         if let media { absorb(media.releaseHeldFrames(now: lastNow), &output) }
         absorb(dtls.close(), now: MonotonicTime(nanoseconds: 0), &output)

@@ -45,40 +45,38 @@ final class ConnectionPipeline {
     }
 
     /// Frames from the core: recorded, and what the recordings ask for applied.
-    func record(_ frames: [ReceivedFrame], context: SidecarContext) -> TransportOutput {
-        guard let now = frames.last?.completedAt else { return TransportOutput() }
-        return apply(recordings.add(frames), context: context, now: now)
+    func record(_ frames: [ReceivedFrame], context: SidecarContext) {
+        guard let now = frames.last?.completedAt else { return }
+        apply(recordings.add(frames), context: context, now: now)
     }
 
     /// The (re-)negotiation names these senders: those gone are finished.
-    func update(senders: [String: SenderLayout], refusedVideo: [String: String], context: SidecarContext, now: MonotonicTime) -> TransportOutput {
+    func update(senders: [String: SenderLayout], refusedVideo: [String: String], context: SidecarContext, now: MonotonicTime) {
         let output = recordings.update(senders: senders, refusedVideo: refusedVideo, now: now)
         for part in output.finish where part.isLastPart && part.recorder.part <= 1 {
             logger.info("sender left; file finished", metadata: ["sender": "\(part.recorder.connectionID)"])
         }
-        return apply(output, context: context, now: now)
+        apply(output, context: context, now: now)
     }
 
     /// The connection ends: every part is finished, as its sender's last unless a rejoin follows
     /// (`interrupted`: each part stops at `boundary`, the connection's last frame).
     func end(interrupted: Bool, boundary: MonotonicTime, context: SidecarContext, now: MonotonicTime) {
         let output = interrupted ? recordings.endForInterruption(boundary: boundary, now: now) : recordings.endAll(now: now)
-        _ = apply(output, context: context, now: now)
+        apply(output, context: context, now: now)
     }
 
     /// Everything the recordings asked for, in one place.
-    func apply(_ output: RecordingsOutput, context: SidecarContext, now: MonotonicTime) -> TransportOutput {
-        var transport = TransportOutput()
-        guard !output.isEmpty else { return transport }  // most batches of frames ask for nothing
+    func apply(_ output: RecordingsOutput, context: SidecarContext, now: MonotonicTime) {
+        guard !output.isEmpty else { return }  // most batches of frames ask for nothing
         for event in output.events { note(event) }
         // A video frame the recorder had to drop: its stream must restart at a keyframe.
         for lost in output.framesLost {
-            transport.append(core.frameLostDownstream(ssrc: lost.ssrc, rtpTimestamp: lost.rtpTimestamp, now: now))
+            core.handle(.frameLostDownstream(ssrc: lost.ssrc, rtpTimestamp: lost.rtpTimestamp), now: now)
         }
         // A split boundary passed: the next part starts at a keyframe, asked for now.
-        for ssrc in output.keyframesWanted { transport.append(core.requestKeyframe(ssrc: ssrc, now: now)) }
+        for ssrc in output.keyframesWanted { core.handle(.keyframeWanted(ssrc: ssrc), now: now) }
         finish(output.finish, context: context)
-        return transport
     }
 
     /// Hands parts to the finisher (off the loop), in sender order, each with what its sender

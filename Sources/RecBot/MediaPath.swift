@@ -127,7 +127,7 @@ final class MediaPath: @unchecked Sendable {
         let (pipeline, refused, context, now) = (path.pipeline, path.refusals.bySender, path.context, session.clock.now())
         // The recordings live on the session's loop (the transport's): their senders change there.
         // The core has not started, so there is nothing to send yet.
-        _ = try? await media.loop.submit(confined: pipeline) { pipeline in
+        try? await media.loop.submit(confined: pipeline) { pipeline in
             pipeline.update(senders: pipeline.core.media?.senders ?? [:], refusedVideo: refused, context: context, now: now)
         }.get()
         media.connectionStarted(context: path.context)
@@ -148,7 +148,7 @@ final class MediaPath: @unchecked Sendable {
     func start(inbox: SessionInbox, observers: Observers) {
         let (pipeline, context, logger, transport) = (pipeline, context, logger, transport)
         let (transportFailure, times, clock) = (self.transportFailure, self.times, session.clock)
-        transport.run(core, relayTrust: relayTrust, pipeline: { event -> TransportOutput in
+        transport.run(core, relayTrust: relayTrust, onEvent: { event in
             switch event {
             case .frames(let frames):
                 if let last = frames.last?.completedAt {
@@ -159,7 +159,7 @@ final class MediaPath: @unchecked Sendable {
                     if first { observers.firstFrame(frames.first?.completedAt ?? last) }
                 }
                 // Times come from the transport's clock, as the core saw them (no second clock read).
-                return pipeline.record(frames, context: context)
+                pipeline.record(frames, context: context)
             case .failed(let failure):
                 transportFailure.withLockedValue { $0 = $0 ?? failure }
                 inbox.post(control: .transportFailed("\(failure)"))
@@ -186,10 +186,9 @@ final class MediaPath: @unchecked Sendable {
                 inbox.post(message: .signalingChannelLost(reason), essential: true)
             default: break
             }
-            return TransportOutput()
         })
         let servers = Self.stunServers(offer.iceServers)
-        if !servers.isEmpty { transport.withCore { $0.gatherServerReflexive(servers: servers, now: clock.now()) } }
+        if !servers.isEmpty { transport.handle(.gatherServerReflexive(servers: servers)) }
     }
 
     /// A signaling message where it belongs: the WebSocket, or a data channel.
@@ -201,8 +200,7 @@ final class MediaPath: @unchecked Sendable {
     }
 
     func sendOnDataChannel(_ text: String, label: String) {
-        let clock = session.clock
-        transport.withCore { $0.sendOnDataChannel(Array(text.utf8), label: label, binary: false, now: clock.now()) }
+        transport.handle(.dataChannelMessage(Array(text.utf8), label: label, binary: false))
     }
 
     func addRemoteCandidate(_ text: String) {
@@ -210,8 +208,7 @@ final class MediaPath: @unchecked Sendable {
             logger.warning("unusable remote candidate ignored", metadata: ["candidate": "\(text.prefix(200))"])
             return
         }
-        let clock = session.clock
-        transport.withCore { $0.handle(remoteCandidate: candidate, now: clock.now()) }
+        transport.handle(.remoteCandidate(candidate))
     }
 
     /// When ICE consent was last granted on the selected pair (nil before one is selected).
@@ -241,11 +238,10 @@ final class MediaPath: @unchecked Sendable {
         let media = answer.media
         self.media.capture?.recordOffer(sdp, at: session.clock.now())
         refusals.note(media, eventLog: eventLog, logger: logger)
-        let (refused, pipeline, context, now) = (refusals.bySender, LoopConfined(pipeline, eventLoop: transport.eventLoop), context, session.clock.now())
-        await transport.withCoreDone { core in
-            var output = core.updateMedia(media)
-            output.append(pipeline.value.update(senders: core.media?.senders ?? [:], refusedVideo: refused, context: context, now: now))
-            return output
+        let (refused, pipeline, context) = (refusals.bySender, LoopConfined(pipeline, eventLoop: transport.eventLoop), context)
+        await transport.perform { core, now in
+            core.handle(.renegotiated(media), now: now)
+            pipeline.value.update(senders: core.media?.senders ?? [:], refusedVideo: refused, context: context, now: now)
         }
         return answer.sdp.serialized
     }

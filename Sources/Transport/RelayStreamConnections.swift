@@ -50,8 +50,7 @@ extension UDPTransport {
             case .success(let channel):
                 streamChannels[link] = channel
                 logger.debug("TURN connection open", metadata: ["server": "\(server.name)"])
-                guard let core else { return }
-                apply(core.relayConnected(link: link, now: clock.now()))
+                feed(.relayConnected(link: link))
             case .failure(let error):
                 relayConnectionFailed(link, "cannot connect to \(server.name): \(error)")
             }
@@ -67,26 +66,22 @@ extension UDPTransport {
     func relayConnectionFailed(_ link: Int, _ reason: String) {
         eventLoop.preconditionInEventLoop()
         streamChannels[link] = nil
-        guard let core else { return }
-        apply(core.relayConnectionFailed(link: link, reason: reason, now: clock.now()))
+        feed(.relayConnectionFailed(link: link, reason: reason))
     }
 
     func receiveStream(_ bytes: [UInt8], link: Int) {
-        eventLoop.preconditionInEventLoop()
-        guard let core else { return }
-        apply(core.handle(stream: bytes, link: link, now: clock.now()))
+        feed(.relayStream(bytes, link: link))
     }
 
-    func applyStreams(_ output: TransportOutput) {
-        for write in output.streamWrites {
-            guard let channel = streamChannels[write.link] else { continue }
-            var buffer = channel.allocator.buffer(capacity: write.bytes.count)
-            buffer.writeBytes(write.bytes)
-            channel.writeAndFlush(buffer, promise: nil)
-        }
-        for link in output.streamsToClose {
-            streamChannels.removeValue(forKey: link)?.close(promise: nil)
-        }
+    func writeStream(_ write: StreamWrite) {
+        guard let channel = streamChannels[write.link] else { return }
+        var buffer = channel.allocator.buffer(capacity: write.bytes.count)
+        buffer.writeBytes(write.bytes)
+        channel.writeAndFlush(buffer, promise: nil)
+    }
+
+    func closeStream(_ link: Int) {
+        streamChannels.removeValue(forKey: link)?.close(promise: nil)
     }
 }
 

@@ -10,7 +10,7 @@ import WireCoding
 /// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses.
 /// The core runs on one event loop, without locks: timer firings and the datagrams go into it;
 /// its datagrams go out; its events go to the handler, on that loop, and what the handler
-/// answers (feedback for the core: a keyframe request, say) goes out in the same turn. The sockets are read on a
+/// feeds the core (feedback: a keyframe request, say) goes out in the same turn. The sockets are read on a
 /// thread of their own into a `ReceiveBacklog`, which the core's loop drains (control first).
 public final class UDPTransport: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `eventLoop` (checked by preconditions).
@@ -23,7 +23,7 @@ public final class UDPTransport: @unchecked Sendable {
     private let box: HandlerBox
     public let backlog: ReceiveBacklog
     var core: PeerConnectionCore?
-    private var onEvent: ((TransportEvent) -> TransportOutput)?
+    private var onEvent: ((TransportEvent) -> Void)?
     /// TCP/TLS connections to TURN servers, by `RelayServer.id` (see RelayStreamConnections.swift).
     var streamChannels: [Int: Channel] = [:]
     var relayTrust = RelayTrust()
@@ -172,49 +172,41 @@ public final class UDPTransport: @unchecked Sendable {
     }
 
     /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
-    /// for every event.
+    /// for every event, and whatever it feeds the core there (feedback: a keyframe wanted, say)
+    /// is sent in the same turn.
     public func run(_ core: PeerConnectionCore, relayTrust: RelayTrust = RelayTrust(), onEvent: @escaping (TransportEvent) -> Void) {
-        run(core, relayTrust: relayTrust, pipeline: { event in
-            onEvent(event)
-            return TransportOutput()
-        })
-    }
-
-    /// Starts the core; `pipeline` is called on the event loop for every event, and what it
-    /// returns (the core's output for the feedback the event led to) is sent at once.
-    public func run(_ core: PeerConnectionCore, relayTrust: RelayTrust = RelayTrust(), pipeline onEvent: @escaping (TransportEvent) -> TransportOutput) {
         eventLoop.execute(confined: (core, onEvent)) { confined in
             let (core, onEvent) = confined
             self.core = core
             self.onEvent = onEvent
             self.relayTrust = relayTrust
-            self.apply(core.start(now: self.clock.now()))
+            self.feed(.start)
             // Datagrams read before the core was here (their drain found no transport).
             self.drainBacklog()
             for server in core.relayStreams { self.connectRelay(server) }
         }
     }
 
-    /// Runs `body` with the core on the event loop (e.g. to send RTCP or add a candidate).
-    public func withCore(_ body: @escaping (PeerConnectionCore) -> TransportOutput) {
-        eventLoop.execute(confined: body) { body in
-            guard let core = self.core else { return }
-            self.apply(body(core))
-        }
+    /// Feeds `input` to the core on the event loop, at the clock's time (nothing happens when
+    /// the transport is closed).
+    public func handle(_ input: PeerConnectionInput) {
+        eventLoop.execute(confined: input) { input in self.feed(input) }
     }
 
-    /// The same, waiting until it ran (nothing runs when the transport is closed).
-    public func withCoreDone(_ body: @escaping (PeerConnectionCore) -> TransportOutput) async {
+    /// Runs `body` with the core and the time on the event loop, waits for it, and sends what
+    /// it fed the core (nothing runs when the transport is closed).
+    public func perform(_ body: @escaping (PeerConnectionCore, MonotonicTime) -> Void) async {
         try? await eventLoop.submit(confined: body) { body in
             guard let core = self.core else { return }
-            self.apply(body(core))
+            body(core, self.clock.now())
+            self.pollCore()
         }.get()
     }
 
     public func close() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             eventLoop.execute {
-                if let core = self.core { self.apply(core.close()) }
+                self.feed(.close)
                 self.timer?.cancel()
                 self.core = nil
                 // The handler usually captures this transport: dropping it breaks the cycle, so
@@ -240,7 +232,8 @@ public final class UDPTransport: @unchecked Sendable {
         guard let core else { return }
         let now = clock.now()
         for datagram in batch.datagrams {
-            apply(core.handle(datagram: datagram.bytes, from: datagram.from, to: datagram.to, now: now), inReadBatch: true)
+            core.handle(.datagram(datagram.bytes, from: datagram.from, to: datagram.to), now: now)
+            pollCore(inReadBatch: true)
         }
         if let report = overload.observe(backlog.counters, now: now) { report.log(to: logger) }
         if timerStale {
@@ -249,23 +242,38 @@ public final class UDPTransport: @unchecked Sendable {
         }
     }
 
-    func apply(_ output: TransportOutput, inReadBatch: Bool = false) {
+    /// Feeds the core at the clock's time and does what it answers.
+    func feed(_ input: PeerConnectionInput) {
         eventLoop.preconditionInEventLoop()
-        if !output.streamWrites.isEmpty || !output.streamsToClose.isEmpty { applyStreams(output) }
-        for datagram in output.datagrams {
-            guard let channel = channels[datagram.from], let remote = try? datagram.to.socketAddress() else {
-                logger.debug("no socket for datagram", metadata: ["from": "\(datagram.from)", "to": "\(datagram.to)"])
-                continue
+        guard let core else { return }
+        core.handle(input, now: clock.now())
+        pollCore()
+    }
+
+    /// Does everything the core has queued: sends, relay writes, events (whose feedback joins
+    /// the queue); then waits for its next deadline (once per read batch).
+    private func pollCore(inReadBatch: Bool = false) {
+        eventLoop.preconditionInEventLoop()
+        guard let core else { return }
+        while let output = core.poll() {
+            switch output {
+            case .transmit(let datagram): send(datagram)
+            case .streamWrite(let write): writeStream(write)
+            case .closeStream(let link): closeStream(link)
+            case .event(let event): onEvent?(event)
             }
-            var buffer = channel.allocator.buffer(capacity: datagram.bytes.count)
-            buffer.writeBytes(datagram.bytes)
-            channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
-        }
-        for event in output.events {
-            // What the pipeline answers goes out now (its events, if any, are handled the same way).
-            if let followUp = onEvent?(event), !followUp.isEmpty { apply(followUp, inReadBatch: inReadBatch) }
         }
         if inReadBatch { timerStale = true } else { rescheduleTimer() }
+    }
+
+    private func send(_ datagram: PeerConnectionOutput.Datagram) {
+        guard let channel = channels[datagram.from], let remote = try? datagram.to.socketAddress() else {
+            logger.debug("no socket for datagram", metadata: ["from": "\(datagram.from)", "to": "\(datagram.to)"])
+            return
+        }
+        var buffer = channel.allocator.buffer(capacity: datagram.bytes.count)
+        buffer.writeBytes(datagram.bytes)
+        channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
     }
 
     private func rescheduleTimer() {
@@ -279,8 +287,7 @@ public final class UDPTransport: @unchecked Sendable {
         let delay = overflow ? (next.nanoseconds < 0 ? 0 : Int64.max) : max(0, difference)
         timer = eventLoop.scheduleTask(in: .nanoseconds(delay)) { [self] in
             timerDeadline = nil
-            guard let core = self.core else { return }
-            apply(core.handleTimeout(now: clock.now()))
+            feed(.timeout)
         }
     }
 }

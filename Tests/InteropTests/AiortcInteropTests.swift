@@ -101,10 +101,7 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
             try await Task.sleep(nanoseconds: 20_000_000)
         }
         for reply in replies {
-            transport.withCore { core in
-                core.sendOnDataChannel(reply.message.data, label: reply.label, binary: reply.message.isBinary,
-                                       now: MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)))
-            }
+            transport.handle(.dataChannelMessage(reply.message.data, label: reply.label, binary: reply.message.isBinary))
         }
     }
 

@@ -80,10 +80,7 @@ import WireCoding
         #expect(log.openedChannels.first { $0.label == "#fast" }?.ordered == false)
 
         for reply in Self.replies {
-            transport.withCore { core in
-                core.sendOnDataChannel(reply.message.data, label: reply.label, binary: reply.message.isBinary,
-                                       now: MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds)))
-            }
+            transport.handle(.dataChannelMessage(reply.message.data, label: reply.label, binary: reply.message.isBinary))
         }
 
         // Once webrtcbin has closed "#fast" and its burst on "#chat" is in, recbot closes
@@ -93,7 +90,7 @@ import WireCoding
         while !(log.closedChannels.contains("#fast") && log.dataChannelMessages.contains { $0.data == lastBulk }), Date() < closeDeadline {
             try await Task.sleep(nanoseconds: 50_000_000)
         }
-        transport.withCore { $0.closeDataChannel(label: "#chat", now: MonotonicTime(nanoseconds: Int64(NIODeadline.now().uptimeNanoseconds))) }
+        transport.handle(.closeDataChannel(label: "#chat"))
 
         let report = try await peer.next(type: "report", within: 30)
         let resetDeadline = Date().addingTimeInterval(3)  // webrtcbin's reset of "#chat" may still be crossing

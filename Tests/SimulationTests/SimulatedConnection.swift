@@ -46,10 +46,9 @@ final class SimulatedConnection {
     }
 
     /// The senders the offer lists, then the answer as the signaling session's action.
-    func answer(now: MonotonicTime) -> (TransportOutput, [SignalingSession.Action]) {
-        let output = pipeline.update(senders: core.media?.senders ?? [:], refusedVideo: [:], context: context, now: now)
-        let actions = signaling.handle(.answered(sdp: negotiation.answer.sdp.serialized, candidates: []), now: now)
-        return (output, actions)
+    func answer(now: MonotonicTime) -> [SignalingSession.Action] {
+        pipeline.update(senders: core.media?.senders ?? [:], refusedVideo: [:], context: context, now: now)
+        return signaling.handle(.answered(sdp: negotiation.answer.sdp.serialized, candidates: []), now: now)
     }
 
     func handle(_ input: SignalingSession.Input, now: MonotonicTime) -> [SignalingSession.Action] {
@@ -58,28 +57,30 @@ final class SimulatedConnection {
 
     /// A re-offer answered as `MediaPath.renegotiate` does: the core learns the sections, the
     /// pipeline the senders (those gone are finished).
-    func reanswer(_ sdp: String, now: MonotonicTime) -> (TransportOutput, String?) {
+    func reanswer(_ sdp: String, now: MonotonicTime) -> String? {
         guard let offer = try? SessionDescription(parsing: sdp),
               let answer = try? RecvOnlyAnswerBuilder.answer(to: offer, local: negotiation.local, capabilities: negotiation.capabilities)
-        else { return (TransportOutput(), nil) }
-        var output = core.updateMedia(answer.media)
-        output.append(pipeline.update(senders: core.media?.senders ?? [:], refusedVideo: [:], context: context, now: now))
-        return (output, answer.sdp.serialized)
+        else { return nil }
+        core.handle(.renegotiated(answer.media), now: now)
+        pipeline.update(senders: core.media?.senders ?? [:], refusedVideo: [:], context: context, now: now)
+        return answer.sdp.serialized
     }
 
-    /// The core's events as `MediaPath` takes them: DTLS up starts the recording, frames go
-    /// through the pipeline (whose answer goes out in the same step). Returns what to send.
-    func apply(_ output: TransportOutput, now: MonotonicTime, onRecording: (MonotonicTime) -> Void,
-               onFirstFrame: (MonotonicTime) -> Void) -> [[UInt8]] {
-        var datagrams = output.datagrams.map(\.bytes)
-        for event in output.events {
-            switch event {
-            case .dtlsConnected:
+    /// The core's output as `MediaPath` and the transport take it: DTLS up starts the
+    /// recording, frames go through the pipeline (whose feedback joins the core's queue and goes
+    /// out in the same step). Returns what to send.
+    func poll(now: MonotonicTime, onRecording: (MonotonicTime) -> Void, onFirstFrame: (MonotonicTime) -> Void) -> [[UInt8]] {
+        var datagrams: [[UInt8]] = []
+        while let output = core.poll() {
+            switch output {
+            case .transmit(let datagram):
+                datagrams.append(datagram.bytes)
+            case .event(.dtlsConnected):
                 if recordingSince == nil {
                     recordingSince = now
                     onRecording(now)
                 }
-            case .frames(let frames):
+            case .event(.frames(let frames)):
                 if let last = frames.last?.completedAt {
                     if firstFrame == nil {
                         firstFrame = frames.first?.completedAt ?? last
@@ -87,8 +88,7 @@ final class SimulatedConnection {
                     }
                     lastFrame = last
                 }
-                let more = pipeline.record(frames, context: context)
-                datagrams += apply(more, now: now, onRecording: onRecording, onFirstFrame: onFirstFrame)
+                pipeline.record(frames, context: context)
             default:
                 break
             }

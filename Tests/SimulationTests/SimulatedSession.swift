@@ -134,10 +134,11 @@ final class SimulatedSession {
                                                  finish: { [unowned self] recorder, counts, context, _ in finish(recorder, counts: counts, context: context) },
                                                  logger: logger)
         self.connection = connection
-        let (output, actions) = connection.answer(now: clock.now())
-        apply(output)
+        let actions = connection.answer(now: clock.now())
+        pollConnection()
         perform(actions)
-        apply(connection.core.start(now: clock.now()))
+        connection.core.handle(.start, now: clock.now())
+        pollConnection()
         return true
     }
 
@@ -197,8 +198,8 @@ final class SimulatedSession {
             case .send(let text, _):
                 deliverToServer(server.handle(message: text, now: clock.now()))
             case .renegotiate(let renegotiation):
-                let (output, answer) = connection.reanswer(renegotiation.sdp, now: clock.now())
-                apply(output)
+                let answer = connection.reanswer(renegotiation.sdp, now: clock.now())
+                pollConnection()
                 perform(connection.handle(.renegotiated(renegotiation, answerSDP: answer), now: clock.now()))
             case .end(let end):
                 connectionEnded(end)
@@ -250,23 +251,27 @@ final class SimulatedSession {
             if let to = first.to {
                 // A connection that ended has no socket: what was on its way is lost.
                 guard let connection, connection.ordinal == to else { continue }
-                apply(connection.core.handle(datagram: first.bytes, from: Self.serverAddress, to: connection.address, now: now))
+                connection.core.handle(.datagram(first.bytes, from: Self.serverAddress, to: connection.address), now: now)
+                pollConnection()
             } else {
                 deliverToServer(server.handle(datagram: first.bytes, from: first.from, now: now))
             }
         }
-        if let connection, let due = connection.core.nextTimeout, due <= now { apply(connection.core.handleTimeout(now: now)) }
+        if let connection, let due = connection.core.nextTimeout, due <= now {
+            connection.core.handle(.timeout, now: now)
+            pollConnection()
+        }
         if let due = server.nextDeadline, due <= now { deliverToServer(server.tick(now: now)) }
         if let due = joinAt, due <= now { try attemptRejoin() }
     }
 
-    /// What the core did: datagrams onto the wire, frames through the pipeline (whose answer,
+    /// What the core did: datagrams onto the wire, frames through the pipeline (whose feedback,
     /// a keyframe request say, goes out in the same step, as on the transport's loop).
-    private func apply(_ output: TransportOutput) {
+    private func pollConnection() {
         guard let connection else { return }
         let now = clock.now()
         let interruptions = interruptions, wallClock = clock.wallClockMilliseconds(), botConnectionID = context.botConnectionID
-        let datagrams = connection.apply(output, now: now,
+        let datagrams = connection.poll(now: now,
                                          onRecording: { interruptions.recovered(connectionID: botConnectionID, now: $0, wallClock: wallClock) },
                                          onFirstFrame: { interruptions.firstFrame(at: $0) })
         for datagram in datagrams { send(datagram, to: nil, from: connection.ordinal) }

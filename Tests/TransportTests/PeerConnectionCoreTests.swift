@@ -27,15 +27,15 @@ func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnection
 @Suite struct PeerConnectionCoreTests {
     @Test func demultiplexesByFirstByteAndDropsUnvalidatedSources() throws {
         let core = try makeCore()
-        _ = core.start(now: .milliseconds(0))
+        _ = core.feed(.start, now: .milliseconds(0))
         // DTLS and SRTP before ICE validated anything: dropped and counted, never parsed.
-        _ = core.handle(datagram: [22, 254, 253] + Array(repeating: 0, count: 40), from: peer, to: local, now: .milliseconds(1))
-        _ = core.handle(datagram: [0x80, 96] + Array(repeating: 0, count: 40), from: peer, to: local, now: .milliseconds(1))
+        _ = core.feed(.datagram([22, 254, 253] + Array(repeating: 0, count: 40), from: peer, to: local), now: .milliseconds(1))
+        _ = core.feed(.datagram([0x80, 96] + Array(repeating: 0, count: 40), from: peer, to: local), now: .milliseconds(1))
         // Outside every RFC 7983 range.
-        _ = core.handle(datagram: [200, 1, 2, 3], from: peer, to: local, now: .milliseconds(1))
-        _ = core.handle(datagram: [64, 1, 2, 3], from: peer, to: local, now: .milliseconds(1))
+        _ = core.feed(.datagram([200, 1, 2, 3], from: peer, to: local), now: .milliseconds(1))
+        _ = core.feed(.datagram([64, 1, 2, 3], from: peer, to: local), now: .milliseconds(1))
         // Garbage in the STUN range goes to ICE, which drops it.
-        _ = core.handle(datagram: [1, 1, 0, 0], from: stranger, to: local, now: .milliseconds(1))
+        _ = core.feed(.datagram([1, 1, 0, 0], from: stranger, to: local), now: .milliseconds(1))
         #expect(core.counters.droppedUnvalidatedSource == 2)
         #expect(core.counters.droppedUnknownProtocol == 2)
         #expect(core.ice.counters.dropped == 1)
@@ -45,18 +45,18 @@ func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnection
 
     /// Answers the core's first check and nominates the pair, as a controlling peer does.
     private func validatePair(_ core: PeerConnectionCore) throws -> TransportOutput {
-        let started = core.start(now: .milliseconds(0))
+        let started = core.feed(.start, now: .milliseconds(0))
         let check = try #require(started.datagrams.first)
         let request = try STUNMessage(parsing: check.bytes)
         // The peer answers our check and nominates the pair with its own request.
         let response = STUNMessage(method: STUNMethod.binding, class: .successResponse, transactionID: request.transactionID,
                                    attributes: [.xorMappedAddress(local, transactionID: request.transactionID)])
             .encoded(integrityKey: Array("passwordOfAgentB123456".utf8), fingerprint: true)
-        _ = core.handle(datagram: response, from: peer, to: local, now: .milliseconds(5))
+        _ = core.feed(.datagram(response, from: peer, to: local), now: .milliseconds(5))
         let nominate = STUNMessage(method: STUNMethod.binding, class: .request, transactionID: STUNTransactionID(bytes: Array(1...12))!,
                                    attributes: [.username("ufA1:ufB1"), .priority(1), .iceControlling(99), .useCandidate])
             .encoded(integrityKey: Array("passwordOfAgentA123456".utf8), fingerprint: true)
-        return core.handle(datagram: nominate, from: peer, to: local, now: .milliseconds(6))
+        return core.feed(.datagram(nominate, from: peer, to: local), now: .milliseconds(6))
     }
 
     @Test func validatedPairStartsDTLSAndOnlyThatAddressIsAccepted() throws {
@@ -65,9 +65,9 @@ func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnection
         #expect(output.events.contains(.selectedPair(local: local, remote: peer)))
         // DTLS starts on the selected pair: a ClientHello (record type 22) goes to the peer.
         #expect(output.datagrams.contains { $0.to == peer && $0.bytes.first == 22 })
-        _ = core.handle(datagram: [0x80, 96] + Array(repeating: 0, count: 40), from: stranger, to: local, now: .milliseconds(7))
+        _ = core.feed(.datagram([0x80, 96] + Array(repeating: 0, count: 40), from: stranger, to: local), now: .milliseconds(7))
         #expect(core.counters.droppedUnvalidatedSource == 1)
-        _ = core.handle(datagram: [0x80, 96] + Array(repeating: 0, count: 40), from: peer, to: local, now: .milliseconds(7))
+        _ = core.feed(.datagram([0x80, 96] + Array(repeating: 0, count: 40), from: peer, to: local), now: .milliseconds(7))
         #expect(core.counters.droppedBeforeKeys == 1, "validated, but no SRTP keys before the handshake")
     }
 
@@ -77,7 +77,7 @@ func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnection
         var failures: [TransportFailure] = []
         // Nothing answers the consent checks: the core fails once the window has passed, not before.
         for millisecond in stride(from: Int64(100), through: 12_000, by: 100) {
-            for case .failed(let failure) in core.handleTimeout(now: .milliseconds(millisecond)).events {
+            for case .failed(let failure) in core.feed(.timeout, now: .milliseconds(millisecond)).events {
                 failures.append(failure)
                 #expect(millisecond >= 10_000, "failed at \(millisecond) ms")
             }
@@ -90,14 +90,14 @@ func makeCore(consentTimeoutMilliseconds: Int64? = nil) throws -> PeerConnection
     @Test func serverReflexiveGatheringGoesThroughTheCore() throws {
         let core = try makeCore()
         let server = TransportAddress(ip: IPAddress("127.0.0.2")!, port: 3_478)
-        let output = core.gatherServerReflexive(servers: [server, TransportAddress(ip: IPAddress("::1")!, port: 3_478)],
+        let output = core.feed(.gatherServerReflexive(servers: [server, TransportAddress(ip: IPAddress("::1")!, port: 3_478)]),
                                                 now: .milliseconds(0))
         #expect(output.datagrams.map(\.to) == [server], "no IPv6 host to ask from")
         let request = try STUNMessage(parsing: output.datagrams[0].bytes)
         let mapped = TransportAddress(ip: IPAddress("203.0.113.9")!, port: 4_000)
         let response = STUNMessage(method: STUNMethod.binding, class: .successResponse, transactionID: request.transactionID,
                                    attributes: [.xorMappedAddress(mapped, transactionID: request.transactionID)]).encoded()
-        let result = core.handle(datagram: response, from: server, to: local, now: .milliseconds(3))
+        let result = core.feed(.datagram(response, from: server, to: local), now: .milliseconds(3))
         #expect(result.events.contains { if case .localCandidate(let c) = $0 { return c.kind == .srflx && c.port == 4_000 }; return false })
     }
 }

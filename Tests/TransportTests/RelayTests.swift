@@ -60,9 +60,9 @@ private final class RelayedSession {
         collectRelayed()
         for answer in answers {
             if core.relayStreams.isEmpty {
-                absorb(core.handle(datagram: answer, from: turnServer, to: local, now: now))
+                absorb(core.feed(.datagram(answer, from: turnServer, to: local), now: now))
             } else {
-                absorb(core.handle(stream: answer, link: 1, now: now))
+                absorb(core.feed(.relayStream(answer, link: 1), now: now))
             }
         }
     }
@@ -79,14 +79,14 @@ private final class RelayedSession {
     /// The peer sends `bytes` to our relayed address.
     func fromPeer(_ bytes: [UInt8]) {
         guard let message = server.fromPeer(bytes, peer: peer) else { return }
-        absorb(core.isStreamRelay ? core.handle(stream: message, link: 1, now: now) : core.handle(datagram: message, from: turnServer, to: local, now: now))
+        absorb(core.isStreamRelay ? core.feed(.relayStream(message, link: 1), now: now) : core.feed(.datagram(message, from: turnServer, to: local), now: now))
     }
 
     func advance(by milliseconds: Int64) {
         let target = now.adding(milliseconds: milliseconds)
         while let deadline = core.nextTimeout, deadline <= target {
             now = max(now, deadline)
-            absorb(core.handleTimeout(now: now))
+            absorb(core.feed(.timeout, now: now))
         }
         now = target
     }
@@ -101,7 +101,7 @@ private extension PeerConnectionCore {
 @Suite struct RelayTests {
     @Test func relayOnlySessionConnectsThroughTheRelayAndBindsAChannel() throws {
         let session = try RelayedSession()
-        session.absorb(session.core.start(now: session.now))
+        session.absorb(session.core.feed(.start, now: session.now))
         #expect(session.events.contains(.relay(.allocated(server: "turn:127.0.0.9:3478", relayed: relayed, mapped: local))))
         let trickled = session.events.compactMap { if case .localCandidate(let c) = $0 { c } else { nil } }
         #expect(trickled.map(\.kind) == [.relay])
@@ -136,20 +136,20 @@ private extension PeerConnectionCore {
 
     @Test func relayOnlyIgnoresEverythingThatArrivesDirectly() throws {
         let session = try RelayedSession()
-        session.absorb(session.core.start(now: session.now))
+        session.absorb(session.core.feed(.start, now: session.now))
         let direct = STUNMessage(method: STUNMethod.binding, class: .request, transactionID: STUNTransactionID(bytes: Array(1...12))!,
                                  attributes: [.username("ufA1:ufB1"), .priority(1), .iceControlling(99), .useCandidate])
             .encoded(integrityKey: Array(localPassword.utf8), fingerprint: true)
-        let output = session.core.handle(datagram: direct, from: peer, to: local, now: session.now)
+        let output = session.core.feed(.datagram(direct, from: peer, to: local), now: session.now)
         #expect(output.datagrams.isEmpty, "no answer from the host socket")
-        _ = session.core.handle(datagram: [22, 254, 253, 0], from: peer, to: local, now: session.now)
+        _ = session.core.feed(.datagram([22, 254, 253, 0], from: peer, to: local), now: session.now)
         #expect(session.core.counters.droppedOutsideRelay == 2)
         #expect(session.core.ice.pairs.allSatisfy { $0.local == relayed })
     }
 
     @Test func wrongCredentialsEndARelayOnlySessionAtOnce() throws {
         let session = try RelayedSession(password: "wrong")
-        session.absorb(session.core.start(now: session.now))
+        session.absorb(session.core.feed(.start, now: session.now))
         guard case .relay(let failure) = session.failure else {
             Issue.record("expected a relay failure, got \(String(describing: session.failure))")
             return
@@ -160,7 +160,7 @@ private extension PeerConnectionCore {
     @Test func unreachableServerEndsARelayOnlySessionAfterItsTransactionTimeout() throws {
         let session = try RelayedSession()
         session.serverAnswers = false
-        session.absorb(session.core.start(now: session.now))
+        session.absorb(session.core.feed(.start, now: session.now))
         session.advance(by: 29_000)
         #expect(session.failure == nil)
         session.advance(by: 1_000)  // ICE's 30 s: the relay's own reason is the one reported
@@ -173,13 +173,13 @@ private extension PeerConnectionCore {
 
     @Test func streamRelayFramesEverythingOnItsConnection() throws {
         let session = try RelayedSession(transport: .tcp)
-        session.absorb(session.core.start(now: session.now))
+        session.absorb(session.core.feed(.start, now: session.now))
         #expect(session.streamWrites.isEmpty, "nothing before the connection is up")
-        session.absorb(session.core.relayConnected(link: 1, now: session.now))
+        session.absorb(session.core.feed(.relayConnected(link: 1), now: session.now))
         #expect(session.events.contains { if case .relay(.allocated) = $0 { true } else { false } })
         #expect(!session.atPeer.isEmpty)
         // A framing error closes the stream and, relay-only, ends the session.
-        let output = session.core.handle(stream: [0xC0, 0, 0, 0], link: 1, now: session.now)
+        let output = session.core.feed(.relayStream([0xC0, 0, 0, 0], link: 1), now: session.now)
         #expect(output.streamsToClose == [1])
         guard case .relay(.allocationLost) = session.failure else {
             Issue.record("expected allocationLost, got \(String(describing: session.failure))")
@@ -190,7 +190,7 @@ private extension PeerConnectionCore {
     @Test func losingTheSelectedRelayEndsTheSession() throws {
         let session = try RelayedSession()
         session.server.grantedLifetime = 40  // refreshed at 20 s, before consent (30 s) could lapse
-        session.absorb(session.core.start(now: session.now))
+        session.absorb(session.core.feed(.start, now: session.now))
         let check = try STUNMessage(parsing: try #require(session.atPeer.first).bytes)
         session.fromPeer(STUNMessage(method: STUNMethod.binding, class: .successResponse, transactionID: check.transactionID,
                                      attributes: [.xorMappedAddress(relayed, transactionID: check.transactionID)])
