@@ -178,7 +178,7 @@ let package = Package(
         .target(name: "SoraSignalingCore", dependencies: ["CZlib", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         // The WebSocket side: connecting (URL races, redirects) and the connection itself.
         .target(name: "SoraSignaling", dependencies: [
-            "SoraSignalingCore", "TLSFailure",
+            "SoraSignalingCore", "TLSFailure", "WireCoding",
             .product(name: "WebSocketKit", package: "websocket-kit"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOWebSocket", package: "swift-nio"),
@@ -319,7 +319,7 @@ let package = Package(
         // A sans-IO TURN server, strict like coturn, for the client's and the transport's tests.
         .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNServerModel", "STUN", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
-            "PeerConnection", "Transport", "ICE", "DTLS", "Keying", "SDP", "STUN", "TURN", "TURNServerModel", "WireCoding",
+            "PeerConnection", "Transport", "ICE", "DTLS", "Keying", "SDP", "STUN", "TURN", "TURNServerModel", "WireCoding", "TestSupport",
             .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),

@@ -47,7 +47,7 @@ struct SessionConnection {
         let start: SignalingStart
         var options = self.options
         if rejoin { options.connectTimeoutSeconds = min(options.connectTimeoutSeconds, Self.rejoinConnectTimeoutSeconds) }
-        switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: media.signalingLoop, logger: logger) {
+        switch await SignalingStartRace.run(options: options, stopRequest: stopRequest, group: media.signalingLoop, clock: session.clock, logger: logger) {
         case .stopped(let why):
             logger.notice("stopped before the offer arrived", metadata: ["reason": "\(why)"])
             return Outcome(ending: SessionEnding(.completed, why), rejoinable: false)

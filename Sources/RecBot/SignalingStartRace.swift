@@ -2,6 +2,7 @@ import Logging
 import NIOCore
 import SoraSignaling
 import SoraSignalingCore
+import WireCoding
 
 /// Signaling up to the offer, raced against a stop request: a signal while Sora has not
 /// answered yet ends the wait at once (the connect attempt is cancelled and, if it still
@@ -9,7 +10,7 @@ import SoraSignalingCore
 enum SignalingStartRace {
     enum Outcome { case started(SignalingStart), failed(SignalingError), stopped(String) }
 
-    static func run(options: JoinOptions, stopRequest: StopRequest, group: EventLoopGroup, logger: Logger) async -> Outcome {
+    static func run(options: JoinOptions, stopRequest: StopRequest, group: EventLoopGroup, clock: any TimeSource, logger: Logger) async -> Outcome {
         await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
             let first = FirstOutcome()
             let tasks = TaskSet()
@@ -17,7 +18,7 @@ enum SignalingStartRace {
                 let outcome: Outcome
                 do throws(SignalingError) {
                     outcome = .started(try await SignalingConnector.start(urls: options.urls, options: options.connect, insecure: options.insecure,
-                                                                          group: group, timeoutSeconds: options.connectTimeoutSeconds, logger: logger))
+                                                                          group: group, timeoutSeconds: options.connectTimeoutSeconds, clock: clock, logger: logger))
                 } catch {
                     outcome = .failed(error)
                 }

@@ -1,8 +1,8 @@
-import Foundation
 import Logging
 import NIOCore
 import SoraSignalingCore
 import Synchronization
+import WireCoding
 
 /// How signaling got to an offer.
 public struct SignalingStart: @unchecked Sendable {
@@ -22,12 +22,15 @@ public enum SignalingConnector {
     /// wss:, in any case (URL schemes are case-insensitive, RFC 3986 §3.1).
     public static func isSecure(_ url: String) -> Bool { url.prefix(6).lowercased() == "wss://" }
 
+    /// `clock` times the whole attempt (the sockets' own connect timeouts are NIO's).
     public static func start(urls: [String], options: ConnectOptions, insecure: Bool, group: EventLoopGroup,
-                             timeoutSeconds: Double, logger: Logger) async throws(SignalingError) -> SignalingStart {
+                             timeoutSeconds: Double, clock: any TimeSource, logger: Logger) async throws(SignalingError) -> SignalingStart {
         guard !urls.isEmpty else { throw .invalidURL("(none)") }
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        // Clamped: a timeout of centuries is a long wait, not a trap converting to nanoseconds.
+        let timeout = Int64(min(max(0, timeoutSeconds), 1e9) * 1e9)
+        let deadline = clock.now().adding(nanoseconds: timeout)
         do {
-            return try await withDeadline(deadline) {
+            return try await withDeadline(deadline, clock: clock) {
                 var connection = try await race(urls: urls, insecure: insecure, group: group, logger: logger)
                 var redirects = 0
                 var earlier: [IncomingMessage] = []
@@ -61,7 +64,7 @@ public enum SignalingConnector {
                         connection.send(try options.connectMessage(redirect: true))
                     default:
                         // The stream ended: the server closed before an offer.
-                        try await Task.sleep(nanoseconds: 20_000_000)  // let the close code settle
+                        try await clock.sleep(nanoseconds: 20_000_000)  // let the close code settle
                         let code = connection.closeCode
                         if let code, code >= 4000 && code < 5000 { throw SignalingError.rejected(code: code, reason: "") }
                         throw SignalingError.closedBeforeOffer(code: code, reason: "")
@@ -169,13 +172,12 @@ private final class Race: Sendable {
 
 struct DeadlineExceeded: Error {}
 
-/// Runs `body`, failing with `DeadlineExceeded` at `deadline`.
-func withDeadline<T: Sendable>(_ deadline: Date, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+/// Runs `body`, failing with `DeadlineExceeded` at `deadline` on `clock`.
+func withDeadline<T: Sendable>(_ deadline: MonotonicTime, clock: any TimeSource, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
     try await withThrowingTaskGroup(of: T.self) { group in
         group.addTask { try await body() }
         group.addTask {
-            // Clamped: a deadline centuries away is a long wait, not a trap converting to UInt64.
-            try await Task.sleep(nanoseconds: UInt64(min(max(0, deadline.timeIntervalSinceNow), 1e9) * 1_000_000_000))
+            try await clock.sleep(until: deadline)
             throw DeadlineExceeded()
         }
         guard let result = try await group.next() else { throw DeadlineExceeded() }
