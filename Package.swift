@@ -101,7 +101,7 @@ let package = Package(
         .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         // Webhooks with Sora's event names and payloads, from a durable outbox in the catalog.
         .target(name: "Webhooks", dependencies: [
-            "Archive", "DiskLayout", "WireCoding",
+            "Archive", "DiskLayout", "SystemClock", "WireCoding",
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -117,7 +117,9 @@ let package = Package(
         // What ended a run, and the one decision from it to an exit code: a leaf every layer may report into.
         .target(name: "Outcomes"),
         // The one reader of the OS clocks, kept out of WireCoding so that no sans-IO core can reach it.
-        .target(name: "SystemClock", dependencies: ["WireCoding"]),
+        .target(name: "SystemClock", dependencies: [
+            "WireCoding", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .target(
             name: "Archive",
             dependencies: [

@@ -25,7 +25,7 @@ IMPORT = re.compile(r"^\s*(?:@testable\s+|@_implementationOnly\s+|@preconcurrenc
 
 # The sans-IO cores: time is an input to them, never read (docs/development.md).
 CORES = {"WireCoding", "Bitstreams", "STUN", "SDP", "RTP", "ICE", "DTLS", "SRTP", "SCTP", "TURN", "Media", "WebM",
-         "PeerConnection", "SoraSignaling"}
+         "PeerConnection", "SoraSignalingCore", "Recorder"}
 
 
 def clock_paths(manifest: dict) -> list:

@@ -1,4 +1,6 @@
 import Glibc
+import NIOCore
+import NIOPosix
 import WireCoding
 
 /// The operating system's clocks: CLOCK_MONOTONIC (NIO's and Dispatch's uptime clock) and
@@ -10,10 +12,21 @@ public struct SystemTimeSource: TimeSource {
 
     public func wallClockMilliseconds() -> Int64 { Self.read(CLOCK_REALTIME) / 1_000_000 }
 
+    /// On an event loop's timer rather than `Task.sleep`: it fires on NIO's own thread and wakes
+    /// the sleeper through a continuation, so a deadline (a request's limit, a drain's end, a
+    /// backoff) does not wait for a thread of Swift's cooperative pool, which blocking work
+    /// elsewhere in the process can hold. Cancelling the task cancels the timer.
     public func sleep(until deadline: MonotonicTime) async throws {
+        try Task.checkCancellation()
+        // Saturating: a deadline far in either direction is a long wait or none, not a trap.
         let remaining = deadline.nanoseconds.subtractingReportingOverflow(now().nanoseconds)
         let nanoseconds = remaining.overflow ? (deadline.nanoseconds > 0 ? Int64.max : 0) : max(0, remaining.partialValue)
-        try await Task.sleep(nanoseconds: UInt64(nanoseconds))
+        let scheduled = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .nanoseconds(nanoseconds)) {}
+        try await withTaskCancellationHandler {
+            do { try await scheduled.futureResult.get() } catch { throw CancellationError() }
+        } onCancel: {
+            scheduled.cancel()
+        }
     }
 
     private static func read(_ clock: clockid_t) -> Int64 {

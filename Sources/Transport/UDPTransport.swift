@@ -28,7 +28,7 @@ public final class UDPTransport: @unchecked Sendable {
     var streamChannels: [Int: Channel] = [:]
     var relayTrust = RelayTrust()
     let logger: Logger
-    private var timer: LoopTimer?
+    private var timer: DeadlineTimer?
     private var timerDeadline: MonotonicTime?
     /// Inside one drain of the backlog the timer is rescheduled once after it, not once per
     /// datagram (it showed in profiles).
@@ -155,7 +155,7 @@ public final class UDPTransport: @unchecked Sendable {
     }
 
     private func rebind(_ local: TransportAddress) {
-        _ = LoopTimer.schedule(at: clock.now().adding(milliseconds: 500), clock: clock, on: eventLoop) { [weak self] in
+        _ = DeadlineTimer.schedule(at: clock.now().adding(milliseconds: 500), clock: clock, on: eventLoop) { [weak self] in
             guard let self, self.core != nil, let address = try? local.socketAddress() else { return }
             Self.bootstrap(on: self.readers.next(), box: self.box, backlog: self.backlog, loop: self.eventLoop).bind(to: address)
                 .hop(to: self.eventLoop).whenComplete { result in
@@ -283,7 +283,7 @@ public final class UDPTransport: @unchecked Sendable {
         timer?.cancel()
         timerDeadline = next
         guard let next else { return }
-        timer = LoopTimer.schedule(at: next, clock: clock, on: eventLoop) { [self] in
+        timer = DeadlineTimer.schedule(at: next, clock: clock, on: eventLoop) { [self] in
             // A simulated clock's timer may have been queued just before it was moved.
             guard timerDeadline == next else { return }
             timerDeadline = nil

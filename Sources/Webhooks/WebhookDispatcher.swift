@@ -90,13 +90,13 @@ public final class WebhookDispatcher: Sendable {
                 inFlight += claimed.count
                 if inFlight == 0 {
                     guard let pause = await idlePause(catalog, left: left, untilIdle: untilIdle) else { break }
-                    await LoopTimer.sleep(nanoseconds: pause)
+                    try? await clock.sleep(nanoseconds: Int64(clamping: pause))
                     continue
                 }
                 if !ticking {
                     ticking = true
-                    group.addTask {
-                        await LoopTimer.sleep(nanoseconds: 1_000_000_000)
+                    group.addTask { [clock] in
+                        try? await clock.sleep(nanoseconds: 1_000_000_000)
                         return .tick
                     }
                 }

@@ -4,6 +4,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import NIOSSL
+import SystemClock
 
 /// POSTs an outbox row's body to its URL. A 2xx answer is a delivery; anything else (an
 /// error status, a refused connection, no answer within the timeout) is a failure, said in a
@@ -64,7 +65,8 @@ public final class WebhookSender: Sendable {
                 }
             }
             group.addTask {
-                await LoopTimer.sleep(nanoseconds: nanoseconds)
+                // The request is real I/O, so its limit is on the system clock, whatever clock the session reads.
+                try? await SystemTimeSource().sleep(nanoseconds: Int64(clamping: nanoseconds))
                 return Self.noAnswer(limit)
             }
             let first = await group.next() ?? Self.noAnswer(limit)

@@ -6,13 +6,13 @@ import WireCoding
 /// NIO's own timer (NIO's deadlines are CLOCK_MONOTONIC, the system clock's; it is cheap to
 /// move, and the core's deadline moves on most read batches). For any other clock (a simulated
 /// one) it is a task sleeping on that clock, so the transport waits on the clock it reads.
-enum LoopTimer {
+enum DeadlineTimer {
     case nio(Scheduled<Void>)
     case clock(Task<Void, Never>)
 
     /// Runs `body` on `loop` at `deadline` (at once if it has passed), unless cancelled first.
     static func schedule(at deadline: MonotonicTime, clock: any TimeSource, on loop: EventLoop,
-                         _ body: @escaping @Sendable () -> Void) -> LoopTimer {
+                         _ body: @escaping @Sendable () -> Void) -> DeadlineTimer {
         guard clock is SystemTimeSource else {
             return .clock(Task {
                 guard (try? await clock.sleep(until: deadline)) != nil else { return }  // cancelled
