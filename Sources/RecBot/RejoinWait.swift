@@ -47,13 +47,19 @@ enum RejoinWait {
 
     /// Starts a probe of every target each interval (a probe may outlast the interval) until one
     /// answers: true then, false when cancelled. The probes are children of one task group and
-    /// are reaped as they end, so however long the outage, only those still connecting are held.
+    /// are reaped as they end; a round is skipped while `maximumRoundsInFlight` rounds' probes are
+    /// still connecting, so however long the outage, and however late the probes' tasks get to
+    /// run on a busy host, only a few are held.
     static func probeUntilAnswered(_ targets: [ProbeTarget], intervalNanoseconds: UInt64, clock: any TimeSource,
                                    answers: @escaping @Sendable (ProbeTarget) async -> Bool) async -> Bool {
         enum Outcome { case probe(answered: Bool), nextRound }
         return await withTaskGroup(of: Outcome.self) { group in
+            var inFlight = 0
             func startRound() {
-                for target in targets { group.addTask { .probe(answered: await answers(target)) } }
+                if inFlight < maximumRoundsInFlight * targets.count {
+                    for target in targets { group.addTask { .probe(answered: await answers(target)) } }
+                    inFlight += targets.count
+                }
                 group.addTask {
                     try? await clock.sleep(nanoseconds: Int64(intervalNanoseconds))
                     return .nextRound
@@ -66,7 +72,7 @@ enum RejoinWait {
                 case .probe(answered: true):
                     group.cancelAll()
                     return true
-                case .probe(answered: false): continue
+                case .probe(answered: false): inFlight -= 1
                 case .nextRound: startRound()
                 }
             }
@@ -74,6 +80,9 @@ enum RejoinWait {
             return false
         }
     }
+
+    /// A probe's own timeout (1 s) spans two intervals: three rounds cover it with one to spare.
+    static let maximumRoundsInFlight = 3
 }
 
 /// Whether the wait's two conditions hold: the backoff's time has come, and (when probing)

@@ -45,9 +45,10 @@ import WireCoding
         #expect(await prober.value == false)
         let seen = gauge.snapshot
         #expect(seen.started >= 120)
-        // A probe lasts 2.5 intervals, so about three rounds of two overlap; a round only starts
-        // when the previous interval's timer has been reaped, so a slow host cannot pile them up.
-        #expect(seen.most <= 16, "\(seen.most) probes at once")
+        // A probe lasts 2.5 intervals, so about three rounds of two overlap. On a busy host the
+        // probes' tasks run late while the interval's timer (NIO's) keeps time: rounds are then
+        // skipped, never piled up.
+        #expect(seen.most <= RejoinWait.maximumRoundsInFlight * 2, "\(seen.most) probes at once")
     }
 
     @Test func theFirstAnswerEndsTheWait() async {
