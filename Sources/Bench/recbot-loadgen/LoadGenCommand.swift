@@ -113,8 +113,8 @@ struct LoadGenCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(#"{"type":"listening","url":"ws://\#(address):\#(listenPort)/signaling","publishers":\#(publishers)}"#.utf8 + [0x0A]))
         }
         try await server.done.get()
-        let (ground, sentDatagrams, socketErrors) = try await udp.eventLoop.submit(confined: generator) { generator in
-            (GroundTruth(generator), server.datagramsSent, server.socketErrors)
+        let (ground, sentDatagrams, socketErrors, closedAfter) = try await udp.eventLoop.submit(confined: generator) { generator in
+            (GroundTruth(generator), server.datagramsSent, server.socketErrors, server.socketClosedAfter)
         }.get()
         if let truth { try ground.write(to: truth) }
         let sent = ground.publishers.reduce(0) { $0 + $1.sent.videoFrames }
@@ -122,7 +122,7 @@ struct LoadGenCommand: AsyncParsableCommand {
             recbot-loadgen: \(ground.end); \(ground.publishers.count) publishers, \(sent) video frames sent, \
             send lag p50 \(ground.sendLag.p50Milliseconds) ms p99 \(ground.sendLag.p99Milliseconds) ms max \(ground.sendLag.maxMilliseconds) ms, \
             NACKed \(ground.feedback.nackedPackets), PLI \(ground.feedback.pictureLossIndications), \(sentDatagrams) datagrams sent, \
-            \(socketErrors) socket errors\n
+            \(socketErrors) socket errors\(closedAfter.map { "; the media socket closed early, after \($0) datagrams" } ?? "")\n
             """.utf8))
         try? await listener?.close()
         try? await udp.close()

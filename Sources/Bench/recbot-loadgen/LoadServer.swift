@@ -1,3 +1,4 @@
+import Foundation
 import LoadGen
 import NIOCore
 import NIOHTTP1
@@ -24,6 +25,14 @@ final class LoadServer: @unchecked Sendable {
     private(set) var datagramsSent = 0
     /// Errors the UDP socket reported (a send the kernel refused, ICMP unreachable).
     var socketErrors = 0
+    /// The datagrams counted as sent when NIO closed the media socket before the end (it closes
+    /// a UDP socket on most failed sends): every later "sent" one went nowhere.
+    private(set) var socketClosedAfter: Int?
+
+    func socketClosed() {
+        if case .ended = generator.phase { return }
+        socketClosedAfter = socketClosedAfter ?? datagramsSent
+    }
 
     init(generator: LoadGenerator<SocketAddress>, udp: Channel, tickMilliseconds: Int) {
         eventLoop = udp.eventLoop
@@ -129,6 +138,12 @@ final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         server?.socketErrors += 1  // UDP carries on
+        FileHandle.standardError.write(Data("recbot-loadgen: media socket error: \(error)\n".utf8))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        server?.socketClosed()
+        context.fireChannelInactive()
     }
 }
 
