@@ -56,7 +56,7 @@ enum RejoinWait {
         return await withTaskGroup(of: Outcome.self) { group in
             var inFlight = 0
             func startRound() {
-                if inFlight < maximumRoundsInFlight * targets.count {
+                if inFlight + targets.count <= maximumRoundsInFlight * targets.count {
                     for target in targets { group.addTask { .probe(answered: await answers(target)) } }
                     inFlight += targets.count
                 }
