@@ -18,10 +18,8 @@ public struct SystemTimeSource: TimeSource {
     /// elsewhere in the process can hold. Cancelling the task cancels the timer.
     public func sleep(until deadline: MonotonicTime) async throws {
         try Task.checkCancellation()
-        // Saturating: a deadline far in either direction is a long wait or none, not a trap.
-        let remaining = deadline.nanoseconds.subtractingReportingOverflow(now().nanoseconds)
-        let nanoseconds = remaining.overflow ? (deadline.nanoseconds > 0 ? Int64.max : 0) : max(0, remaining.partialValue)
-        let scheduled = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .nanoseconds(nanoseconds)) {}
+        let delay = deadline.nanosecondsLeft(from: now())
+        let scheduled = MultiThreadedEventLoopGroup.singleton.next().scheduleTask(in: .nanoseconds(delay)) {}
         try await withTaskCancellationHandler {
             do { try await scheduled.futureResult.get() } catch { throw CancellationError() }
         } onCancel: {

@@ -19,10 +19,7 @@ enum DeadlineTimer {
                 loop.execute(body)
             })
         }
-        // Saturating: a deadline far in either direction is a long wait or none, not a trap.
-        let (difference, overflow) = deadline.nanoseconds.subtractingReportingOverflow(clock.now().nanoseconds)
-        let delay = overflow ? (deadline.nanoseconds < 0 ? 0 : Int64.max) : max(0, difference)
-        return .nio(loop.scheduleTask(in: .nanoseconds(delay), body))
+        return .nio(loop.scheduleTask(in: .nanoseconds(deadline.nanosecondsLeft(from: clock.now())), body))
     }
 
     /// A task's body may already be queued on the loop; the owner checks that it still wants it.

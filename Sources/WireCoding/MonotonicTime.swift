@@ -13,5 +13,12 @@ public struct MonotonicTime: Comparable, Hashable, Sendable, CustomStringConvert
     public func adding(nanoseconds delta: Int64) -> MonotonicTime { MonotonicTime(nanoseconds: nanoseconds + delta) }
     public func milliseconds(since earlier: MonotonicTime) -> Int64 { (nanoseconds - earlier.nanoseconds) / 1_000_000 }
 
+    /// How long from `now` until this time, for a timer: 0 once it has passed, and saturating,
+    /// so a deadline far in either direction is a long wait or none, not an overflow trap.
+    public func nanosecondsLeft(from now: MonotonicTime) -> Int64 {
+        let (difference, overflow) = nanoseconds.subtractingReportingOverflow(now.nanoseconds)
+        return overflow ? (nanoseconds < 0 ? 0 : .max) : max(0, difference)
+    }
+
     public var description: String { "\(Double(nanoseconds) / 1e9)s" }
 }

@@ -137,8 +137,10 @@ final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
-        server?.socketErrors += 1  // UDP carries on
-        FileHandle.standardError.write(Data("recbot-loadgen: media socket error: \(error)\n".utf8))
+        guard let server else { return }
+        server.socketErrors += 1  // UDP carries on
+        // The first says what kind; the rest are counted (an ICMP storm would flood the log).
+        if server.socketErrors == 1 { FileHandle.standardError.write(Data("recbot-loadgen: media socket error: \(error)\n".utf8)) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
