@@ -80,7 +80,7 @@ public final class MediaReceiver {
     public private(set) var tracks: [ReceiveTrack] = []
 
     private var router = StreamRouter()
-    private var streams: [UInt32: ReceiveStream] = [:]
+    var streams: [UInt32: ReceiveStream] = [:]
     /// Each sender's clock, and the first frames of its streams waiting for its SRs (their bytes
     /// bounded by half the buffer budget).
     private var timelines: SenderTimelines

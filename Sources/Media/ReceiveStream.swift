@@ -24,6 +24,9 @@ public struct ReceiveCounters: Sendable, Equatable {
     public var sequenceJumps = 0
     /// Unanswered gaps given up early because a whole keyframe was already held after them.
     public var gapsSkippedToKeyframe = 0
+    /// Video pictures dropped unread while the stream was paused for overload, and the pauses.
+    public var framesShedForOverload = 0
+    public var overloadPauses = 0
     public var framesEmitted = 0
     public var framesDropped = FrameDropCounters()
     /// Interarrival jitter, the largest among the streams summed (ms).
@@ -63,6 +66,8 @@ public struct ReceiveCounters: Sendable, Equatable {
         result.fullIntraRequests = op(lhs.fullIntraRequests, rhs.fullIntraRequests)
         result.sequenceJumps = op(lhs.sequenceJumps, rhs.sequenceJumps)
         result.gapsSkippedToKeyframe = op(lhs.gapsSkippedToKeyframe, rhs.gapsSkippedToKeyframe)
+        result.framesShedForOverload = op(lhs.framesShedForOverload, rhs.framesShedForOverload)
+        result.overloadPauses = op(lhs.overloadPauses, rhs.overloadPauses)
         result.framesEmitted = op(lhs.framesEmitted, rhs.framesEmitted)
         return result
     }
@@ -113,6 +118,13 @@ final class ReceiveStream {
     private var heldKeyframe: Int64?
     /// When a retransmission last filled a gap: a sender that answers some NACKs is waited for.
     private var lastRecovery: MonotonicTime?
+    /// The RTP timestamp of the highest packet: where an overload pause draws its line.
+    private(set) var latestTimestamp: UInt32?
+    /// Paused for overload: newer pictures are dropped before they reach the stream.
+    private(set) var paused = false
+    /// Resumed after a pause: the gap before the next new packet is what was shed, not loss,
+    /// so it is skipped (no NACK) and the stream waits for a keyframe.
+    private var skipNextGap = false
 
     static let maximumHeldPackets = 2_048
     static let maximumHeldBytes = 8 << 20
@@ -161,6 +173,7 @@ final class ReceiveStream {
         guard let next = nextExpected, let top = highest else {
             nextExpected = sequence
             highest = sequence
+            latestTimestamp = packet.timestamp
             accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
             return output
         }
@@ -180,9 +193,11 @@ final class ReceiveStream {
             return output
         }
         if sequence > top {
+            latestTimestamp = packet.timestamp
             if sequence > top + 1 {
                 let gap = (top + 1)..<sequence
-                if gap.count > register.policy.maximumMissingPackets {
+                if gap.count > register.policy.maximumMissingPackets || (skipNextGap && !isRetransmission) {
+                    skipNextGap = false
                     jump(to: sequence, &output)
                     accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
                     return output
@@ -195,6 +210,7 @@ final class ReceiveStream {
                 _ = register.markMissing(gap, now: arrival)
                 output.newlyMissing = true
             }
+            if !isRetransmission { skipNextGap = false }
             highest = sequence
         } else if let entry = register.arrived(sequence) {
             // Only RTX can be told apart from reordering: gaps are NACKed at once, so a late packet
@@ -414,6 +430,31 @@ final class ReceiveStream {
             assembler.abandon(&output.assembled)
         }
     }
+
+    // MARK: - Overload pauses
+
+    /// Pauses the stream: pictures newer than the returned timestamp (the highest packet's)
+    /// will be dropped before they arrive, so the last picture taken in can still complete.
+    func pause(now: MonotonicTime) -> UInt32? {
+        guard !paused, let boundary = latestTimestamp else { return nil }
+        paused = true
+        lastArrival = now
+        counters.overloadPauses += 1
+        return boundary
+    }
+
+    /// Resumes after a pause in which `shedFrames` pictures were dropped: the gap is skipped
+    /// and the stream waits for a keyframe (the caller asks for one).
+    func resume(shedFrames: Int, now: MonotonicTime) {
+        guard paused else { return }
+        paused = false
+        skipNextGap = true
+        lastArrival = now
+        counters.framesShedForOverload += shedFrames
+    }
+
+    /// Packets of a paused stream are still arriving (only dropped unread): it has not ended.
+    func keepAlive(now: MonotonicTime) { lastArrival = max(lastArrival, now) }
 
     // MARK: - Codec changes and downstream loss
 

@@ -42,6 +42,8 @@ public enum TransportEvent: Equatable, Sendable {
     case dtlsConnected(SRTPProtectionProfile)
     /// Whole frames from the media core, with their media time.
     case frames([ReceivedFrame])
+    /// Video shed or taken back for overload.
+    case overload(OverloadEvent)
     /// Decrypted RTP and RTCP, when no media core is attached (transport-level tests).
     case rtp(RTPPacketBox)
     case rtcp([RTCPPacket])
@@ -111,10 +113,15 @@ public final class PeerConnectionCore {
     /// What `poll` hands out next (from `queueHead`).
     var queue: [PeerConnectionOutput] = []
     var queueHead = 0
+    /// Video paused for overload, and the policy that decides it (Overload/).
+    var pausedVideo = PausedVideo()
+    var governor: OverloadGovernor
+    var overloadEpisode: (began: MonotonicTime, shedFramesBefore: Int)?
 
     public init(ice: ICEAgent, dtls: DTLSEndpoint, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil,
-                relays: [RelayServer] = [], random: @escaping () -> UInt64) {
+                relays: [RelayServer] = [], overload: OverloadPolicy = OverloadPolicy(), random: @escaping () -> UInt64) {
         self.ice = ice
+        self.governor = OverloadGovernor(policy: overload)
         self.dtls = dtls
         self.dataChannels = dataChannels
         self.media = media
@@ -183,6 +190,8 @@ public final class PeerConnectionCore {
                 counters.droppedUnvalidatedSource += 1
                 return
             }
+            // A paused video stream's new pictures are dropped before decryption (Overload/).
+            if !pausedVideo.isEmpty && pausedVideo.sheds(datagram) { return }
             receiveSRTP(datagram, now: now, &output)
         default:
             counters.droppedUnknownProtocol += 1
@@ -259,6 +268,8 @@ public final class PeerConnectionCore {
     func close(now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         lastNow = max(lastNow, now)
+        counters.pausedVideoStreams = 0  // a closed connection pauses nothing (its counters are summed)
+        (counters.shedVideoFrames, counters.shedVideoPackets) = (pausedVideo.shedFrames, pausedVideo.shedPackets)
         // Frames still waiting for their sender's SRs go to the recorder before the end.
         if let media { absorb(media.releaseHeldFrames(now: lastNow), &output) }
         absorb(dtls.close(), now: MonotonicTime(nanoseconds: 0), &output)
@@ -306,7 +317,7 @@ public final class PeerConnectionCore {
     }
 
     /// Frames go up as one event; RTCP goes out protected on the selected pair.
-    private func absorb(_ mediaOutput: MediaOutput, _ output: inout TransportOutput) {
+    func absorb(_ mediaOutput: MediaOutput, _ output: inout TransportOutput) {
         if !mediaOutput.frames.isEmpty { output.events.append(.frames(mediaOutput.frames)) }
         guard !mediaOutput.rtcp.isEmpty, let srtp, let pair = ice.selected else { return }
         for datagram in mediaOutput.rtcp {

@@ -11,6 +11,9 @@ public enum PeerConnectionInput: Sendable {
     case datagram([UInt8], from: TransportAddress, to: TransportAddress)
     /// `nextTimeout` has come.
     case timeout
+    /// The oldest media datagram of the batch just handled waited this long between the
+    /// socket and the core: how far behind the core is (it sheds video when too far).
+    case receiveWait(nanoseconds: Int64)
     /// A remote candidate trickled after the offer.
     case remoteCandidate(ICECandidate)
     /// Ask these STUN servers (the offer's `iceServers`) for our server-reflexive address, from
@@ -78,6 +81,7 @@ extension PeerConnectionCore {
         case .start: start(now: now)
         case .datagram(let bytes, let from, let to): handle(datagram: bytes, from: from, to: to, now: now)
         case .timeout: handleTimeout(now: now)
+        case .receiveWait(let wait): observeReceiveWait(wait, now: now)
         case .remoteCandidate(let candidate): handle(remoteCandidate: candidate, now: now)
         case .gatherServerReflexive(let servers): gatherServerReflexive(servers: servers, now: now)
         case .renegotiated(let media): updateMedia(media, now: now)

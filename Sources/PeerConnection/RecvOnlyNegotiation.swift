@@ -33,7 +33,7 @@ public struct RecvOnlyNegotiation {
 
     public init(offer: SessionDescription, hosts: [TransportAddress], certificate: DTLSCertificate,
                 capabilities: ReceiverCapabilities = ReceiverCapabilities(), recovery: RecoveryPolicy = RecoveryPolicy(), trickle: Bool = false,
-                relays: [RelayServer] = [], relayOnly: Bool = false,
+                relays: [RelayServer] = [], relayOnly: Bool = false, overload: OverloadPolicy = OverloadPolicy(),
                 random: @escaping () -> UInt64) throws(NegotiationError) {
         func randomString(_ count: Int) -> String {
             String((0..<count).map { _ in RecvOnlyNegotiation.iceCharacters[Int(random() % UInt64(RecvOnlyNegotiation.iceCharacters.count))] })
@@ -88,7 +88,8 @@ public struct RecvOnlyNegotiation {
             reducedSizeRTCP: answer.media.contains { $0.accepted && $0.reducedSizeRTCP })
         let media = MediaReceiver(configuration: mediaConfiguration, random: random)
         _ = media.update(tracks: ReceiveTrack.tracks(from: answer.media))
-        self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels, media: media, relays: relays, random: random)
+        self.core = PeerConnectionCore(ice: ice, dtls: dtls, dataChannels: dataChannels, media: media, relays: relays, overload: overload,
+                                       random: random)
         var reusable = local
         reusable.candidates = []
         reusable.endOfCandidates = false

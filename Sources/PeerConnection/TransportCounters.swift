@@ -22,6 +22,12 @@ public struct TransportCounters: Equatable, Sendable {
     public var backlog = ReceiveBacklogCounters()
     /// Datagrams the kernel dropped on the sockets (their buffer full), also from the transport.
     public var kernelReceiveDrops = 0
+    /// Video shed for overload: pictures and packets dropped unread, streams paused now, and
+    /// the episodes (from the first pause to the last resume).
+    public var shedVideoFrames = 0
+    public var shedVideoPackets = 0
+    public var pausedVideoStreams = 0
+    public var overloadEpisodes = 0
 
     public init() {}
 
@@ -48,6 +54,10 @@ public struct TransportCounters: Equatable, Sendable {
         sum.rtcpPackets += rhs.rtcpPackets
         sum.backlog = lhs.backlog + rhs.backlog
         sum.kernelReceiveDrops += rhs.kernelReceiveDrops
+        sum.shedVideoFrames += rhs.shedVideoFrames
+        sum.shedVideoPackets += rhs.shedVideoPackets
+        sum.pausedVideoStreams += rhs.pausedVideoStreams
+        sum.overloadEpisodes += rhs.overloadEpisodes
         return sum
     }
 }

@@ -50,6 +50,15 @@ final class ConnectionPipeline {
         apply(recordings.add(frames), context: context, now: now)
     }
 
+    /// A sender's video paused or resumed for overload: its recording notes the gap.
+    func overload(_ event: OverloadEvent) {
+        switch event {
+        case .videoPaused(let sender, _): recordings.videoPaused(sender: sender)
+        case .videoResumed(let sender, _): recordings.videoResumed(sender: sender)
+        case .started, .ended: break
+        }
+    }
+
     /// The (re-)negotiation names these senders: those gone are finished.
     func update(senders: [String: SenderLayout], refusedVideo: [String: String], context: SidecarContext, now: MonotonicTime) {
         let output = recordings.update(senders: senders, refusedVideo: refusedVideo, now: now)

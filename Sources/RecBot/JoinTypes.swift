@@ -116,6 +116,8 @@ public struct JoinOptions: Sendable {
     public var relay = RelaySettings()
     /// How lost packets are recovered (NACK/RTX) and how long a gap is waited for.
     public var recovery = RecoveryPolicy()
+    /// When video is shed past capacity, and how it comes back (docs/performance.md).
+    public var overload = OverloadPolicy()
     /// What one session may store in the events table; beyond it events are counted, not stored.
     public var eventLimits = EventLimits()
     public var recbotVersion: String

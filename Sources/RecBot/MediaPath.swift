@@ -107,7 +107,7 @@ final class MediaPath: @unchecked Sendable {
             capabilities.acceptsDataChannels = true  // whatever data channels Sora offers are received and logged
             negotiation = try RecvOnlyNegotiation(offer: sdp, hosts: transport.localAddresses, certificate: try DTLSCertificate(),
                                                   capabilities: capabilities, recovery: options.recovery,
-                                                  relays: plan.servers, relayOnly: plan.relayOnly,
+                                                  relays: plan.servers, relayOnly: plan.relayOnly, overload: options.overload,
                                                   random: { [random = options.random] in random.next() })
         } catch {
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
@@ -164,6 +164,9 @@ final class MediaPath: @unchecked Sendable {
                 transportFailure.withLockedValue { $0 = $0 ?? failure }
                 inbox.post(control: .transportFailed("\(failure)"))
             case .relay(let event): Self.log(event, logger: logger)
+            case .overload(let event):
+                Self.log(event, logger: logger)
+                pipeline.overload(event)
             case .localCandidate(let candidate): inbox.post(message: .localCandidate(candidate.sdp))
             case .iceStateChanged(let state):
                 logger.info("ICE \(state)")

@@ -38,6 +38,9 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_receive_backlog_dropped_total", ("class", "media"), to: totals.transport.backlog.mediaDropped)
             count("recbot_receive_backlog_dropped_total", ("class", "control"), to: totals.transport.backlog.controlDropped)
             count("recbot_udp_kernel_drops_total", to: totals.transport.kernelReceiveDrops)
+            // Only video is shed by choice (audio and control never are): see docs/performance.md.
+            count("recbot_shed_frames_total", ("kind", "video"), to: totals.transport.shedVideoFrames)
+            count("recbot_overload_episodes_total", to: totals.transport.overloadEpisodes)
             count("recbot_rtp_packets_lost_total", to: received.lost)
             count("recbot_rtp_packets_recovered_total", to: received.recovered)
             count("recbot_rtp_packets_unrouted_total", to: totals.receiver.unrouted)
@@ -88,6 +91,7 @@ public final class SessionMetrics: @unchecked Sendable {
             set("recbot_queue_bytes", ("queue", "media_writes"), to: Double(totals.writeQueueBytes))
             set("recbot_queue_depth", ("queue", "webhooks"), to: Double(totals.webhooks.queued))
             set("recbot_queue_bytes", ("queue", "receive_backlog"), to: Double(totals.transport.backlog.waitingBytes))
+            set("recbot_paused_video_streams", to: Double(totals.transport.pausedVideoStreams))
             oneHot("recbot_ice_state", label: "state", states: Self.iceStates, current: totals.iceState)
             oneHot("recbot_dtls_state", label: "state", states: Self.dtlsStates, current: totals.dtlsState)
             set("recbot_session_ended", to: 0)

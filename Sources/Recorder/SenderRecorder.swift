@@ -50,12 +50,21 @@ public struct RecordingStatistics: Sendable, Equatable {
     /// The sender's video orientation where it was first known and wherever it changed (file
     /// time); empty when the sender does not tag it. The file's header has the first one.
     public var videoRotations: [VideoRotationChange] = []
+    /// Where video is missing on purpose (file time): paused for overload, say.
+    public var videoGaps: [VideoGap] = []
 
     public var framesDropped: Int {
         framesDroppedForOrder + framesDroppedForBackpressure + framesDroppedAwaitingKeyframe + framesDroppedAfterWriteError
     }
 
     public init() {}
+}
+
+/// Video left out between two instants of the file, and why (`cause`: "overload").
+public struct VideoGap: Sendable, Equatable {
+    public var startMilliseconds: Int64
+    public var stopMilliseconds: Int64
+    public var cause: String
 }
 
 /// The pictures turn by `rotation` from `offsetMilliseconds` of the file on.
@@ -194,6 +203,9 @@ public final class SenderRecorder: @unchecked Sendable {
     private var lastWrittenNanoseconds: Int64 = -1
     /// The last video block's time in the file (ms): no two video blocks share one.
     private var lastVideoMilliseconds: Int64?
+    /// Video paused for overload (`videoPaused`), and resumed but waiting for its keyframe.
+    private var overloadPause: (paused: Bool, resumed: Bool)?
+    static let maximumVideoGaps = 1_024
     private var hasVideoStarted = false
     private var videoNeedsKeyframe = false
     private var lastMediaNanoseconds: Int64 = 0
@@ -448,6 +460,7 @@ public final class SenderRecorder: @unchecked Sendable {
             lastWrittenNanoseconds = adjusted.timestampNanoseconds
             lastMediaNanoseconds = adjusted.timestampNanoseconds
             if isVideo {
+                if overloadPause?.resumed == true && frame.isKeyframe { closeOverloadGap(at: adjusted.timestampNanoseconds / 1_000_000) }
                 lastVideoMilliseconds = adjusted.timestampNanoseconds / 1_000_000
                 noteRotation(quarterTurns, at: adjusted.timestampNanoseconds / 1_000_000)
             }
@@ -459,6 +472,26 @@ public final class SenderRecorder: @unchecked Sendable {
             statistics.framesDroppedForOrder += 1
             return dropped(isVideo)
         }
+    }
+
+    // MARK: Overload pauses
+
+    /// The sender's video was paused for overload: what follows is a gap until a keyframe
+    /// after the resume is written.
+    public func videoPaused() {
+        guard tracks.videoCodec != nil else { return }
+        overloadPause = (paused: true, resumed: false)
+    }
+
+    public func videoResumed() {
+        guard overloadPause != nil else { return }
+        overloadPause = (paused: false, resumed: true)
+    }
+
+    private func closeOverloadGap(at milliseconds: Int64) {
+        overloadPause = nil
+        guard let start = lastVideoMilliseconds, milliseconds > start, statistics.videoGaps.count < Self.maximumVideoGaps else { return }
+        statistics.videoGaps.append(VideoGap(startMilliseconds: start, stopMilliseconds: milliseconds, cause: "overload"))
     }
 
     private func noteRotation(_ quarterTurns: UInt8?, at milliseconds: Int64) {
@@ -523,6 +556,7 @@ public final class SenderRecorder: @unchecked Sendable {
             statistics.videoFrames = finalMuxer.statistics.videoFrames
             statistics.audioFrames = finalMuxer.statistics.audioFrames
         }
+        if overloadPause != nil { closeOverloadGap(at: durationMilliseconds) }  // the file ends inside the pause
         let startedAt = recordingStartMilliseconds + startOffsetSeconds * 1000
         var stopOffset = max(startOffsetSeconds, partBoundarySeconds ?? (stoppedAtMilliseconds - recordingStartMilliseconds + 999) / 1000)
         if interruption != nil { stopOffset = startOffsetSeconds + (durationMilliseconds + 999) / 1000 }  // where the media really ends

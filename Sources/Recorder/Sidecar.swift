@@ -99,6 +99,7 @@ extension Sidecar {
                 "frames_dropped_waiting_for_keyframe": r.reception.framesDropped.waitingForKeyframe,
                 "frames_dropped_malformed": r.reception.framesDropped.malformed,
                 "frames_dropped_oversized": r.reception.framesDropped.oversized,
+                "video_frames_shed_overload": r.reception.framesShedForOverload,
                 "packets_received": r.reception.packets,
                 "packets_lost": r.reception.lost,
                 "packets_recovered": r.reception.recovered,
@@ -115,6 +116,10 @@ extension Sidecar {
         if r.part > 0 { object["split_index"] = ArchiveLayout.splitIndex(r.part) }
         if let refused = r.refusedVideoCodec { object["video_refused_codec"] = refused }
         if let interruption = r.interruption { object["interrupted"] = interruption }  // cut short by a write error
+        if !r.statistics.videoGaps.isEmpty {
+            // Video left out on purpose (file time, ms): paused while recbot was past capacity.
+            object["video_gaps"] = r.statistics.videoGaps.map { ["start_ms": $0.startMilliseconds, "stop_ms": $0.stopMilliseconds, "cause": $0.cause] }
+        }
         if r.tracks.audioChannels != nil { object["audio_codec_type"] = "OPUS" }
         if !r.statistics.videoRotations.isEmpty {
             // Clockwise degrees the pictures must turn to show upright, from each offset (ms of the file).

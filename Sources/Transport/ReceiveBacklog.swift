@@ -2,6 +2,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import PeerConnection
 import STUN
+import WireCoding
 
 /// Datagrams read from the sockets and not yet handled by the peer connection core.
 ///
@@ -30,12 +31,16 @@ public final class ReceiveBacklog: Sendable {
         public var bytes: [UInt8]
         public var from: TransportAddress
         public var to: TransportAddress
+        /// When the sockets' thread read it.
+        public var arrival: MonotonicTime
     }
 
     /// What a `take` returned: the datagrams to handle now, and whether more wait.
     public struct Batch: Sendable {
         public var datagrams: [Datagram]
         public var more: Bool
+        /// When the oldest media datagram taken was read: how far behind the core is.
+        public var oldestMediaArrival: MonotonicTime?
     }
 
     /// Bytes counted per datagram beyond its payload (the array and the addresses).
@@ -97,6 +102,7 @@ public final class ReceiveBacklog: Sendable {
                 taken.append(datagram)
             }
             var media = 0
+            let oldestMediaArrival = state.media.first?.arrival
             while media < maxMedia, let datagram = state.media.popFirst() {
                 state.mediaBytes -= datagram.bytes.count + Self.overheadBytes
                 taken.append(datagram)
@@ -104,7 +110,7 @@ public final class ReceiveBacklog: Sendable {
             }
             let more = !state.control.isEmpty || !state.media.isEmpty
             if !more { state.drainPending = false }
-            return Batch(datagrams: taken, more: more)
+            return Batch(datagrams: taken, more: more, oldestMediaArrival: maxMedia > 0 ? oldestMediaArrival : nil)
         }
     }
 }

@@ -84,7 +84,7 @@ public final class UDPTransport: @unchecked Sendable {
         let readers = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         for ip in addresses {
             let bound: Channel
-            do { bound = try await bindReader(ip, on: readers.next(), box: box, backlog: backlog, loop: eventLoop) } catch {
+            do { bound = try await bindReader(ip, on: readers.next(), box: box, backlog: backlog, loop: eventLoop, clock: clock) } catch {
                 for channel in channels.values { try? await channel.close() }
                 try? await readers.shutdownGracefully()
                 throw error
@@ -101,11 +101,12 @@ public final class UDPTransport: @unchecked Sendable {
     }
 
     private static func bindReader(_ ip: IPAddress, on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog,
-                                   loop: EventLoop) async throws -> Channel {
-        try await bootstrap(on: readLoop, box: box, backlog: backlog, loop: loop).bind(host: ip.description, port: 0).get()
+                                   loop: EventLoop, clock: any TimeSource) async throws -> Channel {
+        try await bootstrap(on: readLoop, box: box, backlog: backlog, loop: loop, clock: clock).bind(host: ip.description, port: 0).get()
     }
 
-    private static func bootstrap(on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog, loop: EventLoop) -> DatagramBootstrap {
+    private static func bootstrap(on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog, loop: EventLoop,
+                                  clock: any TimeSource) -> DatagramBootstrap {
         DatagramBootstrap(group: readLoop)
             .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
             // Bursts (keyframes from many senders, a burst of data-channel messages) must
@@ -123,7 +124,7 @@ public final class UDPTransport: @unchecked Sendable {
             .channelOption(ChannelOptions.recvAllocator,
                            value: FixedSizeRecvByteBufferAllocator(capacity: UDPTransport.datagramSlotBytes * UDPTransport.datagramsPerRead))
             .channelInitializer { channel in
-                channel.pipeline.addHandler(DatagramHandler(box: box, backlog: backlog, coreLoop: loop))
+                channel.pipeline.addHandler(DatagramHandler(box: box, backlog: backlog, coreLoop: loop, clock: clock))
             }
     }
 
@@ -157,7 +158,8 @@ public final class UDPTransport: @unchecked Sendable {
     private func rebind(_ local: TransportAddress) {
         _ = DeadlineTimer.schedule(at: clock.now().adding(milliseconds: 500), clock: clock, on: eventLoop) { [weak self] in
             guard let self, self.core != nil, let address = try? local.socketAddress() else { return }
-            Self.bootstrap(on: self.readers.next(), box: self.box, backlog: self.backlog, loop: self.eventLoop).bind(to: address)
+            Self.bootstrap(on: self.readers.next(), box: self.box, backlog: self.backlog, loop: self.eventLoop, clock: self.clock)
+                .bind(to: address)
                 .hop(to: self.eventLoop).whenComplete { result in
                     switch result {
                     case .success(let channel):
@@ -231,6 +233,11 @@ public final class UDPTransport: @unchecked Sendable {
         if batch.more { eventLoop.execute { self.drainBacklog() } }
         guard let core else { return }
         let now = clock.now()
+        if let oldest = batch.oldestMediaArrival {
+            // First, so a decision to shed applies to this batch already.
+            core.handle(.receiveWait(nanoseconds: max(0, now.nanoseconds - oldest.nanoseconds)), now: now)
+            pollCore(inReadBatch: true)
+        }
         for datagram in batch.datagrams {
             core.handle(.datagram(datagram.bytes, from: datagram.from, to: datagram.to), now: now)
             pollCore(inReadBatch: true)
@@ -303,9 +310,11 @@ private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable 
     let box: HandlerBox
     let backlog: ReceiveBacklog
     let coreLoop: EventLoop
+    /// Stamps each datagram as it is read: the core's wait for it is the overload signal.
+    let clock: any TimeSource
 
-    init(box: HandlerBox, backlog: ReceiveBacklog, coreLoop: EventLoop) {
-        (self.box, self.backlog, self.coreLoop) = (box, backlog, coreLoop)
+    init(box: HandlerBox, backlog: ReceiveBacklog, coreLoop: EventLoop, clock: any TimeSource) {
+        (self.box, self.backlog, self.coreLoop, self.clock) = (box, backlog, coreLoop, clock)
     }
 
     /// The socket's own address, read once (Channel.localAddress takes a lock on every call).
@@ -315,7 +324,8 @@ private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable 
         let envelope = unwrapInboundIn(data)
         if local == nil { local = context.channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) }
         guard let local, let from = TransportAddress(socketAddress: envelope.remoteAddress) else { return }
-        let datagram = ReceiveBacklog.Datagram(bytes: Array(envelope.data.readableBytesView), from: from, to: local)
+        let datagram = ReceiveBacklog.Datagram(bytes: Array(envelope.data.readableBytesView), from: from, to: local,
+                                               arrival: clock.now())
         guard backlog.push(datagram) else { return }
         let box = box
         coreLoop.execute { box.transport?.drainBacklog() }

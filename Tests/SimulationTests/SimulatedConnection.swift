@@ -27,6 +27,8 @@ final class SimulatedConnection {
     var recordingSince: MonotonicTime?
     var firstFrame: MonotonicTime?
     var lastFrame: MonotonicTime?
+    /// What the core said about shedding, with when.
+    var overloadEvents: [(at: MonotonicTime, event: OverloadEvent)] = []
 
     init(ordinal: Int, offer: OfferMessage, recordings: Recordings, context: SidecarContext, seed: UInt64,
          finish: @escaping (SenderRecorder, ReceiveCounters, SidecarContext, Bool) -> Void, logger: Logger) throws {
@@ -89,6 +91,9 @@ final class SimulatedConnection {
                     lastFrame = last
                 }
                 pipeline.record(frames, context: context)
+            case .event(.overload(let event)):
+                overloadEvents.append((now, event))
+                pipeline.overload(event)
             default:
                 break
             }

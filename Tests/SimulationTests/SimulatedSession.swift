@@ -50,6 +50,10 @@ final class SimulatedSession {
         /// it refuses to take a new one (a restart); recbot joins again as its schedule says.
         var recorderDrops: [(at: Double, downSeconds: Double)] = []
         var rejoin = RejoinSchedule.Settings()
+        /// How long media waited before the core took it (the transport's overload signal), from
+        /// the seconds into the run and how many video streams are paused: a model of a host
+        /// that can carry only so many streams. Nil: the core is never behind.
+        var receiveWait: ((_ seconds: Double, _ pausedStreams: Int) -> Int64)?
     }
 
     static let start = (monotonic: MonotonicTime.milliseconds(1_000), wallClockMilliseconds: Int64(1_800_000_000_000))
@@ -245,6 +249,11 @@ final class SimulatedSession {
         while let drop = drops.first, drop.at <= now {
             drops.removeFirst()
             dropRecorder(downNanoseconds: drop.down)
+        }
+        if let wait = options.receiveWait, let connection, inFlight.first.map({ $0.at <= now && $0.to == connection.ordinal }) == true {
+            let seconds = Double(now.nanoseconds - Self.start.monotonic.nanoseconds) / 1e9
+            connection.core.handle(.receiveWait(nanoseconds: wait(seconds, connection.core.counters.pausedVideoStreams)), now: now)
+            pollConnection()
         }
         while let first = inFlight.first, first.at <= now {
             inFlight.removeFirst()

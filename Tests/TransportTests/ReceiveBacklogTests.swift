@@ -12,7 +12,9 @@ import WireCoding
     static let from = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 50_000)
     static let to = TransportAddress(ip: IPAddress("127.0.0.1")!, port: 40_000)
 
-    static func datagram(_ bytes: [UInt8]) -> ReceiveBacklog.Datagram { .init(bytes: bytes, from: from, to: to) }
+    static func datagram(_ bytes: [UInt8], arrival: Int64 = 0) -> ReceiveBacklog.Datagram {
+        .init(bytes: bytes, from: from, to: to, arrival: MonotonicTime(nanoseconds: arrival))
+    }
     static let rtp = [0x80, 0x60] + [UInt8](repeating: 1, count: 998)
     static let rtcp: [UInt8] = [0x80, 200, 0, 6] + [UInt8](repeating: 0, count: 24)
     static let stun: [UInt8] = [0x01, 0x01, 0, 0] + [UInt8](repeating: 0, count: 16)

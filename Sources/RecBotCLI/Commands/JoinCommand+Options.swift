@@ -97,6 +97,11 @@ extension JoinCommand {
         if let delay = try settings.duration(maxRecoveryDelay, .maxRecoveryDelay, range: 200...10_000) {
             options.recovery.maximumRecoveryDelayNanoseconds = delay * 1_000_000
         }
+        if let wait = try settings.duration(shedVideoAfter, .shedVideoAfter, range: 50...10_000) {
+            options.overload.shedAboveNanoseconds = wait * 1_000_000
+            options.overload.calmBelowNanoseconds = min(options.overload.calmBelowNanoseconds, wait * 1_000_000 / 4)
+        }
+        options.overload.enabled = !(noVideoShedding || settings.isOn(.noVideoShedding))
         if let timeout = try settings.duration(finalizeTimeout, .finalizeTimeout, range: 1_000...86_400_000) {
             options.finalizeTimeoutSeconds = Double(timeout) / 1000
         }

@@ -70,6 +70,12 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-recovery-delay"), help: ArgumentHelp(
         "How long a lost packet is asked for again (NACK) before it counts as lost (default 1s; 200ms…10s).", valueName: "duration"))
     var maxRecoveryDelay: DurationArgument?
+    @Option(name: .customLong("shed-video-after"), help: ArgumentHelp(
+        "Past capacity: pause some senders' video in turn once media waits this long to be handled (default 200ms; 50ms…10s).",
+        valueName: "duration"))
+    var shedVideoAfter: DurationArgument?
+    @Flag(name: .customLong("no-video-shedding"), help: "Never pause video past capacity (media then waits, and is dropped when the backlog is full).")
+    var noVideoShedding = false
     @Option(name: .customLong("max-events"), help: ArgumentHelp(
         "Store at most this many events (notify, push, data-channel messages) per session; more are counted, not stored (default 1000000).",
         valueName: "count"))

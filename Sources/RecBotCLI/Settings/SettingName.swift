@@ -41,6 +41,8 @@ extension SettingName {
     static let turnCAFile = SettingName("RECBOT_TURN_CA_FILE", flag: "--turn-ca-file")
     // Limits and recovery.
     static let maxRecoveryDelay = SettingName("RECBOT_MAX_RECOVERY_DELAY", flag: "--max-recovery-delay")
+    static let shedVideoAfter = SettingName("RECBOT_SHED_VIDEO_AFTER", flag: "--shed-video-after")
+    static let noVideoShedding = SettingName("RECBOT_NO_VIDEO_SHEDDING", flag: "--no-video-shedding", isSwitch: true)
     static let maxEvents = SettingName("RECBOT_MAX_EVENTS", flag: "--max-events")
     static let maxEventBytes = SettingName("RECBOT_MAX_EVENT_BYTES", flag: "--max-event-bytes")
     static let finalizeTimeout = SettingName("RECBOT_FINALIZE_TIMEOUT", flag: "--finalize-timeout")
@@ -82,7 +84,7 @@ extension SettingName {
     /// Every setting, in the order `join --help` lists them.
     static let all: [SettingName] = [
         config, dataDirectory, catalogURL, host, channel, urls, metadata, duration, clientID, bundleID, insecure, connectTimeout,
-        allowAddresses, denyAddresses, iceServers, iceTransportPolicy, turnCAFile, maxRecoveryDelay, maxEvents, maxEventBytes,
+        allowAddresses, denyAddresses, iceServers, iceTransportPolicy, turnCAFile, maxRecoveryDelay, shedVideoAfter, noVideoShedding, maxEvents, maxEventBytes,
         finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, splitDuration, splitOnly, recordingMetadata, webhookURLs, webhookCAFile,
         webhookRetryWindow, webhookSecret, webhookHeaders, export, uploadURL,
         s3Endpoint, s3Region, s3CAFile, uploadPartSize, uploadRetries, deleteAfterUpload, s3AccessKeyID, s3SecretAccessKey, umask,

@@ -210,6 +210,10 @@ public final class Recordings {
     }
 
     /// Records frames from the media core, each at the time it was completed.
+    /// `sender`'s video was paused for overload, or resumed (its file notes the gap).
+    public func videoPaused(sender: String) { recorders[sender]?.videoPaused() }
+    public func videoResumed(sender: String) { recorders[sender]?.videoResumed() }
+
     public func add(_ frames: [ReceivedFrame]) -> RecordingsOutput {
         for frame in frames {
             if let lost = add(frame, now: frame.completedAt) { output.framesLost.append(lost) }
