@@ -6,6 +6,7 @@
 #   bench/bench.sh --relay 16,32 [--duration 20]     the TURN relay's cost instead (coturn, UDP and TCP)
 #   bench/bench.sh --soak 60m [--publishers 64]      one recbot for an hour: RSS, fds, files, catalog, metrics (soak.py)
 #   bench/bench.sh --big-file [--gib 4.1]            one 40 Mbit/s publisher past 4 GiB, killed, repaired, verified, uploaded (bigfile.py)
+#   bench/bench.sh --overload [--publishers 256]     past capacity: a CPU quota of 1/2 and 1/4 of the need, then lifted; a 4 MiB rmem_max (overload.py)
 # Builds both release binaries unless given, then runs bench/bench.py (see its docstring
 # for what each column means) and prints one table.
 set -euo pipefail
@@ -23,12 +24,14 @@ fi
 # --soak DURATION (1h, 30m, 90s) runs bench/soak.py instead, with the same binaries.
 soak=""
 big_file=""
+overload=""
 rest=()
 floor_args=()
 while [ ${#args[@]} -gt 0 ]; do
   case "${args[0]}" in
     --soak) soak="${args[1]}"; args=("${args[@]:2}") ;;
     --big-file) big_file=1; args=("${args[@]:1}") ;;
+    --overload) overload=1; args=("${args[@]:1}") ;;
     --floor) floor_args=(--floor "${args[1]}"); args=("${args[@]:2}") ;;  # bench.py's, not soak.py's
     *) rest+=("${args[0]}"); args=("${args[@]:1}") ;;
   esac
@@ -38,6 +41,9 @@ if [ -n "$soak" ]; then
     *h) seconds=$(( ${soak%h} * 3600 )) ;; *m) seconds=$(( ${soak%m} * 60 )) ;; *s) seconds=${soak%s} ;; *) seconds=$soak ;;
   esac
   exec /usr/bin/python3 bench/soak.py --duration "$seconds" "${rest[@]}"
+fi
+if [ -n "$overload" ]; then
+  exec /usr/bin/python3 bench/overload.py "${rest[@]}"
 fi
 if [ -n "$big_file" ]; then
   exec /usr/bin/python3 bench/bigfile.py "${rest[@]}"

@@ -2,7 +2,7 @@ import WireCoding
 
 /// Pausing video for overload (the peer connection's `OverloadGovernor` decides which): a
 /// paused stream's newer pictures are dropped before SRTP, so the stream must not take the
-/// gap for loss, must not expire while packets still come, and must restart at a keyframe.
+/// gap for loss, must not expire while paused, and must restart at a keyframe.
 extension MediaReceiver {
     /// Every video stream, by sender and then SSRC: the order in which pauses rotate.
     public var videoStreamsInOrder: [UInt32] {
@@ -19,17 +19,19 @@ extension MediaReceiver {
         return stream.pause(now: now)
     }
 
-    /// Resumes `ssrc` after `shedFrames` pictures were dropped: it asks for a keyframe at once
-    /// and records nothing until one arrives.
-    public func resumeVideo(ssrc: UInt32, shedFrames: Int, now: MonotonicTime) -> MediaOutput {
-        guard let stream = streams[ssrc], stream.paused else { return MediaOutput() }
-        stream.resume(shedFrames: shedFrames, now: now)
-        return requestKeyframe(ssrc: ssrc, now: now)
-    }
-
-    /// Packets of paused `ssrc` are still arriving.
-    public func keepAlive(ssrc: UInt32, now: MonotonicTime) {
-        streams[ssrc]?.keepAlive(now: now)
+    /// Resumes `ssrc`: it asks for a keyframe at once and records nothing until one arrives.
+    /// The request is not held to the session's feedback budget: the governor paces resumes
+    /// itself, and a resumed stream whose request waited would cost its decryption while
+    /// recording nothing.
+    public func resumeVideo(ssrc: UInt32, now: MonotonicTime) -> MediaOutput {
+        var output = MediaOutput()
+        guard let stream = streams[ssrc], stream.paused else { return output }
+        stream.resume(now: now)
+        var unbudgeted = FeedbackBudget(policy: .unlimited)
+        if let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: ssrc), now: now, budget: &unbudgeted, wanted: true) {
+            output.rtcp = compounds(feedback: [request], reports: [], now: now)
+        }
+        return output
     }
 }
 

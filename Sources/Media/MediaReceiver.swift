@@ -246,7 +246,9 @@ public final class MediaReceiver {
         deadline = nil
         timelines.withEachHolding { $0.release(now: now, into: &output.frames) }
         for (ssrc, stream) in streamsInTurn() {
-            if now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
+            // A paused stream's packets are dropped before they get here: it is not judged
+            // silent until it has resumed (then its sender has the usual time to be heard).
+            if !stream.paused && now.nanoseconds - stream.lastArrival.nanoseconds >= configuration.streamTimeoutNanoseconds {
                 ownCounters.streamsExpired += 1
                 end(ssrc, now: now, &output)
                 continue
@@ -401,7 +403,7 @@ public final class MediaReceiver {
     }
 
     /// Feedback and report blocks as datagrams (see `FeedbackPacking`).
-    private func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock], now: MonotonicTime) -> [[UInt8]] {
+    func compounds(feedback: [RTCPPacket], reports: [RTCPReportBlock], now: MonotonicTime) -> [[UInt8]] {
         let packing = FeedbackPacking(cname: configuration.cname, reducedSize: configuration.reducedSizeRTCP,
                                       maximumBytes: configuration.maximumRTCPBytes)
         let datagrams = packing.datagrams(feedback: feedback, reports: reports,
@@ -413,7 +415,7 @@ public final class MediaReceiver {
 
     /// The SSRC a stream's RTCP goes out from: one per m-section, drawn at random the first
     /// time (the answer names none), `localSSRC` for a stream no longer known.
-    private func rtcpSender(forMedia ssrc: UInt32) -> UInt32 {
+    func rtcpSender(forMedia ssrc: UInt32) -> UInt32 {
         guard let mid = streams[ssrc]?.mid else { return configuration.localSSRC }
         if let known = rtcpSenders[mid] { return known }
         if rtcpSenders.count >= configuration.maximumStreams { rtcpSenders.removeAll() }  // bounded: hostile offers churn mids

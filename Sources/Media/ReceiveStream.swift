@@ -24,8 +24,7 @@ public struct ReceiveCounters: Sendable, Equatable {
     public var sequenceJumps = 0
     /// Unanswered gaps given up early because a whole keyframe was already held after them.
     public var gapsSkippedToKeyframe = 0
-    /// Video pictures dropped unread while the stream was paused for overload, and the pauses.
-    public var framesShedForOverload = 0
+    /// Times the stream's video was paused for overload (its pictures dropped unread meanwhile).
     public var overloadPauses = 0
     public var framesEmitted = 0
     public var framesDropped = FrameDropCounters()
@@ -66,7 +65,6 @@ public struct ReceiveCounters: Sendable, Equatable {
         result.fullIntraRequests = op(lhs.fullIntraRequests, rhs.fullIntraRequests)
         result.sequenceJumps = op(lhs.sequenceJumps, rhs.sequenceJumps)
         result.gapsSkippedToKeyframe = op(lhs.gapsSkippedToKeyframe, rhs.gapsSkippedToKeyframe)
-        result.framesShedForOverload = op(lhs.framesShedForOverload, rhs.framesShedForOverload)
         result.overloadPauses = op(lhs.overloadPauses, rhs.overloadPauses)
         result.framesEmitted = op(lhs.framesEmitted, rhs.framesEmitted)
         return result
@@ -443,18 +441,14 @@ final class ReceiveStream {
         return boundary
     }
 
-    /// Resumes after a pause in which `shedFrames` pictures were dropped: the gap is skipped
-    /// and the stream waits for a keyframe (the caller asks for one).
-    func resume(shedFrames: Int, now: MonotonicTime) {
+    /// Resumes after a pause: the gap is skipped and the stream waits for a keyframe (the
+    /// caller asks for one).
+    func resume(now: MonotonicTime) {
         guard paused else { return }
         paused = false
         skipNextGap = true
         lastArrival = now
-        counters.framesShedForOverload += shedFrames
     }
-
-    /// Packets of a paused stream are still arriving (only dropped unread): it has not ended.
-    func keepAlive(now: MonotonicTime) { lastArrival = max(lastArrival, now) }
 
     // MARK: - Codec changes and downstream loss
 

@@ -116,7 +116,7 @@ public final class PeerConnectionCore {
     /// Video paused for overload, and the policy that decides it (Overload/).
     var pausedVideo = PausedVideo()
     var governor: OverloadGovernor
-    var overloadEpisode: (began: MonotonicTime, shedFramesBefore: Int)?
+    var overloadEpisode: (began: MonotonicTime, pausesBefore: Int)?
 
     public init(ice: ICEAgent, dtls: DTLSEndpoint, dataChannels: DataChannelEndpoint? = nil, media: MediaReceiver? = nil,
                 relays: [RelayServer] = [], overload: OverloadPolicy = OverloadPolicy(), random: @escaping () -> UInt64) {

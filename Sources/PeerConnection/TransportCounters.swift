@@ -27,6 +27,7 @@ public struct TransportCounters: Equatable, Sendable {
     public var shedVideoFrames = 0
     public var shedVideoPackets = 0
     public var pausedVideoStreams = 0
+    public var videoPauses = 0
     public var overloadEpisodes = 0
 
     public init() {}
@@ -57,6 +58,7 @@ public struct TransportCounters: Equatable, Sendable {
         sum.shedVideoFrames += rhs.shedVideoFrames
         sum.shedVideoPackets += rhs.shedVideoPackets
         sum.pausedVideoStreams += rhs.pausedVideoStreams
+        sum.videoPauses += rhs.videoPauses
         sum.overloadEpisodes += rhs.overloadEpisodes
         return sum
     }
@@ -70,12 +72,18 @@ public struct ReceiveBacklogCounters: Equatable, Sendable {
     /// The most bytes waiting at once (media and control), and the bytes waiting when read.
     public var peakBytes = 0
     public var waitingBytes = 0
+    /// Packets of paused video streams dropped as they were read (see `PausedVideo`), and
+    /// their pictures.
+    public var videoPacketsShed = 0
+    public var videoFramesShed = 0
     public init() {}
 
     public static func + (lhs: Self, rhs: Self) -> Self {
         var sum = lhs
         sum.mediaDropped += rhs.mediaDropped
         sum.controlDropped += rhs.controlDropped
+        sum.videoPacketsShed += rhs.videoPacketsShed
+        sum.videoFramesShed += rhs.videoFramesShed
         sum.peakBytes = max(lhs.peakBytes, rhs.peakBytes)
         sum.waitingBytes = rhs.waitingBytes
         return sum

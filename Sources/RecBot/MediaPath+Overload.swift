@@ -9,9 +9,9 @@ extension MediaPath {
         case .started(let paused, let streams, let wait):
             logger.warning("past capacity: pausing video of some senders in turn (audio, data channels and control are kept; each paused video resumes at a keyframe)",
                            metadata: ["paused_streams": "\(paused)", "video_streams": "\(streams)", "wait_ms": "\(wait)"])
-        case .ended(let shed, let milliseconds):
+        case .ended(let pauses, let milliseconds):
             logger.notice("back within capacity: every paused video has resumed",
-                          metadata: ["video_frames_shed": "\(shed)", "seconds": "\(Double(milliseconds) / 1000)"])
+                          metadata: ["video_pauses": "\(pauses)", "seconds": "\(Double(milliseconds) / 1000)"])
         case .videoPaused(let sender, let ssrc):
             logger.debug("video paused for overload", metadata: ["sender": "\(sender)", "ssrc": "\(ssrc)"])
         case .videoResumed(let sender, let ssrc):

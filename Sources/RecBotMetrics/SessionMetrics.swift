@@ -39,7 +39,7 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_receive_backlog_dropped_total", ("class", "control"), to: totals.transport.backlog.controlDropped)
             count("recbot_udp_kernel_drops_total", to: totals.transport.kernelReceiveDrops)
             // Only video is shed by choice (audio and control never are): see docs/performance.md.
-            count("recbot_shed_frames_total", ("kind", "video"), to: totals.transport.shedVideoFrames)
+            count("recbot_shed_frames_total", ("kind", "video"), to: totals.transport.shedVideoFrames + totals.transport.backlog.videoFramesShed)
             count("recbot_overload_episodes_total", to: totals.transport.overloadEpisodes)
             count("recbot_rtp_packets_lost_total", to: received.lost)
             count("recbot_rtp_packets_recovered_total", to: received.recovered)

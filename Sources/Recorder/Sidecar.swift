@@ -99,7 +99,7 @@ extension Sidecar {
                 "frames_dropped_waiting_for_keyframe": r.reception.framesDropped.waitingForKeyframe,
                 "frames_dropped_malformed": r.reception.framesDropped.malformed,
                 "frames_dropped_oversized": r.reception.framesDropped.oversized,
-                "video_frames_shed_overload": r.reception.framesShedForOverload,
+                "video_pauses_overload": r.reception.overloadPauses,
                 "packets_received": r.reception.packets,
                 "packets_lost": r.reception.lost,
                 "packets_recovered": r.reception.recovered,

@@ -54,6 +54,8 @@ public final class ReceiveBacklog: Sendable {
         var counters = Counters()
         /// A drain is scheduled (or running) on the core's loop: pushes need not wake it.
         var drainPending = false
+        /// The core's paused video streams: their new pictures are dropped here, unread.
+        var paused = PausedVideo()
     }
 
     public let limits: Limits
@@ -65,30 +67,60 @@ public final class ReceiveBacklog: Sendable {
         state.withLockedValue { state in
             var counters = state.counters
             counters.waitingBytes = state.controlBytes + state.mediaBytes
+            (counters.videoPacketsShed, counters.videoFramesShed) = (state.paused.shedPackets, state.paused.shedFrames)
             return counters
         }
+    }
+
+    /// Pauses and resumes follow the core's (`PeerConnectionCore.pausedVideoBoundaries`).
+    public func followPausedVideo(_ boundaries: [UInt32: UInt32]) {
+        state.withLockedValue { $0.paused.follow(boundaries) }
+    }
+
+    /// Adds a datagram as the socket read it: a paused video stream's new picture is dropped
+    /// before it is copied. True when the caller must schedule a drain.
+    public func push(read buffer: ByteBuffer, from: TransportAddress, to: TransportAddress, arrival: MonotonicTime) -> Bool {
+        let header = Self.rtpHeader(buffer)
+        return state.withLockedValue { state in
+            if let header, !state.paused.isEmpty, state.paused.sheds(ssrc: header.ssrc, timestamp: header.timestamp) { return false }
+            let datagram = Datagram(bytes: Array(buffer.readableBytesView), from: from, to: to, arrival: arrival)
+            return Self.append(datagram, isControl: header == nil && DatagramClass(firstBytes: datagram.bytes) == .control,
+                               limits: limits, &state)
+        }
+    }
+
+    /// The SSRC and timestamp of an RTP packet (not RTCP, not relayed), read in place.
+    private static func rtpHeader(_ buffer: ByteBuffer) -> (ssrc: UInt32, timestamp: UInt32)? {
+        let start = buffer.readerIndex
+        guard buffer.readableBytes >= 12, let first = buffer.getInteger(at: start, as: UInt8.self), (128...191).contains(first),
+              let second = buffer.getInteger(at: start + 1, as: UInt8.self), !(192...223).contains(second),
+              let timestamp = buffer.getInteger(at: start + 4, as: UInt32.self),
+              let ssrc = buffer.getInteger(at: start + 8, as: UInt32.self) else { return nil }
+        return (ssrc, timestamp)
     }
 
     /// Adds a datagram read from a socket. True when the caller must schedule a drain (the
     /// backlog was idle); false when one is already pending, or the datagram was dropped.
     public func push(_ datagram: Datagram) -> Bool {
-        let cost = datagram.bytes.count + Self.overheadBytes
         let isControl = DatagramClass(firstBytes: datagram.bytes) == .control
-        return state.withLockedValue { state in
-            if isControl {
-                guard state.controlBytes + cost <= limits.controlBytes else { state.counters.controlDropped += 1; return false }
-                state.control.append(datagram)
-                state.controlBytes += cost
-            } else {
-                guard state.mediaBytes + cost <= limits.mediaBytes else { state.counters.mediaDropped += 1; return false }
-                state.media.append(datagram)
-                state.mediaBytes += cost
-            }
-            state.counters.peakBytes = max(state.counters.peakBytes, state.controlBytes + state.mediaBytes)
-            if state.drainPending { return false }
-            state.drainPending = true
-            return true
+        return state.withLockedValue { state in Self.append(datagram, isControl: isControl, limits: limits, &state) }
+    }
+
+    private static func append(_ datagram: Datagram, isControl: Bool, limits: Limits, _ state: inout State) -> Bool {
+        let cost = datagram.bytes.count + Self.overheadBytes
+        if isControl {
+            guard state.controlBytes + cost <= limits.controlBytes else { state.counters.controlDropped += 1; return false }
+            state.control.append(datagram)
+            state.controlBytes += cost
+        } else {
+            guard state.mediaBytes + cost <= limits.mediaBytes else { state.counters.mediaDropped += 1; return false }
+            state.media.append(datagram)
+            state.mediaBytes += cost
         }
+        state.counters.peakBytes = max(state.counters.peakBytes, state.controlBytes + state.mediaBytes)
+        if state.drainPending { return false }
+        state.drainPending = true
+        return true
     }
 
     /// Every waiting control datagram, then up to `maxMedia` media ones. When `more` is false

@@ -34,6 +34,8 @@ public final class UDPTransport: @unchecked Sendable {
     /// datagram (it showed in profiles).
     private var timerStale = false
     private var overload = OverloadLog()
+    /// The core's pauses the backlog follows (`ReceiveBacklog.followPausedVideo`).
+    private var pausedVideoGeneration = 0
     /// The time the core is given; its deadlines are scheduled as delays from it.
     let clock: any TimeSource
 
@@ -237,6 +239,11 @@ public final class UDPTransport: @unchecked Sendable {
             // First, so a decision to shed applies to this batch already.
             core.handle(.receiveWait(nanoseconds: max(0, now.nanoseconds - oldest.nanoseconds)), now: now)
             pollCore(inReadBatch: true)
+            if core.pausedVideoGeneration != pausedVideoGeneration {
+                // The sockets' thread drops the paused streams' new pictures from now on.
+                pausedVideoGeneration = core.pausedVideoGeneration
+                backlog.followPausedVideo(core.pausedVideoBoundaries)
+            }
         }
         for datagram in batch.datagrams {
             core.handle(.datagram(datagram.bytes, from: datagram.from, to: datagram.to), now: now)
@@ -324,9 +331,7 @@ private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable 
         let envelope = unwrapInboundIn(data)
         if local == nil { local = context.channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) }
         guard let local, let from = TransportAddress(socketAddress: envelope.remoteAddress) else { return }
-        let datagram = ReceiveBacklog.Datagram(bytes: Array(envelope.data.readableBytesView), from: from, to: local,
-                                               arrival: clock.now())
-        guard backlog.push(datagram) else { return }
+        guard backlog.push(read: envelope.data, from: from, to: local, arrival: clock.now()) else { return }
         let box = box
         coreLoop.execute { box.transport?.drainBacklog() }
     }

@@ -47,6 +47,30 @@ import WireCoding
         #expect(backlog.counters.waitingBytes == 1_000 + ReceiveBacklog.overheadBytes)
     }
 
+    /// A paused video stream's new pictures are dropped as the socket reads them (before the
+    /// copy and the queue); its last picture, other streams, RTCP and control go through.
+    @Test func pausedVideoIsDroppedAsItIsRead() {
+        let backlog = ReceiveBacklog()
+        func read(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+        func packet(ssrc: UInt32, timestamp: UInt32) -> [UInt8] {
+            [0x80, 0x60, 0, 1] + withUnsafeBytes(of: timestamp.bigEndian, Array.init) + withUnsafeBytes(of: ssrc.bigEndian, Array.init)
+                + [UInt8](repeating: 9, count: 500)
+        }
+        backlog.followPausedVideo([7: 3_000])
+        let arrival = MonotonicTime(nanoseconds: 5)
+        // Kept: the boundary's picture, another stream, RTCP, STUN; dropped: two packets of one newer picture.
+        for bytes in [packet(ssrc: 7, timestamp: 3_000), packet(ssrc: 7, timestamp: 6_000), packet(ssrc: 7, timestamp: 6_000),
+                      packet(ssrc: 8, timestamp: 6_000), Self.rtcp, Self.stun] {
+            _ = backlog.push(read: read(bytes), from: Self.from, to: Self.to, arrival: arrival)
+        }
+        let taken = backlog.take(maxMedia: 100)
+        #expect(taken.datagrams.count == 4 && taken.oldestMediaArrival == arrival)
+        #expect(backlog.counters.videoPacketsShed == 2 && backlog.counters.videoFramesShed == 1)
+        backlog.followPausedVideo([:])
+        _ = backlog.push(read: read(packet(ssrc: 7, timestamp: 9_000)), from: Self.from, to: Self.to, arrival: arrival)
+        #expect(backlog.take(maxMedia: 100).datagrams.count == 1, "resumed: read again")
+    }
+
     @Test func aFullBacklogDropsMediaAndKeepsControl() {
         let limits = ReceiveBacklog.Limits(mediaBytes: 10 * (1_000 + ReceiveBacklog.overheadBytes), controlBytes: 4_096)
         let backlog = ReceiveBacklog(limits: limits)

@@ -13,9 +13,10 @@ public struct OverloadPolicy: Sendable, Equatable {
     /// How often the wait is judged (its largest sample in the interval).
     public var intervalNanoseconds: Int64 = 250_000_000
     /// Calm time before each step of resuming.
-    public var resumeStepNanoseconds: Int64 = 500_000_000
+    public var resumeStepNanoseconds: Int64 = 400_000_000
     /// How long one stream stays paused before another takes its turn (while shedding lasts).
-    public var rotationNanoseconds: Int64 = 5_000_000_000
+    /// Every turn costs a keyframe, so turns are long.
+    public var rotationNanoseconds: Int64 = 10_000_000_000
 
     public init() {}
 }
@@ -25,9 +26,11 @@ public struct OverloadPolicy: Sendable, Equatable {
 ///
 /// - Shedding grows by an eighth of the video streams per interval while the wait stays high
 ///   and is not already falling (the backlog behind a pause drains quickly, because a paused
-///   stream's queued packets are dropped unread).
-/// - Resuming starts with one stream in 32 and doubles each calm step, so a small surplus is
-///   probed gently and a lifted limit is back within a few seconds; a new overload resets it.
+///   stream's queued packets are dropped unread); by half when media waits five times the
+///   threshold (a sudden loss of capacity).
+/// - Resuming starts with one stream in 32 and doubles each calm step up to a quarter, so a
+///   small surplus is probed gently and a lifted limit is back within a few seconds; a new
+///   overload resets it.
 /// - The paused streams are a window over the streams in a fixed order that slides along it,
 ///   so every sender pauses in turn and for about as long as every other.
 struct OverloadGovernor {
@@ -77,7 +80,8 @@ struct OverloadGovernor {
             resumeFraction = 1.0 / 32
             // Hold while the wait falls by a quarter or more: the last step is still draining.
             if previousMaximum <= policy.shedAboveNanoseconds || wait * 4 > previousMaximum * 3 {
-                pausedCount = min(count, pausedCount + Self.step(count, fraction: 1.0 / 8))
+                let severe = wait > 5 * policy.shedAboveNanoseconds
+                pausedCount = min(count, pausedCount + Self.step(count, fraction: severe ? 1.0 / 2 : 1.0 / 8))
             }
         } else if wait < policy.calmBelowNanoseconds, pausedCount > 0 {
             let since = calmSince ?? now
@@ -87,7 +91,7 @@ struct OverloadGovernor {
                 let step = min(pausedCount, Self.step(count, fraction: resumeFraction))
                 pausedCount -= step
                 offset = (offset + step) % count
-                resumeFraction = min(1, resumeFraction * 2)
+                resumeFraction = min(1.0 / 4, resumeFraction * 2)
                 calmSince = now
             }
         } else {

@@ -8,39 +8,63 @@ import RTP
 /// taken in can complete, and retransmissions of earlier ones still help) and drops newer ones.
 /// Reading unauthenticated header fields is safe here: a forged packet can only be dropped,
 /// which SRTP authentication would have done anyway.
-struct PausedVideo {
-    struct Stream {
+///
+/// The core keeps one (for what reaches it: packets read before a pause, relayed ones); the
+/// transport's sockets' thread keeps a copy of its boundaries (`boundaries`), so most shed
+/// packets are dropped as they are read, before they are copied or queued.
+public struct PausedVideo: Sendable {
+    struct Stream: Sendable {
         /// The RTP timestamp of the last picture taken in before the pause.
         var boundary: UInt32
         var lastShedTimestamp: UInt32?
         /// Pictures and packets dropped in this pause.
         var shedFrames = 0
         var shedPackets = 0
-        /// Packets dropped since the governor last looked (the stream is still arriving).
-        var recentPackets = 0
     }
 
     private(set) var streams: [UInt32: Stream] = [:]
-    private(set) var shedFrames = 0
-    private(set) var shedPackets = 0
+    public private(set) var shedFrames = 0
+    public private(set) var shedPackets = 0
+    /// Changes with every pause and resume (the transport copies the boundaries when it moves).
+    public private(set) var generation = 0
 
-    var isEmpty: Bool { streams.isEmpty }
-    var count: Int { streams.count }
+    public init() {}
+
+    public var isEmpty: Bool { streams.isEmpty }
+    public var count: Int { streams.count }
+    /// Each paused stream's boundary, by SSRC.
+    public var boundaries: [UInt32: UInt32] { streams.mapValues(\.boundary) }
 
     mutating func pause(ssrc: UInt32, boundary: UInt32) {
         streams[ssrc] = Stream(boundary: boundary)
+        generation &+= 1
     }
 
     /// Ends the pause of `ssrc`; what it shed.
-    mutating func resume(ssrc: UInt32) -> Stream? { streams.removeValue(forKey: ssrc) }
+    mutating func resume(ssrc: UInt32) -> Stream? {
+        generation &+= 1
+        return streams.removeValue(forKey: ssrc)
+    }
+
+    /// Follows another's boundaries (the core's, on the sockets' thread): streams no longer
+    /// paused go, new ones come, the others keep their counts.
+    public mutating func follow(_ boundaries: [UInt32: UInt32]) {
+        streams = boundaries.reduce(into: [:]) { result, entry in
+            result[entry.key] = streams[entry.key].flatMap { $0.boundary == entry.value ? $0 : nil } ?? Stream(boundary: entry.value)
+        }
+        generation &+= 1
+    }
 
     /// True when `datagram` (SRTP, first byte 128...191) is a packet of a paused stream's picture
     /// newer than its boundary: it is dropped unread.
     mutating func sheds(_ datagram: [UInt8]) -> Bool {
         guard !streams.isEmpty, datagram.count >= 12, !RTPPacket.isRTCP(datagram) else { return false }
-        let ssrc = RTPHeaderFields.ssrc(datagram)
+        return sheds(ssrc: RTPHeaderFields.ssrc(datagram), timestamp: RTPHeaderFields.timestamp(datagram))
+    }
+
+    /// The same for an RTP packet (not RTCP) whose header the caller read.
+    public mutating func sheds(ssrc: UInt32, timestamp: UInt32) -> Bool {
         guard var stream = streams[ssrc] else { return false }
-        let timestamp = RTPHeaderFields.timestamp(datagram)
         // Serial-number order (RFC 1982): newer when the difference is positive as a signed value.
         guard Int32(bitPattern: timestamp &- stream.boundary) > 0 else { return false }
         if stream.lastShedTimestamp != timestamp {
@@ -49,20 +73,9 @@ struct PausedVideo {
             shedFrames += 1
         }
         stream.shedPackets += 1
-        stream.recentPackets += 1
         shedPackets += 1
         streams[ssrc] = stream
         return true
-    }
-
-    /// Streams that shed packets since the last call (they have not ended), counts reset.
-    mutating func takeRecentlyArriving() -> [UInt32] {
-        var arriving: [UInt32] = []
-        for (ssrc, stream) in streams where stream.recentPackets > 0 {
-            arriving.append(ssrc)
-            streams[ssrc]?.recentPackets = 0
-        }
-        return arriving
     }
 }
 
