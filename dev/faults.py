@@ -37,6 +37,10 @@ Parts:
               answering SlowDown for a minute; upload, repair and verify SIGKILLed; (root) the disk
               full during repair and upload: nothing lost, mislabelled or deleted early, no crash,
               and the next run finishes the work (dev/faults_fleet.py).
+  overload    (root, a cgroup) recbot-loadgen's publishers recorded under a CPU quota of half what
+              they need, then without it: the session survives, every publisher keeps >= 99 % of its
+              audio, every file verifies, video is shed and back within 5 s of the lift
+              (dev/faults_overload.py; --short: 48 publishers, 12 s capped and 8 s lifted).
   real-senders  (full run only, not --short) four Chromium publishers (VP8 simulcast, VP9, AV1,
               H.264) through Janus for 60 s with layer switches, recorded and judged against the
               senders' own getStats and frame numbers (Tests/Peers/judge_recording.py: kept >= 0.995,
@@ -65,7 +69,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "Tests", "Peers", "sora_test_server.py")
 HOSTILE_KINDS = ("sps", "timestamp-jumps", "endless-frame", "ssrc-flood", "datachannel-flood")
-PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene", "fleet", "real-senders")
+PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene", "fleet", "overload", "real-senders")
 LONG_PARTS = ("real-senders",)  # not in --short (CI) unless named with --only
 LOOPBACK = ["--allow-address", "127.0.0.1/32"]
 
@@ -579,6 +583,7 @@ def print_table(header, rows):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--recbot", required=True, help="the recbot executable")
+    parser.add_argument("--loadgen", help="the recbot-loadgen executable (the overload part)")
     parser.add_argument("--kills", type=int, default=None, help="SIGKILL runs (default 50; 5 with --short)")
     parser.add_argument("--short", action="store_true",
                         help="the CI version: 5 kills, 5 concurrent joins, 5 s hostile runs, two rejoin faults, 10 forced rejoins")
@@ -610,6 +615,12 @@ def main():
     options.hostile_seconds = 5 if options.short else 15
     options.diskfull_seconds = 10 if options.short else 15
     options.hostile_kinds = options.hostile_kinds or list(HOSTILE_KINDS)
+    options.overload_publishers = 48 if options.short else 96
+    options.overload_capped, options.overload_lifted = (12, 8) if options.short else (30, 30)
+    if "overload" in only and not (options.loadgen and os.access(options.loadgen, os.X_OK)):
+        parser.error("the overload part needs --loadgen PATH (the recbot-loadgen executable)")
+    if options.loadgen:
+        options.loadgen = os.path.abspath(options.loadgen)
     options.seed = options.seed if options.seed is not None else random.SystemRandom().randrange(1 << 31)
     work = os.path.abspath(options.work) if options.work else tempfile.mkdtemp(prefix="recbot-faults-")
     os.makedirs(work, exist_ok=True)
@@ -624,11 +635,13 @@ def main():
     results = []
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import faults_fleet  # noqa: E402 - the catalog, storage and job faults of a fleet
+    import faults_overload  # noqa: E402 - past the CPU capacity
     import faults_real_senders  # noqa: E402 - Chromium publishers through Janus, judged
     import faults_rejoin  # noqa: E402 - the network parts, in a file of their own
-    faults_rejoin.common = faults_fleet.common = faults_real_senders.common = sys.modules[__name__]
+    faults_rejoin.common = faults_fleet.common = faults_real_senders.common = faults_overload.common = sys.modules[__name__]
     runners = {"kill": part_kill, "diskfull": part_diskfull, "concurrent": part_concurrent, "hostile": part_hostile,
                "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene, "fleet": faults_fleet.part_fleet,
+               "overload": faults_overload.part_overload,
                "real-senders": faults_real_senders.part_real_senders}
     began = time.monotonic()
     try:

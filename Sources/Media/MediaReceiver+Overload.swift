@@ -27,6 +27,7 @@ extension MediaReceiver {
         var output = MediaOutput()
         guard let stream = streams[ssrc], stream.paused else { return output }
         stream.resume(now: now)
+        timelines.with(stream.sender) { $0.restartTimeline(ssrc: ssrc) }
         var unbudgeted = FeedbackBudget(policy: .unlimited)
         if let request = stream.keyframeRequest(localSSRC: rtcpSender(forMedia: ssrc), now: now, budget: &unbudgeted, wanted: true) {
             output.rtcp = compounds(feedback: [request], reports: [], now: now)

@@ -83,7 +83,7 @@ public final class MediaReceiver {
     var streams: [UInt32: ReceiveStream] = [:]
     /// Each sender's clock, and the first frames of its streams waiting for its SRs (their bytes
     /// bounded by half the buffer budget).
-    private var timelines: SenderTimelines
+    var timelines: SenderTimelines
     /// Counters of streams that ended (expired, BYE, section gone), by sender.
     private var retired: [String: ReceiveCounters] = [:]
     /// Senders the last negotiation dropped: their counters stay until the next one (their

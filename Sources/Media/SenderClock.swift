@@ -111,6 +111,11 @@ struct SenderClock {
     /// The stream ended; its timing stays (bounded), so a returning SSRC goes on from where it was.
     mutating func removeStream(ssrc: UInt32) { streams[ssrc]?.active = false }
 
+    /// The stream's next frame starts a new timeline, placed by its sender's reports where it
+    /// has them: after an overload pause the step since its last frame says nothing about the
+    /// network (it was recbot that stopped reading it), so it must not be judged against arrival.
+    mutating func restartTimeline(ssrc: UInt32) { streams[ssrc]?.timeline = nil }
+
     /// A frame waits for SRs before it is placed (see `SenderTimeline`).
     mutating func countHeld() { counters.framesHeldForSync += 1 }
 

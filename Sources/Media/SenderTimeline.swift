@@ -69,6 +69,9 @@ struct SenderTimeline {
 
     mutating func addStream(ssrc: UInt32, clockRate: Int) { clock.addStream(ssrc: ssrc, clockRate: clockRate) }
 
+    /// See `SenderClock.restartTimeline`.
+    mutating func restartTimeline(ssrc: UInt32) { clock.restartTimeline(ssrc: ssrc) }
+
     /// The stream ended: what the sender holds is placed first (on arrival time if need be).
     mutating func removeStream(ssrc: UInt32, now: MonotonicTime, into output: inout [ReceivedFrame]) {
         if held.contains(where: { $0.frame.ssrc == ssrc }) { releaseAll(now: now, into: &output) }

@@ -13,7 +13,7 @@ public struct OverloadPolicy: Sendable, Equatable {
     /// How often the wait is judged (its largest sample in the interval).
     public var intervalNanoseconds: Int64 = 250_000_000
     /// Calm time before each step of resuming.
-    public var resumeStepNanoseconds: Int64 = 400_000_000
+    public var resumeStepNanoseconds: Int64 = 250_000_000
     /// How long one stream stays paused before another takes its turn (while shedding lasts).
     /// Every turn costs a keyframe, so turns are long.
     public var rotationNanoseconds: Int64 = 10_000_000_000
@@ -28,9 +28,9 @@ public struct OverloadPolicy: Sendable, Equatable {
 ///   and is not already falling (the backlog behind a pause drains quickly, because a paused
 ///   stream's queued packets are dropped unread); by half when media waits five times the
 ///   threshold (a sudden loss of capacity).
-/// - Resuming starts with one stream in 32 and doubles each calm step up to a quarter, so a
-///   small surplus is probed gently and a lifted limit is back within a few seconds; a new
-///   overload resets it.
+/// - Resuming starts with one stream in 16 and doubles each calm step up to a half, so a
+///   small surplus is probed gently and a lifted limit is back within two seconds (before
+///   the keyframes); a new overload resets it.
 /// - The paused streams are a window over the streams in a fixed order that slides along it,
 ///   so every sender pauses in turn and for about as long as every other.
 struct OverloadGovernor {
@@ -39,7 +39,7 @@ struct OverloadGovernor {
     private var intervalMaximum: Int64 = 0
     private var previousMaximum: Int64 = 0
     private var calmSince: MonotonicTime?
-    private var resumeFraction = 1.0 / 32
+    private var resumeFraction = 1.0 / 16
     /// How many streams are paused, and where their window starts in the order.
     private(set) var pausedCount = 0
     private var offset = 0
@@ -77,7 +77,7 @@ struct OverloadGovernor {
         pausedCount = min(pausedCount, count)
         if wait > policy.shedAboveNanoseconds {
             calmSince = nil
-            resumeFraction = 1.0 / 32
+            resumeFraction = 1.0 / 16
             // Hold while the wait falls by a quarter or more: the last step is still draining.
             if previousMaximum <= policy.shedAboveNanoseconds || wait * 4 > previousMaximum * 3 {
                 let severe = wait > 5 * policy.shedAboveNanoseconds
@@ -91,7 +91,7 @@ struct OverloadGovernor {
                 let step = min(pausedCount, Self.step(count, fraction: resumeFraction))
                 pausedCount -= step
                 offset = (offset + step) % count
-                resumeFraction = min(1.0 / 4, resumeFraction * 2)
+                resumeFraction = min(1.0 / 2, resumeFraction * 2)
                 calmSince = now
             }
         } else {
