@@ -16,7 +16,7 @@ import TestSupport
             defer { receiver.stop() }
             let result = try scenario.join(["--duration", "5s", "--split-duration", "2", "--webhook-url", receiver.url],
                                            environment: ["RECBOT_WEBHOOK_SECRET": "s3cret"])
-            #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+            #expect(result.status == 0, "recbot: \(result.stderr.suffix(20_000))")
             // Whatever the join's last seconds did not deliver is sent by `webhooks retry`.
             let retry = try scenario.recbot(["webhooks", "retry", "--seconds", "30", "--data-dir", scenario.dataDirectory],
                                             environment: ["RECBOT_WEBHOOK_SECRET": "s3cret"])

@@ -30,6 +30,10 @@ import WireCoding
         let started = events.filter { if case .started = $0.event { true } else { false } }
         let ended = events.filter { if case .ended = $0.event { true } else { false } }
         #expect(started.count == 1 && ended.count == 1, "one episode: \(events.map(\.event))")
+        if case .started(let paused, let streams, let wait) = started.first?.event {
+            // The log line quotes the wait that decided it (400 ms in the model), and the first step (an eighth).
+            #expect(wait == 400 && paused == 1 && streams == 6, "started: \(paused) of \(streams) paused, wait \(wait) ms")
+        }
         // Back within 5 s of the load falling.
         if let end = ended.first?.at {
             let seconds = Double(end.nanoseconds - SimulatedSession.start.monotonic.nanoseconds) / 1e9

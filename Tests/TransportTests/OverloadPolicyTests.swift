@@ -36,6 +36,7 @@ import WireCoding
         var governor = OverloadGovernor(policy: OverloadPolicy())
         var time: Int64 = 0
         _ = governor.observe(wait: 0, now: MonotonicTime(nanoseconds: 0))
+        for _ in 0..<3 { #expect(Self.interval(&governor, wait: 500, at: &time) == nil, "not yet a second of it") }
         #expect(try #require(Self.interval(&governor, wait: 500, at: &time)).count == 8)
         #expect(try #require(Self.interval(&governor, wait: 450, at: &time)).count == 16, "still high, not falling fast")
         #expect(try #require(Self.interval(&governor, wait: 300, at: &time)).count == 16, "falling by a third: the last step is draining")
@@ -44,11 +45,22 @@ import WireCoding
         #expect(governor.pausedCount == 64, "never more than every stream")
     }
 
+    @Test func aStallShorterThanASecondPausesNothing() {
+        var governor = OverloadGovernor(policy: OverloadPolicy())
+        var time: Int64 = 0
+        _ = governor.observe(wait: 0, now: MonotonicTime(nanoseconds: 0))
+        for round in 0..<10 {
+            // A busy host: three intervals (750 ms) of seconds-long waits, then a calm one.
+            for _ in 0..<3 { #expect(Self.interval(&governor, wait: 2_000, at: &time) == nil, "round \(round)") }
+            #expect(Self.interval(&governor, wait: 10, at: &time) == nil)
+        }
+    }
+
     @Test func allBackWithinFiveSecondsOfCalm() throws {
         var governor = OverloadGovernor(policy: OverloadPolicy())
         var time: Int64 = 0
         _ = governor.observe(wait: 0, now: MonotonicTime(nanoseconds: 0))
-        for _ in 0..<8 { _ = Self.interval(&governor, wait: 900, at: &time) }
+        for _ in 0..<12 { _ = Self.interval(&governor, wait: 900, at: &time) }  // a second to notice, then eight eighths
         #expect(governor.pausedCount == 64)
         let calmFrom = time
         var counts: [Int] = []

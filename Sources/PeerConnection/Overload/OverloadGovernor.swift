@@ -12,6 +12,10 @@ public struct OverloadPolicy: Sendable, Equatable {
     public var calmBelowNanoseconds: Int64 = 50_000_000
     /// How often the wait is judged (its largest sample in the interval).
     public var intervalNanoseconds: Int64 = 250_000_000
+    /// How long the wait must stay above the threshold before the first stream is paused: a
+    /// busy host's stall of a few hundred milliseconds is what the backlog is for, and pausing
+    /// for it would cost every paused stream a keyframe's wait.
+    public var sustainNanoseconds: Int64 = 1_000_000_000
     /// Calm time before each step of resuming.
     public var resumeStepNanoseconds: Int64 = 250_000_000
     /// How long one stream stays paused before another takes its turn (while shedding lasts).
@@ -37,8 +41,11 @@ struct OverloadGovernor {
     let policy: OverloadPolicy
     private var intervalStart: MonotonicTime?
     private var intervalMaximum: Int64 = 0
-    private var previousMaximum: Int64 = 0
+    /// The largest wait of the interval `decide` last judged (what a log line should quote).
+    private(set) var previousMaximum: Int64 = 0
     private var calmSince: MonotonicTime?
+    /// Since when the wait has stayed above the threshold (nil while it is below).
+    private var highSince: MonotonicTime?
     private var resumeFraction = 1.0 / 16
     /// How many streams are paused, and where their window starts in the order.
     private(set) var pausedCount = 0
@@ -67,7 +74,13 @@ struct OverloadGovernor {
             intervalMaximum = 0
             intervalStart = now
         }
-        guard pausedCount > 0 || wait > policy.shedAboveNanoseconds else { return nil }
+        if wait > policy.shedAboveNanoseconds {
+            highSince = highSince ?? intervalStart ?? now
+        } else {
+            highSince = nil
+        }
+        let sustained = highSince.map { now.nanoseconds - $0.nanoseconds >= policy.sustainNanoseconds } ?? false
+        guard pausedCount > 0 || sustained else { return nil }
         let order = order()
         let count = order.count
         guard count > 0 else {

@@ -33,7 +33,8 @@ extension PeerConnectionCore {
             if let sender = media.sender(ofStream: ssrc) { output.events.append(.overload(.videoPaused(sender: sender, ssrc: ssrc))) }
         }
         counters.pausedVideoStreams = pausedVideo.count
-        noteEpisode(wasShedding: wasShedding, wait: wait, videoStreams: media.videoStreamCount, now: now, &output)
+        // The interval's largest wait decided it, not this batch's.
+        noteEpisode(wasShedding: wasShedding, wait: governor.previousMaximum, videoStreams: media.videoStreamCount, now: now, &output)
         return routed(output, now: now)
     }
 
