@@ -16,10 +16,8 @@ public struct PausedVideo: Sendable {
     struct Stream: Sendable {
         /// The RTP timestamp of the last picture taken in before the pause.
         var boundary: UInt32
+        /// The picture last dropped (its packets after the first count no new picture).
         var lastShedTimestamp: UInt32?
-        /// Pictures and packets dropped in this pause.
-        var shedFrames = 0
-        var shedPackets = 0
     }
 
     private(set) var streams: [UInt32: Stream] = [:]
@@ -40,10 +38,10 @@ public struct PausedVideo: Sendable {
         generation &+= 1
     }
 
-    /// Ends the pause of `ssrc`; what it shed.
-    mutating func resume(ssrc: UInt32) -> Stream? {
+    /// Ends the pause of `ssrc`; false when it was not paused.
+    mutating func resume(ssrc: UInt32) -> Bool {
         generation &+= 1
-        return streams.removeValue(forKey: ssrc)
+        return streams.removeValue(forKey: ssrc) != nil
     }
 
     /// Follows another's boundaries (the core's, on the sockets' thread): streams no longer
@@ -69,10 +67,8 @@ public struct PausedVideo: Sendable {
         guard Int32(bitPattern: timestamp &- stream.boundary) > 0 else { return false }
         if stream.lastShedTimestamp != timestamp {
             stream.lastShedTimestamp = timestamp
-            stream.shedFrames += 1
             shedFrames += 1
         }
-        stream.shedPackets += 1
         shedPackets += 1
         streams[ssrc] = stream
         return true

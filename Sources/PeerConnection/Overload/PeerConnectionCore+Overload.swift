@@ -39,7 +39,7 @@ extension PeerConnectionCore {
     }
 
     private func resume(_ ssrc: UInt32, media: MediaReceiver, now: MonotonicTime, _ output: inout TransportOutput) {
-        guard pausedVideo.resume(ssrc: ssrc) != nil else { return }
+        guard pausedVideo.resume(ssrc: ssrc) else { return }
         absorb(media.resumeVideo(ssrc: ssrc, now: now), &output)
         if let sender = media.sender(ofStream: ssrc) { output.events.append(.overload(.videoResumed(sender: sender, ssrc: ssrc))) }
     }
