@@ -149,6 +149,13 @@ public final class MediaReceiver {
         var output = MediaOutput()
         ownCounters.rtpPackets += 1
         if nextReport == nil { scheduleReport(after: arrival) }
+        // The common case: a packet of a stream already running, in its codec. Routing would
+        // find the same stream by way of its section (a string key and a copy of the track).
+        if let stream = streams[packet.ssrc], stream.codec.payloadType == packet.payloadType, !router.isRetransmission(packet.ssrc) {
+            budget.received()
+            receive(packet, on: stream, isRetransmission: false, arrival: arrival, &output)
+            return output
+        }
         switch router.route(packet) {
         case .media(let track, let codec):
             guard let stream = stream(for: packet.ssrc, track: track, codec: codec, now: arrival, &output) else { return output }
@@ -358,7 +365,7 @@ public final class MediaReceiver {
             let lost = stream.dueNacks(now: arrival, retryInterval: retryInterval, budget: &budget)
             if !lost.isEmpty { feedback += nackPackets(media: stream.ssrc, lost: lost) }
         }
-        if !stream.register.isEmpty { consider(stream.nextDeadline(retryInterval: retryInterval)) }
+        if stream.needsTimer { consider(stream.nextDeadline(retryInterval: retryInterval)) }
         if !feedback.isEmpty { output.rtcp += compounds(feedback: feedback, reports: [], now: arrival) }
     }
 

@@ -30,7 +30,8 @@ public struct RecoveryPolicy: Sendable, Equatable {
 }
 
 /// The missing sequence numbers of one stream (RFC 4585 generic NACK, receiver side): each is
-/// NACKed as soon as its gap is seen, again after the retry interval, then at a spacing that
+/// NACKed as soon as its gap is seen (after the stream's reorder wait, 0 on a path that does
+/// not reorder), again after the retry interval, then at a spacing that
 /// outlasts senders' repeat filters, up to a bounded number of NACKs, and given up only when the maximum recovery delay has passed, never when its NACKs
 /// are spent: a retransmission that a busy sender or a reordering path (120 ms of jitter)
 /// delays past the last of ten short, RTT-based intervals is still on its way, and still taken. Sequence numbers are the stream's extended
@@ -40,14 +41,21 @@ struct NackRegister {
     struct Entry {
         var sequence: Int64
         var firstMissing: MonotonicTime
+        /// When the first NACK is due: after the stream's reorder wait (`ReorderWait`).
+        var firstNackDue: MonotonicTime
         var lastNack: MonotonicTime?
         var nacks: Int
     }
 
     private(set) var entries: [Entry] = []
     let policy: RecoveryPolicy
+    /// How late this stream's reordered packets come: a new gap's first NACK waits that long.
+    private(set) var reorder: ReorderWait
 
-    init(policy: RecoveryPolicy) { self.policy = policy }
+    init(policy: RecoveryPolicy) {
+        self.policy = policy
+        reorder = ReorderWait(maximumNanoseconds: policy.reorderDelayNanoseconds)
+    }
 
     var isEmpty: Bool { entries.isEmpty }
     var count: Int { entries.count }
@@ -57,8 +65,23 @@ struct NackRegister {
         guard !range.isEmpty else { return true }
         guard range.count <= policy.maximumMissingPackets - entries.count else { return false }
         entries.reserveCapacity(entries.count + range.count)
-        for sequence in range { entries.append(Entry(sequence: sequence, firstMissing: now, lastNack: nil, nacks: 0)) }
+        let due = now.adding(nanoseconds: reorder.wait(now: now))
+        for sequence in range { entries.append(Entry(sequence: sequence, firstMissing: now, firstNackDue: due, lastNack: nil, nacks: 0)) }
         return true
+    }
+
+    /// Registers `range`, which lies before every entry (a stream's start moved back), as missing.
+    mutating func markMissing(before range: Range<Int64>, now: MonotonicTime) -> Bool {
+        guard !range.isEmpty else { return true }
+        guard range.count <= policy.maximumMissingPackets - entries.count, range.upperBound <= entries.first?.sequence ?? .max else { return false }
+        let due = now.adding(nanoseconds: reorder.wait(now: now))
+        entries.insert(contentsOf: range.map { Entry(sequence: $0, firstMissing: now, firstNackDue: due, lastNack: nil, nacks: 0) }, at: 0)
+        return true
+    }
+
+    /// A missing packet came by itself, not resent: the path reorders this much.
+    mutating func reordered(_ entry: Entry, now: MonotonicTime) {
+        reorder.reordered(lateness: now.nanoseconds - entry.firstMissing.nanoseconds, now: now)
     }
 
     func contains(_ sequence: Int64) -> Bool { index(of: sequence) != nil }
@@ -96,6 +119,7 @@ struct NackRegister {
         for index in entries.indices {
             let entry = entries[index]
             guard entry.nacks < policy.maximumNacksPerPacket else { continue }
+            if entry.nacks == 0 && now < entry.firstNackDue { continue }
             if let last = entry.lastNack, now.nanoseconds - last.nanoseconds < Self.backoff(retryInterval, after: entry.nacks) { continue }
             guard budget.allowNack(isRetry: entry.nacks > 0, now: now) else {
                 if entry.nacks == 0 { break }  // not even a first NACK fits: nothing later will
@@ -114,7 +138,7 @@ struct NackRegister {
         var deadline = first.firstMissing.adding(nanoseconds: policy.giveUpDelayNanoseconds)
         guard policy.nackEnabled else { return deadline }
         for entry in entries where entry.nacks < policy.maximumNacksPerPacket {
-            let next = entry.lastNack.map { $0.adding(nanoseconds: Self.backoff(retryInterval, after: entry.nacks)) } ?? entry.firstMissing
+            let next = entry.lastNack.map { $0.adding(nanoseconds: Self.backoff(retryInterval, after: entry.nacks)) } ?? entry.firstNackDue
             if next < deadline { deadline = next }
         }
         return deadline

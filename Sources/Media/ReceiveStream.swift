@@ -123,7 +123,17 @@ final class ReceiveStream {
     /// Resumed after a pause: the gap before the next new packet is what was shed, not loss,
     /// so it is skipped (no NACK) and the stream waits for a keyframe.
     private var skipNextGap = false
+    /// A new video stream delivers nothing before this (see `startReorderNanoseconds`).
+    private var startingUntil: MonotonicTime?
 
+    /// A new video stream whose first packet does not begin a frame holds its packets this long
+    /// before it delivers any: the first packet received is often not the first sent (30 ms of
+    /// jitter reorders a keyframe's packets), and a keyframe whose start had been taken for the
+    /// past cost a keyframe request and half a second of video. Earlier packets that come in
+    /// this window move the start back.
+    static let startReorderNanoseconds: Int64 = 50_000_000
+    /// How far back the start may move (a keyframe's packets, with room to spare).
+    static let maximumStartExtension: Int64 = 512
     static let maximumHeldPackets = 2_048
     static let maximumHeldBytes = 8 << 20
     /// Between two keyframe requests of a stream. A libwebrtc sender ignores a request within
@@ -172,10 +182,18 @@ final class ReceiveStream {
             nextExpected = sequence
             highest = sequence
             latestTimestamp = packet.timestamp
+            if kind == .video && !isRetransmission && !assembler.depacketizer.isFrameStart(packet.payload) {
+                startingUntil = arrival.adding(nanoseconds: Self.startReorderNanoseconds)
+            }
             accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
             return output
         }
+        if let until = startingUntil, arrival >= until { endStart(&output) }
         if sequence < next {
+            if startingUntil != nil && !isRetransmission && moveStart(back: sequence, from: next, arrival: arrival) {
+                accept(packet, sequence: sequence, isRetransmission: false, arrival: arrival, &output)
+                return output
+            }
             behind(sequence, next: next, isRetransmission: isRetransmission, packet: packet, arrival: arrival, &output)
             return output
         }
@@ -211,14 +229,18 @@ final class ReceiveStream {
             if !isRetransmission { skipNextGap = false }
             highest = sequence
         } else if let entry = register.arrived(sequence) {
-            // Only RTX can be told apart from reordering: gaps are NACKed at once, so a late packet
-            // on its own SSRC may be a plain resend or just late (senders without RTX resend plainly).
+            // Only RTX can be told apart from reordering: a late packet on its own SSRC may be a
+            // plain resend or just late (senders without RTX resend plainly).
             if isRetransmission {
                 counters.recovered += 1
                 lastRecovery = arrival
                 if entry.nacks == 1, let asked = entry.lastNack { output.roundTripSample = arrival.nanoseconds - asked.nanoseconds }
             } else {
                 counters.reordered += 1
+                // Late, not resent: before any NACK it can only be reordering; after one, only
+                // when the sender resends on RTX (a plain resend would look like reordering and
+                // push the wait up by a round trip each time).
+                if entry.nacks == 0 || lastRecovery != nil { register.reordered(entry, now: arrival) }
             }
         } else {
             counters.duplicates += 1  // between delivered and highest, neither held nor missing
@@ -232,7 +254,7 @@ final class ReceiveStream {
     private func accept(_ packet: RTPPacket, sequence: Int64, isRetransmission: Bool, arrival: MonotonicTime, _ output: inout StreamOutput) {
         counters.packets += 1
         if !isRetransmission { statistics.record(sequence: sequence, rtpTimestamp: packet.timestamp, arrival: arrival) }
-        if sequence == nextExpected {
+        if sequence == nextExpected && startingUntil == nil {
             deliver(packet, &output)
             nextExpected = sequence + 1
             drain(&output)
@@ -248,6 +270,22 @@ final class ReceiveStream {
            let oldestMissing = register.entries.first?.sequence {
             giveUp(through: oldestMissing, &output)
         }
+    }
+
+    /// A packet from before the first one, while the stream starts: the start moves back to it,
+    /// and what lies between is missing like any gap. False when it is too far back.
+    private func moveStart(back sequence: Int64, from next: Int64, arrival: MonotonicTime) -> Bool {
+        guard next - sequence <= Self.maximumStartExtension,
+              register.markMissing(before: (sequence + 1)..<next, now: arrival) else { return false }
+        nextExpected = sequence
+        statistics.extendBase(to: sequence)
+        return true
+    }
+
+    /// The start window is over: what is held from the (earliest) first packet on goes out.
+    private func endStart(_ output: inout StreamOutput) {
+        startingUntil = nil
+        drain(&output)
     }
 
     /// A packet older than the next one expected: a duplicate, one that came after it was given
@@ -277,6 +315,7 @@ final class ReceiveStream {
     /// Gives up what has waited too long; returns frames that were waiting behind it.
     func handleTimeout(now: MonotonicTime) -> StreamOutput {
         var output = StreamOutput()
+        if let until = startingUntil, now >= until { endStart(&output) }
         if let last = register.expired(now: now) { giveUp(through: last, &output) }
         skipToHeldKeyframe(now: now, &output)
         return output
@@ -288,13 +327,16 @@ final class ReceiveStream {
         return kind == .video && oldestGapUnanswered(after: nacks, now: now)
     }
 
-    /// The oldest missing packet has been NACKed `nacks` times and no retransmission at all has
+    /// The oldest missing packet has been NACKed `nacks` times (the last at least the reorder
+    /// wait ago) and no retransmission at all has
     /// come since it went missing, from a sender that has never resent anything on this stream
     /// (Janus before it knows the round trip), or for `unansweredGapNanoseconds` (the sender's
     /// copy is gone). A sender that answers but had one answer lost ignores repeats for a while
     /// (Janus: 200 ms) and then answers again: that gap is not given up early.
     private func oldestGapUnanswered(after nacks: Int, now: MonotonicTime) -> Bool {
         guard let oldest = register.entries.first, oldest.nacks >= nacks else { return false }
+        // On a path that reorders, the answer to the last NACK is as late as the path makes it.
+        if let asked = oldest.lastNack, now.nanoseconds - asked.nanoseconds < register.reorder.wait(now: now) { return false }
         guard let lastRecovery else { return true }
         return lastRecovery < oldest.firstMissing
             && now.nanoseconds - oldest.firstMissing.nanoseconds >= ReceiveStream.unansweredGapNanoseconds
@@ -321,7 +363,14 @@ final class ReceiveStream {
         return due.map { UInt16(truncatingIfNeeded: $0) }
     }
 
-    func nextDeadline(retryInterval: Int64) -> MonotonicTime? { register.nextDeadline(retryInterval: retryInterval) }
+    func nextDeadline(retryInterval: Int64) -> MonotonicTime? {
+        let recovery = register.nextDeadline(retryInterval: retryInterval)
+        guard let startingUntil else { return recovery }
+        return min(recovery ?? startingUntil, startingUntil)
+    }
+
+    /// The stream has a deadline of its own (gaps to recover, or its start window).
+    var needsTimer: Bool { !register.isEmpty || startingUntil != nil }
 
     private func giveUp(through last: Int64, _ output: inout StreamOutput) {
         guard let next = nextExpected, last >= next else { return }

@@ -66,6 +66,9 @@ struct StreamRouter {
         primaryOfRetransmission = primaryOfRetransmission.filter { $0.key != ssrc && $0.value != ssrc }
     }
 
+    /// The SSRC carries retransmissions (RFC 4588) of another stream.
+    func isRetransmission(_ ssrc: UInt32) -> Bool { primaryOfRetransmission[ssrc] != nil }
+
     mutating func route(_ packet: RTPPacket) -> Route {
         if let primary = primaryOfRetransmission[packet.ssrc] {
             guard let mid = midOfPrimary[primary], let track = tracks[mid] else { return .unrouted(.unknownRetransmission) }

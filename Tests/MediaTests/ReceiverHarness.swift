@@ -195,6 +195,8 @@ final class SimulatedPublisher {
 struct LossyNetwork {
     var loss: Double
     var oneWayDelay: Int64 = 20_000_000
+    /// Each packet (and each answer) is late by a further 0 up to this, so the path reorders.
+    var jitter: Int64 = 0
     var random: SeededRandom
 
     struct Result {
@@ -216,7 +218,7 @@ struct LossyNetwork {
         while step < Int64(frameCount) * 33_333_333 + 2_000_000_000 {
             let now = start + step
             if step % 33_333_333 < 1_000_000, framesSent < frameCount {
-                for bytes in try publisher.nextFrame().packets where !random.chance(loss) { inFlight.append((now + oneWayDelay, bytes)) }
+                for bytes in try publisher.nextFrame().packets where !random.chance(loss) { inFlight.append((now + oneWayDelay + lateness(), bytes)) }
                 framesSent += 1
             }
             // Deliver what has arrived, in arrival order.
@@ -231,11 +233,13 @@ struct LossyNetwork {
             feedbackSeen = harness.datagrams.count
             for datagram in newDatagrams where !random.chance(loss) {
                 for bytes in publisher.answer((try? RTCPPacket.parseCompound(datagram)) ?? []) where !random.chance(loss) {
-                    inFlight.append((now + 2 * oneWayDelay, bytes))
+                    inFlight.append((now + 2 * oneWayDelay + lateness(), bytes))
                 }
             }
             step += 1_000_000
         }
         return Result(framesSent: framesSent, frames: harness.frames, harness: harness, publisher: publisher)
     }
+
+    private mutating func lateness() -> Int64 { jitter > 0 ? Int64(random.next() % UInt64(jitter)) : 0 }
 }
