@@ -89,8 +89,9 @@ final class RecordingFile: @unchecked Sendable {
 
     /// Queues writes in order; `size` is what `admit` reserved for them. Call from one thread
     /// (the caller's event loop, or the finisher once the loop has let go of the recording).
-    func submit(_ writes: [WebMWrite], releasing size: Int) {
-        let now = clock.now()
+    /// `now`: the caller's time, when it has one (a clock read per frame is not free).
+    func submit(_ writes: [WebMWrite], releasing size: Int, now: MonotonicTime? = nil) {
+        let now = now ?? clock.now()
         if batch.isEmpty { batchStartedAt = now }
         batch.append(contentsOf: writes)
         batchReservedBytes += size

@@ -366,7 +366,7 @@ public final class SenderRecorder: @unchecked Sendable {
         }
         var dropped: FrameSource?
         for entry in pending.entries.prefix(released) {
-            if !write(entry.frame, quarterTurns: entry.quarterTurns), dropped == nil { dropped = entry.source }
+            if !write(entry.frame, quarterTurns: entry.quarterTurns, now: now), dropped == nil { dropped = entry.source }
         }
         pending.removeFirst(released)
         return dropped
@@ -408,7 +408,7 @@ public final class SenderRecorder: @unchecked Sendable {
     }
 
     /// Muxes one frame; false when it was a video frame that had to be dropped.
-    private func write(_ frame: WebMFrame, quarterTurns: UInt8? = nil) -> Bool {
+    private func write(_ frame: WebMFrame, quarterTurns: UInt8? = nil, now: MonotonicTime) -> Bool {
         guard muxer != nil else { return true }
         let isVideo = frame.track == .video
         if isVideo && videoNeedsKeyframe {
@@ -465,7 +465,7 @@ public final class SenderRecorder: @unchecked Sendable {
                 noteRotation(quarterTurns, at: adjusted.timestampNanoseconds / 1_000_000)
             }
             if isVideo { statistics.videoFrames += 1 } else { statistics.audioFrames += 1 }
-            submit(writes, releasing: size)
+            submit(writes, releasing: size, now: now)
             return true
         } catch {
             file.release(size)
@@ -504,8 +504,8 @@ public final class SenderRecorder: @unchecked Sendable {
     /// Writes go to the file once it holds a whole cluster. Until then they wait here and the
     /// file does not exist: a kill in a file's first second (at most what the crash budget
     /// allows anyway) leaves no file without media, and no catalog row for one.
-    private func submit(_ writes: [WebMWrite], releasing: Int) {
-        guard !fileOpened else { return file.submit(writes, releasing: releasing) }
+    private func submit(_ writes: [WebMWrite], releasing: Int, now: MonotonicTime? = nil) {
+        guard !fileOpened else { return file.submit(writes, releasing: releasing, now: now) }
         // Held writes give their reservation back at once: the shared budget bounds what waits
         // for a disk, and a file's first cluster (bounded by the muxer) waits for nothing but time.
         file.release(releasing)

@@ -27,6 +27,18 @@ public struct SRTPCounters: Equatable, Sendable {
     public var authenticationFailures = 0
     public var replays = 0
     public var otherFailures = 0
+
+    /// What succeeded. (Not a key path: resolving one on every packet cost a per-packet
+    /// allocation and a runtime lookup on the hot path.)
+    enum Success { case rtpUnprotected, rtcpUnprotected, rtcpProtected }
+
+    mutating func count(_ success: Success) {
+        switch success {
+        case .rtpUnprotected: rtpUnprotected += 1
+        case .rtcpUnprotected: rtcpUnprotected += 1
+        case .rtcpProtected: rtcpProtected += 1
+        }
+    }
 }
 
 /// SRTP/SRTCP for one DTLS-SRTP association, on libsrtp2: unprotects what the peer
@@ -129,20 +141,20 @@ public final class SRTPSession {
     public func unprotectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
         let session = inboundSession(packet, ssrcOffset: 8)
         let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect(session, pointer, length) }
-        try record(status, success: \.rtpUnprotected)
+        try record(status, success: .rtpUnprotected)
     }
 
     /// Decrypts the first `count` bytes of `buffer` in place, with no copy and no allocation;
     /// returns the plain RTP's length. For callers that own a reusable buffer.
     public func unprotectRTP(in buffer: UnsafeMutableRawBufferPointer, count: Int) throws(SRTPError) -> Int {
-        try unprotect(in: buffer, count: count, ssrcOffset: 8, success: \.rtpUnprotected) { srtp_unprotect($0, $1, $2) }
+        try unprotect(in: buffer, count: count, ssrcOffset: 8, success: .rtpUnprotected) { srtp_unprotect($0, $1, $2) }
     }
 
     public func unprotectRTCP(in buffer: UnsafeMutableRawBufferPointer, count: Int) throws(SRTPError) -> Int {
-        try unprotect(in: buffer, count: count, ssrcOffset: 4, success: \.rtcpUnprotected) { srtp_unprotect_rtcp($0, $1, $2) }
+        try unprotect(in: buffer, count: count, ssrcOffset: 4, success: .rtcpUnprotected) { srtp_unprotect_rtcp($0, $1, $2) }
     }
 
-    private func unprotect(in buffer: UnsafeMutableRawBufferPointer, count: Int, ssrcOffset: Int, success: WritableKeyPath<SRTPCounters, Int>,
+    private func unprotect(in buffer: UnsafeMutableRawBufferPointer, count: Int, ssrcOffset: Int, success: SRTPCounters.Success,
                            _ call: (srtp_t?, UnsafeMutableRawPointer, UnsafeMutablePointer<Int32>) -> srtp_err_status_t) throws(SRTPError) -> Int {
         guard count > 0, count <= buffer.count, count <= Int(Int32.max), let base = buffer.baseAddress else {
             try record(srtp_err_status_bad_param, success: success)
@@ -157,7 +169,7 @@ public final class SRTPSession {
     public func unprotectRTCP(_ packet: inout [UInt8]) throws(SRTPError) {
         let session = inboundSession(packet, ssrcOffset: 4)
         let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect_rtcp(session, pointer, length) }
-        try record(status, success: \.rtcpUnprotected)
+        try record(status, success: .rtcpUnprotected)
     }
 
     /// Encrypts an RTCP compound packet recbot sends (RR, NACK, PLI).
@@ -165,7 +177,7 @@ public final class SRTPSession {
         var bytes = packet
         let session = outboundSession(bytes, ssrcOffset: 4)
         let status = Self.run(&bytes, extra: Int(SRTP_MAX_TRAILER_LEN) + 4) { pointer, length in srtp_protect_rtcp(session, pointer, length) }
-        try record(status, success: \.rtcpProtected)
+        try record(status, success: .rtcpProtected)
         return bytes
     }
 
@@ -189,10 +201,10 @@ public final class SRTPSession {
         return status
     }
 
-    private func record(_ status: srtp_err_status_t, success: WritableKeyPath<SRTPCounters, Int>) throws(SRTPError) {
+    private func record(_ status: srtp_err_status_t, success: SRTPCounters.Success) throws(SRTPError) {
         switch status {
         case srtp_err_status_ok:
-            counters[keyPath: success] += 1
+            counters.count(success)
         case srtp_err_status_auth_fail:
             counters.authenticationFailures += 1
             throw .authenticationFailed
