@@ -32,6 +32,13 @@ public protocol Depacketizer: Sendable {
     func isFrameStart(_ payload: ArraySlice<UInt8>) -> Bool
     /// Joins the payloads of one frame, in sequence order.
     func assemble(_ payloads: [ArraySlice<UInt8>], timestamp: UInt32) throws(DepacketizeError) -> EncodedFrame
+    /// Whether this payload begins a keyframe, where the payload header says so (else: whether
+    /// it begins a frame). A stream that starts anywhere else waits a moment for earlier packets.
+    func isKeyframeStart(_ payload: ArraySlice<UInt8>) -> Bool
+}
+
+extension Depacketizer {
+    public func isKeyframeStart(_ payload: ArraySlice<UInt8>) -> Bool { isFrameStart(payload) }
 }
 
 /// Opus (RFC 7587): one packet is one frame.
@@ -69,6 +76,12 @@ public struct VP8Depacketizer: Depacketizer {
     public func isFrameStart(_ payload: ArraySlice<UInt8>) -> Bool {
         guard let first = payload.first else { return false }
         return first & 0x10 != 0 && first & 0x07 == 0  // S bit, partition 0
+    }
+
+    /// The first partition's first byte: its low bit is 0 on a keyframe (RFC 6386 frame tag).
+    public func isKeyframeStart(_ payload: ArraySlice<UInt8>) -> Bool {
+        guard isFrameStart(payload), let length = VP8Depacketizer.descriptorLength(payload), payload.count > length else { return false }
+        return payload[payload.startIndex + length] & 0x01 == 0
     }
 
     public func assemble(_ payloads: [ArraySlice<UInt8>], timestamp: UInt32) throws(DepacketizeError) -> EncodedFrame {

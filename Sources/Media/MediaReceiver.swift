@@ -470,10 +470,20 @@ public final class MediaReceiver {
     /// The streams, starting one further each time: when the budget runs short, the streams
     /// first in line get it, and the line moves on.
     private func streamsInTurn() -> [(key: UInt32, value: ReceiveStream)] {
-        let all = Array(streams)  // a snapshot: ending a stream removes it from the dictionary
-        guard all.count > 1 else { return all }
-        timeoutRotation = (timeoutRotation + 1) % all.count
-        return Array(all[timeoutRotation...] + all[..<timeoutRotation])
+        // A snapshot (ending a stream removes it from the dictionary), made in turn order at
+        // once: this runs at every timer.
+        let count = streams.count
+        guard count > 1 else { return Array(streams) }
+        timeoutRotation = (timeoutRotation + 1) % count
+        var ordered: [(key: UInt32, value: ReceiveStream)] = []
+        ordered.reserveCapacity(count)
+        var index = streams.index(streams.startIndex, offsetBy: timeoutRotation)
+        for _ in 0..<count {
+            ordered.append(streams[index])
+            streams.formIndex(after: &index)
+            if index == streams.endIndex { index = streams.startIndex }
+        }
+        return ordered
     }
 }
 

@@ -126,11 +126,11 @@ final class ReceiveStream {
     /// A new video stream delivers nothing before this (see `startReorderNanoseconds`).
     private var startingUntil: MonotonicTime?
 
-    /// A new video stream whose first packet does not begin a frame holds its packets this long
-    /// before it delivers any: the first packet received is often not the first sent (30 ms of
-    /// jitter reorders a keyframe's packets), and a keyframe whose start had been taken for the
-    /// past cost a keyframe request and half a second of video. Earlier packets that come in
-    /// this window move the start back.
+    /// A new video stream whose first packet does not begin a keyframe holds its packets this
+    /// long before it delivers any: the first packet received is often not the first sent (30 ms
+    /// of jitter reorders a keyframe's packets, and the next frame's first packet can overtake
+    /// them), and a keyframe taken for the past cost a keyframe request and several frames.
+    /// Earlier packets that come in this window move the start back.
     static let startReorderNanoseconds: Int64 = 50_000_000
     /// How far back the start may move (a keyframe's packets, with room to spare).
     static let maximumStartExtension: Int64 = 512
@@ -182,7 +182,7 @@ final class ReceiveStream {
             nextExpected = sequence
             highest = sequence
             latestTimestamp = packet.timestamp
-            if kind == .video && !isRetransmission && !assembler.depacketizer.isFrameStart(packet.payload) {
+            if kind == .video && !isRetransmission && !assembler.depacketizer.isKeyframeStart(packet.payload) {
                 startingUntil = arrival.adding(nanoseconds: Self.startReorderNanoseconds)
             }
             accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)

@@ -129,6 +129,12 @@ public struct VP9Depacketizer: Depacketizer {
         return descriptor.startOfFrame && (descriptor.spatialID ?? 0) == 0
     }
 
+    /// The descriptor's P bit: a picture predicted from no other starts a keyframe.
+    public func isKeyframeStart(_ payload: ArraySlice<UInt8>) -> Bool {
+        guard let descriptor = try? VP9PayloadDescriptor.parse(payload) else { return false }
+        return descriptor.startOfFrame && (descriptor.spatialID ?? 0) == 0 && !descriptor.interPredicted
+    }
+
     public func assemble(_ payloads: [ArraySlice<UInt8>], timestamp: UInt32) throws(DepacketizeError) -> EncodedFrame {
         var layerFrames: [[UInt8]] = []
         var current: [UInt8]?

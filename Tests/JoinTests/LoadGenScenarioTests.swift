@@ -36,9 +36,12 @@ import TestSupport
             #expect(publishers.count == 5, "3 at the start, one arrival per churn (at 3 s and 6 s)")
             #expect(truth["re_answers_received"] as? Int == 2)
             let recordings = try scenario.catalog().recordings()
-            #expect(recordings.count == 5 && recordings.allSatisfy { $0.status == .complete }, "\(recordings.map(\.status))")
+            // A generator starved by a loaded machine can bring its last arrival in at the very end,
+            // with nothing sent: there is nothing to record of it.
+            let senders = publishers.filter { (($0["sent"] as? [String: Any])?["video_frames"] as? Int ?? 0) > 0 }
+            #expect(recordings.count == senders.count && recordings.allSatisfy { $0.status == .complete }, "\(recordings.map(\.status))")
             var recovered: Int64 = 0
-            for publisher in publishers {
+            for publisher in senders {
                 let id = try #require(publisher["connection_id"] as? String)
                 let sent = try #require((publisher["sent"] as? [String: Any])?["video_frames"] as? Int)
                 let recording = try #require(recordings.first { $0.connectionID == id }, "no recording of \(id)")

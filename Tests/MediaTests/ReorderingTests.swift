@@ -60,6 +60,21 @@ import WireCoding
         #expect(out.count == 1)
     }
 
+    /// Only a packet that starts a keyframe lets a stream start at once (VP8: the frame tag's
+    /// low bit; a stream starting on anything else waits for earlier packets).
+    @Test func vp8PacketsSayWhetherTheyStartAKeyframe() throws {
+        let frames = try vp8Frames(count: 3, keyframeInterval: 10)
+        var sequence: UInt16 = 0
+        let depacketizer = VP8Depacketizer()
+        let key = packetizeVP8(frames[0].data, pictureID: 0, sequence: &sequence, timestamp: 0, maximumPayload: 60)
+        let delta = packetizeVP8(frames[1].data, pictureID: 1, sequence: &sequence, timestamp: 3_000, maximumPayload: 300)
+        #expect(frames[0].isKeyframe && !frames[1].isKeyframe && key.count > 1)
+        #expect(depacketizer.isKeyframeStart(key[0].payload))
+        #expect(!depacketizer.isKeyframeStart(key[1].payload) && depacketizer.isFrameStart(delta[0].payload))
+        #expect(!depacketizer.isKeyframeStart(delta[0].payload))
+        #expect(!depacketizer.isKeyframeStart([0x10]) && !depacketizer.isKeyframeStart([]), "truncated: no")
+    }
+
     /// The wait follows the latest lateness seen, decays when the path stops reordering, and
     /// never exceeds its bound.
     @Test func theReorderWaitFollowsThePathAndDecays() {

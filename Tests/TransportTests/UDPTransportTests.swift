@@ -5,8 +5,20 @@ import NIOPosix
 import STUN
 import Testing
 @testable import Transport
+import WireCoding
 
 @Suite struct UDPTransportTests {
+    /// Timers land on a 5 ms grid, never before the core's deadline and never more than one
+    /// step after it, so a burst of moving deadlines costs one wakeup per step.
+    @Test func timersFireOnTheGridAtOrAfterTheDeadline() {
+        let grid = UDPTransport.timerGranularityNanoseconds
+        for nanoseconds: Int64 in [0, 1, 4_999_999, 5_000_000, 5_000_001, 123_456_789, Int64.max - 3] {
+            let fired = UDPTransport.onTimerGrid(MonotonicTime(nanoseconds: nanoseconds)).nanoseconds
+            #expect(fired >= nanoseconds && fired - nanoseconds < grid, "\(nanoseconds) -> \(fired)")
+            #expect(fired % grid == 0 || fired == nanoseconds)
+        }
+    }
+
     @Test func socketsAskForALargeReceiveBuffer() async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let transport = try await UDPTransport.bind(addresses: [IPAddress("127.0.0.1")!], on: group.next())

@@ -21,7 +21,7 @@ public func fuzzAV1(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
 
 func fuzzDepacketizer(_ payloads: [ArraySlice<UInt8>]) {
     let depacketizer = AV1Depacketizer()
-    _ = payloads.first.map { depacketizer.isFrameStart($0) }
+    _ = payloads.first.map { (depacketizer.isFrameStart($0), depacketizer.isKeyframeStart($0)) }
     guard let frame = try? depacketizer.assemble(payloads, timestamp: 0) else { return }
     guard let obus = try? AV1OBU.split(frame.data[...]) else { preconditionFailure("an emitted temporal unit does not parse") }
     precondition(!obus.isEmpty && obus.allSatisfy(\.header.hasSizeField), "an emitted OBU lacks its size field")

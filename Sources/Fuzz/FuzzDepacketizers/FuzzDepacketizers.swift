@@ -11,7 +11,7 @@ public func fuzzDepacketizers(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int
     let payloads = splitPayloads(bytes)
     let depacketizers: [any Depacketizer] = [VP8Depacketizer(), H264Depacketizer(), OpusDepacketizer()]
     for depacketizer in depacketizers {
-        _ = payloads.first.map { depacketizer.isFrameStart($0) }
+        _ = payloads.first.map { (depacketizer.isFrameStart($0), depacketizer.isKeyframeStart($0)) }
         guard let frame = try? depacketizer.assemble(payloads, timestamp: 0) else { continue }
         precondition(!frame.data.isEmpty, "an empty frame came out")
         if depacketizer is H264Depacketizer { precondition(frame.data.starts(with: [0, 0, 0, 1]), "H.264 frame not Annex-B") }

@@ -12,7 +12,7 @@ public func fuzzVP9(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let payloads = splitPayloads(bytes)
     for payload in payloads { _ = try? VP9PayloadDescriptor.parse(payload) }
     let depacketizer = VP9Depacketizer()
-    _ = payloads.first.map { depacketizer.isFrameStart($0) }
+    _ = payloads.first.map { (depacketizer.isFrameStart($0), depacketizer.isKeyframeStart($0)) }
     if let frame = try? depacketizer.assemble(payloads, timestamp: 0) {
         _ = VP9FrameHeader(frame.data)
         // Several layer frames (E flags) mean we built the superframe: its index must give them back.
