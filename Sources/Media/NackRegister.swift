@@ -64,9 +64,7 @@ struct NackRegister {
     mutating func markMissing(_ range: Range<Int64>, now: MonotonicTime) -> Bool {
         guard !range.isEmpty else { return true }
         guard range.count <= policy.maximumMissingPackets - entries.count else { return false }
-        entries.reserveCapacity(entries.count + range.count)
-        let due = now.adding(nanoseconds: reorder.wait(now: now))
-        for sequence in range { entries.append(Entry(sequence: sequence, firstMissing: now, firstNackDue: due, lastNack: nil, nacks: 0)) }
+        entries.append(contentsOf: newEntries(range, now: now))
         return true
     }
 
@@ -74,9 +72,14 @@ struct NackRegister {
     mutating func markMissing(before range: Range<Int64>, now: MonotonicTime) -> Bool {
         guard !range.isEmpty else { return true }
         guard range.count <= policy.maximumMissingPackets - entries.count, range.upperBound <= entries.first?.sequence ?? .max else { return false }
-        let due = now.adding(nanoseconds: reorder.wait(now: now))
-        entries.insert(contentsOf: range.map { Entry(sequence: $0, firstMissing: now, firstNackDue: due, lastNack: nil, nacks: 0) }, at: 0)
+        entries.insert(contentsOf: newEntries(range, now: now), at: 0)
         return true
+    }
+
+    /// `range` gone missing at `now`: each first NACKed after the stream's current reorder wait.
+    private func newEntries(_ range: Range<Int64>, now: MonotonicTime) -> [Entry] {
+        let due = now.adding(nanoseconds: reorder.wait(now: now))
+        return range.map { Entry(sequence: $0, firstMissing: now, firstNackDue: due, lastNack: nil, nacks: 0) }
     }
 
     /// A missing packet came by itself, not resent: the path reorders this much.

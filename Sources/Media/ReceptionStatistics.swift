@@ -38,13 +38,13 @@ struct ReceptionStatistics {
         lastTransit = transit
     }
 
-    /// Restarts counting after a sequence jump (a new numbering, not a huge loss).
     /// Packets from before the first one came (a stream's start moved back): they are expected too.
     mutating func extendBase(to sequence: Int64) {
         guard let base = baseSequence, sequence < base else { return }
         baseSequence = sequence
     }
 
+    /// Restarts counting after a sequence jump (a new numbering, not a huge loss).
     mutating func restart(at sequence: Int64) {
         baseSequence = sequence
         highestSequence = sequence

@@ -314,19 +314,10 @@ public final class Recordings {
 extension WebMVideoCodec {
     /// From an SDP encoding name (VP8, VP9, AV1, H264).
     init?(sdpName: String) {
-        // Asked for every video frame: the usual spelling is matched before any case folding
-        // (which would allocate a string each time).
-        switch sdpName {
-        case "VP8": self = .vp8
-        case "VP9": self = .vp9
-        case "AV1": self = .av1
-        case "H264": self = .h264
-        default: self.init(foldingCase: sdpName)
-        }
-    }
-
-    private init?(foldingCase sdpName: String) {
-        switch sdpName.uppercased() {
+        // Asked for every video frame: the name is folded (a new string) only when it has
+        // lower-case letters, which the usual spelling has not.
+        let hasLowerCase = sdpName.utf8.contains { (UInt8(ascii: "a")...UInt8(ascii: "z")).contains($0) }
+        switch hasLowerCase ? sdpName.uppercased() : sdpName {
         case "VP8": self = .vp8
         case "VP9": self = .vp9
         case "AV1": self = .av1
