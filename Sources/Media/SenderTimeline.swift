@@ -62,8 +62,14 @@ struct SenderTimeline {
         return heldSince &+ (clock.hasAnyReport ? maximumReportWait : maximumHold)
     }
 
+    /// Asked twice per frame (`SenderTimelines`): no array built for it.
     var nextDeadline: MonotonicTime? {
-        [holdUntil, lateHeldUntil].compactMap { $0 }.min().map { MonotonicTime(nanoseconds: $0) }
+        switch (holdUntil, lateHeldUntil) {
+        case (nil, nil): nil
+        case (let hold?, nil): MonotonicTime(nanoseconds: hold)
+        case (nil, let late?): MonotonicTime(nanoseconds: late)
+        case (let hold?, let late?): MonotonicTime(nanoseconds: min(hold, late))
+        }
     }
     var counters: SyncCounters { clock.counters }
 

@@ -14,7 +14,17 @@ struct PendingFrames {
         var quarterTurns: UInt8?
     }
 
-    private(set) var entries: [Entry] = []
+    /// The frames waiting, in media-time order. Released frames leave from the front, so the
+    /// storage keeps a head index and compacts now and then: removing them from an array's
+    /// front moved every waiting frame (70 of them while video is paused) for each one released.
+    var entries: ArraySlice<Entry> { storage[head...] }
+    private var storage: [Entry] = []
+    private var head = 0
+    /// The video frames among `entries` (kept as they change: counting them at every release
+    /// was a scan of every waiting frame per frame, and audio waits 1.4 s while video is paused).
+    private var videoCount = 0
+
+    init(interleaveNanoseconds: Int64) { self.interleaveNanoseconds = interleaveNanoseconds }
     /// How long a frame waits for the other track before it goes out anyway.
     let interleaveNanoseconds: Int64
 
@@ -37,11 +47,13 @@ struct PendingFrames {
         if frame.track == .video,
            let same = entries[..<index].lastIndex(where: { $0.frame.track == .video && Self.isSameInstant($0.frame, frame) }) {
             guard frame.isKeyframe else { return false }
-            entries.remove(at: same)
+            storage.remove(at: same)
+            videoCount -= 1
             _ = insert(entry)  // at its own time's place (it may be 1 ms later)
             return false
         }
-        entries.insert(entry, at: index)
+        storage.insert(entry, at: index)
+        if frame.track == .video { videoCount += 1 }
         return true
     }
 
@@ -56,14 +68,16 @@ struct PendingFrames {
     /// Drops every video frame (the video track changes codec before the file starts); how many.
     mutating func removeVideo() -> Int {
         let before = entries.count
-        entries.removeAll { $0.frame.track == .video }
+        compact()
+        storage.removeAll { $0.frame.track == .video }
+        videoCount = 0
         return before - entries.count
     }
 
     /// How many frames from the front may go out now (`force`: all of them).
     func releasable(now: MonotonicTime, force: Bool, bothTracks: Bool) -> Int {
         guard !force else { return entries.count }
-        var video = entries.count { $0.frame.track == .video }
+        var video = videoCount
         var audio = entries.count - video
         var released = 0
         for entry in entries {
@@ -79,5 +93,19 @@ struct PendingFrames {
         return released
     }
 
-    mutating func removeFirst(_ count: Int) { entries.removeFirst(count) }
+    mutating func removeFirst(_ count: Int) {
+        guard count > 0 else { return }
+        let end = head + count
+        for index in head..<end {
+            if storage[index].frame.track == .video { videoCount -= 1 }
+            storage[index].frame.data = []  // the payload is freed now, not at the next compaction
+        }
+        head = end
+        if head >= 64 && head * 2 >= storage.count { compact() }
+    }
+
+    private mutating func compact() {
+        storage.removeFirst(head)
+        head = 0
+    }
 }
