@@ -32,9 +32,11 @@ public struct OverloadPolicy: Sendable, Equatable {
 ///   and is not already falling (the backlog behind a pause drains quickly, because a paused
 ///   stream's queued packets are dropped unread); by half when media waits five times the
 ///   threshold (a sudden loss of capacity).
-/// - Resuming starts with one stream in 16 and doubles each calm step up to a half, so a
-///   small surplus is probed gently and a lifted limit is back within two seconds (before
-///   the keyframes); a new overload resets it.
+/// - Resuming starts with one stream in 8 and doubles each calm step up to a half, so a
+///   small surplus is probed gently and a lifted limit is back within a second of the
+///   backlog draining (before the keyframes); a new overload resets it. Calm counts from the
+///   start of the first interval whose every sample was calm, so the first step comes at the
+///   end of that interval, not one interval later.
 /// - The paused streams are a window over the streams in a fixed order that slides along it,
 ///   so every sender pauses in turn and for about as long as every other.
 struct OverloadGovernor {
@@ -46,7 +48,8 @@ struct OverloadGovernor {
     private var calmSince: MonotonicTime?
     /// Since when the wait has stayed above the threshold (nil while it is below).
     private var highSince: MonotonicTime?
-    private var resumeFraction = 1.0 / 16
+    private var resumeFraction = Self.firstResumeFraction
+    private static let firstResumeFraction = 1.0 / 8
     /// How many streams are paused, and where their window starts in the order.
     private(set) var pausedCount = 0
     private var offset = 0
@@ -90,14 +93,15 @@ struct OverloadGovernor {
         pausedCount = min(pausedCount, count)
         if wait > policy.shedAboveNanoseconds {
             calmSince = nil
-            resumeFraction = 1.0 / 16
+            resumeFraction = Self.firstResumeFraction
             // Hold while the wait falls by a quarter or more: the last step is still draining.
             if previousMaximum <= policy.shedAboveNanoseconds || wait * 4 > previousMaximum * 3 {
                 let severe = wait > 5 * policy.shedAboveNanoseconds
                 pausedCount = min(count, pausedCount + Self.step(count, fraction: severe ? 1.0 / 2 : 1.0 / 8))
             }
         } else if wait < policy.calmBelowNanoseconds, pausedCount > 0 {
-            let since = calmSince ?? now
+            // The whole interval was calm: it counts.
+            let since = calmSince ?? intervalStart ?? now
             calmSince = since
             if now.nanoseconds - since.nanoseconds >= policy.resumeStepNanoseconds {
                 // The longest-paused streams (the window's front) come back first.
