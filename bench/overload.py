@@ -6,15 +6,16 @@ needs, then with the quota lifted; and under the kernel's default-sized receive 
                             [--rmem-publishers 512,768] [--json FILE]
 
 First one run without a quota measures the CPU recbot needs for N publishers (C cores, and its
-cost per packet). Then, for each factor F, recbot records N publishers for --capped seconds
+cost per packet), and one more what their audio alone needs (A cores: the publishers offer video
+but send none, as if every video stream were paused). Then, for each factor F, recbot records N publishers for --capped seconds
 under a quota of C/F cores (a cgroup of its own: cpu.max on cgroup v2, cpu.cfs_quota_us on v1;
 the load generator keeps its own CPU), then --lifted seconds with the quota lifted. Per run,
 over the publishers:
   audio %      audio frames in the files over those sent (ffprobe counts them), worst and median
   video %      video frames kept while capped, over those sent then: worst, median; and the
-               median over what the quota can carry by the bench's own accounting (packets per
-               core-second from the run without a quota; audio is carried first, the rest of
-               the quota goes to video)
+               median over what the quota can carry by the bench's own accounting (audio is
+               carried first, at A; the rest of the quota goes to video, which costs C - A:
+               (C/F - A) / (C - A))
   fair         the worst publisher's capped video share over the median's
   back s       from the lift to each publisher's first video frame after it: the worst
   verify       files `recbot verify` passes (it decodes every frame), of all files
@@ -59,16 +60,17 @@ def sidecar(path):
 class Recording:
     """One recbot run against the load generator; the quota (if any) changes at `lift_at`."""
 
-    def __init__(self, args, n, duration, cores=None, lift_at=None, keep=False):
+    def __init__(self, args, n, duration, cores=None, lift_at=None, keep=False, audio_only=False):
         self.work = tempfile.mkdtemp(prefix=f"recbot-overload-{n}-")
         self.args, self.n, self.duration, self.cores, self.lift_at, self.keep = args, n, duration, cores, lift_at, keep
+        self.audio_only = audio_only
 
     def run(self):
         args, work = self.args, self.work
         truth_path = os.path.join(work, "truth.json")
         drops_before = udp_receive_drops()
         generator = subprocess.Popen([args.loadgen, "--publishers", str(self.n), "--duration", str(self.duration), "--ramp", "2",
-                                      "--clip-cache", args.clip_cache, "--truth", truth_path],
+                                      "--clip-cache", args.clip_cache, "--truth", truth_path, *(["--audio-only"] if self.audio_only else [])],
                                      stdout=subprocess.PIPE, stderr=open(os.path.join(work, "loadgen.log"), "w"), text=True)
         url = json.loads(generator.stdout.readline())["url"]
         out = os.path.join(work, "out")
@@ -159,12 +161,12 @@ def worst_median(values):
     return (min(values), statistics.median(values)) if values else (None, None)
 
 
-def overload_runs(args, baseline):
-    per_core_second = baseline.packets() / baseline.cpu  # packets one core-second carries
+def overload_runs(args, baseline, audio_cores):
+    need = baseline.cpu / baseline.wall
     results = []
-    print(f"\npast capacity: {args.publishers} publishers need {baseline.cpu / baseline.wall:.2f} cores "
-          f"({1e6 * baseline.cpu / baseline.packets():.1f} us/pkt); each factor caps recbot at that over F for {args.capped} s, "
-          f"then lifts the cap for {args.lifted} s")
+    print(f"\npast capacity: {args.publishers} publishers need {need:.2f} cores "
+          f"({1e6 * baseline.cpu / baseline.packets():.1f} us/pkt), their audio alone (video offered, none sent) {audio_cores:.2f}; "
+          f"each factor caps recbot at that over F for {args.capped} s, then lifts the cap for {args.lifted} s")
     print("  F  cores  audio% worst/med  video% capped worst/med  of carriable  fair  back s  verify  kernel  exit  died")
     for factor in args.factors:
         cores = baseline.cpu / baseline.wall / factor
@@ -173,11 +175,10 @@ def overload_runs(args, baseline):
         rows = run.per_publisher(capped_until=lifted_at, lifted_at=lifted_at)
         audio = worst_median([r["audio"] for r in rows])
         capped = worst_median([r["video_capped"] for r in rows])
-        # What the quota carries: packets per core-second; all audio first, then video.
-        publishers = run.truth["publishers"]
-        audio_packets = sum(p["sent"]["audio_frames"] for p in publishers) * lifted_at / max(1, run.duration)
-        video_packets = (run.packets() - sum(p["sent"]["audio_frames"] for p in publishers)) * lifted_at / max(1, run.duration)
-        carriable = max(0.0, min(1.0, (cores * lifted_at * per_core_second - audio_packets) / max(1, video_packets)))
+        # What the quota carries: all audio first, at what audio alone was measured to cost
+        # with the video paused (an audio packet costs more than the average packet: every
+        # one is a frame), then video, at what it adds to that.
+        carriable = max(0.0, min(1.0, (cores - audio_cores) / max(1e-9, need - audio_cores)))
         of_carriable = None if carriable == 0 else capped[1] / (100 * carriable)
         fair = capped[0] / capped[1] if capped[1] else None
         back = max((r["back_seconds"] for r in rows if r["back_seconds"] is not None), default=None)
@@ -242,7 +243,10 @@ def main():
     baseline = Recording(args, args.publishers, 20).run()
     results = {"baseline": {"cores": baseline.cpu / baseline.wall, "us_per_packet": 1e6 * baseline.cpu / baseline.packets(), "exit": baseline.exit}}
     baseline.cleanup()
-    results["overload"] = overload_runs(args, baseline)
+    audio = Recording(args, args.publishers, 20, audio_only=True).run()
+    results["baseline"]["audio_only_cores"] = audio.cpu / audio.wall
+    audio.cleanup()
+    results["overload"] = overload_runs(args, baseline, audio.cpu / audio.wall)
     if args.rmem_publishers:
         results["receive_buffer"] = receive_buffer_runs(args)
     if args.json:

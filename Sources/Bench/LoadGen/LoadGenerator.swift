@@ -199,6 +199,7 @@ public final class LoadGenerator<Address: Hashable> {
                                                        burstLength: plan.burstLength, jitterNanoseconds: Int64(plan.jitterMilliseconds * 1e6)),
                                   seed: plan.seed &+ UInt64(index) &* 0x9E37_79B9)
         if logsSentFrames { publisher.sentFrames = [] }
+        publisher.sendsVideo = !plan.audioOnly
         return publisher
     }
 

@@ -25,6 +25,8 @@ public struct LoadPlan: Sendable {
     public var burstLength = 4.0
     /// Each packet of a publisher (RTX too) waits a random 0..<this before it leaves (seeded).
     public var jitterMilliseconds = 0.0
+    /// Publishers offer video but send only audio (audio's own cost, as while video is paused).
+    public var audioOnly = false
     /// Every this many seconds the next publisher (in turn) sends at ten times its rate for
     /// `burstSeconds`, then is silent until its schedule is due again.
     public var burstIntervalSeconds: Double?

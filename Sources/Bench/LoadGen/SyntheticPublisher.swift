@@ -79,6 +79,9 @@ public final class SyntheticPublisher {
     public private(set) var lagHistogram = [Int](repeating: 0, count: 101)
     /// Stopped: sends nothing more (left, or vanished).
     public var stopped = false
+    /// False: the video track is offered and reported (SRs) but sends no packets, as if every
+    /// video stream were paused; what the bench measures audio's own cost with.
+    public var sendsVideo = true
     /// A frame as it left: its RTP timestamp, the schedule instant it was captured at, its bytes.
     public struct SentFrame: Sendable {
         public var isVideo: Bool
@@ -186,6 +189,11 @@ public final class SyntheticPublisher {
             sendAudio(into: &rtp)
         }
         while nextVideo <= now.nanoseconds {
+            guard sendsVideo else {
+                nextVideo += max(1, clip.video[videoIndex].durationNanoseconds)
+                videoIndex = (videoIndex + 1) % clip.video.count
+                continue
+            }
             noteLag(wallNow.nanoseconds - nextVideo)
             sendVideo(into: &rtp)
         }

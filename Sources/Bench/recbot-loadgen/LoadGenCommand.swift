@@ -36,6 +36,7 @@ struct LoadGenCommand: AsyncParsableCommand {
     var burstLoss: String?
     @Option(help: "Each packet waits a random 0..N ms before it leaves (seeded; packets reorder).") var jitterMs = 0.0
     @Option(help: "Every N seconds the next publisher in turn sends at 10x its rate for --burst-seconds.") var burstInterval: Double?
+    @Flag(help: "Publishers offer video but send only audio (what audio costs while video is paused).") var audioOnly = false
     @Option(help: "Length of a burst.") var burstSeconds = 0.5
     @Option(help: "Floor benchmark: no signaling, media to this HOST:PORT with fixed keys (recbot-floor receives it).")
     var floor: String?
@@ -77,6 +78,7 @@ struct LoadGenCommand: AsyncParsableCommand {
             (plan.burstLossPercent, plan.burstLength) = (percent, length)
         }
         plan.jitterMilliseconds = max(0, jitterMs)
+        plan.audioOnly = audioOnly
         plan.burstIntervalSeconds = burstInterval
         plan.burstSeconds = burstSeconds
         plan.seed = seed
