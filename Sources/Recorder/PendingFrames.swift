@@ -24,9 +24,10 @@ struct PendingFrames {
     /// was a scan of every waiting frame per frame, and audio waits 1.4 s while video is paused).
     private var videoCount = 0
 
-    init(interleaveNanoseconds: Int64) { self.interleaveNanoseconds = interleaveNanoseconds }
     /// How long a frame waits for the other track before it goes out anyway.
     let interleaveNanoseconds: Int64
+
+    init(interleaveNanoseconds: Int64) { self.interleaveNanoseconds = interleaveNanoseconds }
 
     /// How long a video keyframe waits, for a layer switch's second one.
     static let keyframeSettleNanoseconds: Int64 = 150_000_000
