@@ -48,12 +48,18 @@ public struct ReceivedFrame: Sendable, Equatable {
     /// When it was captured, on the local clock: the sender's NTP clock (from SRs) mapped to
     /// ours once known, arrival before that.
     public var mediaTime: MonotonicTime
-    /// When it became complete here.
+    /// When it became complete here (the core's clock: what the recorder's waits count from).
     public var completedAt: MonotonicTime
+    /// When it reached recbot: when the socket read the packet that completed it (for a frame
+    /// a timer completed, the same lag applied). Earlier than `completedAt` when packets wait
+    /// behind others (an overloaded core). The sender's clock is judged against it, so a
+    /// backlog of seconds does not read as the sender's clock jumping.
+    public var receivedAt: MonotonicTime
 
-    public init(ssrc: UInt32, sender: String, kind: MediaKind, codec: String, frame: EncodedFrame, mediaTime: MonotonicTime, completedAt: MonotonicTime) {
+    public init(ssrc: UInt32, sender: String, kind: MediaKind, codec: String, frame: EncodedFrame, mediaTime: MonotonicTime,
+                completedAt: MonotonicTime, receivedAt: MonotonicTime? = nil) {
         (self.ssrc, self.sender, self.kind, self.codec, self.frame) = (ssrc, sender, kind, codec, frame)
-        (self.mediaTime, self.completedAt) = (mediaTime, completedAt)
+        (self.mediaTime, self.completedAt, self.receivedAt) = (mediaTime, completedAt, receivedAt ?? completedAt)
     }
 }
 
@@ -96,6 +102,10 @@ public final class MediaReceiver {
     private var smoothedRoundTrip: Int64?
     /// Bytes all streams hold for reordering and frame assembly (bounded by the budget).
     private var bufferedBytes = 0
+    /// How long the latest packet waited between the socket and here (0 when nobody said).
+    /// Sender timelines run on read time (`ReceivedFrame.receivedAt`): frames completed by a
+    /// timer, SRs and the timelines' deadlines are moved onto it by this much.
+    private var receiveLag: Int64 = 0
     private var nextReport: MonotonicTime?
     private var deadline: MonotonicTime?
     private var budget: FeedbackBudget
@@ -145,7 +155,9 @@ public final class MediaReceiver {
 
     // MARK: - Input
 
-    public func handle(rtp packet: RTPPacket, now arrival: MonotonicTime) -> MediaOutput {
+    /// `readAt`: when the socket read the packet, if it waited before reaching the core.
+    public func handle(rtp packet: RTPPacket, readAt: MonotonicTime? = nil, now arrival: MonotonicTime) -> MediaOutput {
+        receiveLag = readAt.map { max(0, arrival.nanoseconds - $0.nanoseconds) } ?? 0
         var output = MediaOutput()
         ownCounters.rtpPackets += 1
         if nextReport == nil { scheduleReport(after: arrival) }
@@ -183,7 +195,8 @@ public final class MediaReceiver {
         return output
     }
 
-    public func handle(rtcp packets: [RTCPPacket], now arrival: MonotonicTime) -> MediaOutput {
+    /// `readAt`: when the socket read the compound (RTCP waits behind no media, so about now).
+    public func handle(rtcp packets: [RTCPPacket], readAt: MonotonicTime? = nil, now arrival: MonotonicTime) -> MediaOutput {
         var output = MediaOutput()
         ownCounters.rtcpPackets += 1
         for packet in packets {
@@ -196,7 +209,7 @@ public final class MediaReceiver {
                 stream.senderReport(ntpTimestamp: ntp, arrival: arrival)
                 if firstReport { reportSoon(after: arrival) }
                 let plausible = timelines.with(stream.sender) {
-                    $0.senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: arrival, into: &output.frames)
+                    $0.senderReport(ssrc: ssrc, ntpTimestamp: ntp, rtpTimestamp: rtp, arrival: readAt ?? arrival, into: &output.frames)
                 }
                 if !plausible { ownCounters.sync.implausibleSenderReports += 1 }
             case .goodbye(let ssrcs):
@@ -235,7 +248,7 @@ public final class MediaReceiver {
     // MARK: - Timers
 
     public var nextTimeout: MonotonicTime? {
-        [deadline, nextReport, timelines.nextDeadline].compactMap { $0 }.min()
+        [deadline, nextReport, timelines.nextDeadline.map { MonotonicTime(nanoseconds: $0.nanoseconds &+ receiveLag) }].compactMap { $0 }.min()
     }
 
     /// Places every frame still held for SRs (on arrival time where no SR came): the session
@@ -251,7 +264,8 @@ public final class MediaReceiver {
         var feedback: [RTCPPacket] = []
         let retry = retryInterval
         deadline = nil
-        timelines.withEachHolding { $0.release(now: now, into: &output.frames) }
+        let readTime = self.readTime(now)
+        timelines.withEachHolding { $0.release(now: readTime, into: &output.frames) }
         for (ssrc, stream) in streamsInTurn() {
             // A paused stream's packets are dropped before they get here: it is not judged
             // silent until it has resumed (then its sender has the usual time to be heard).
@@ -380,13 +394,16 @@ public final class MediaReceiver {
             for frame in assembled.frames {
                 // The media time is set as the timeline places the frame (now, or once its sender's SRs can).
                 timeline.take(ReceivedFrame(ssrc: stream.ssrc, sender: stream.sender, kind: stream.kind, codec: stream.codec.name,
-                                            frame: frame, mediaTime: now, completedAt: now), into: &output.frames)
+                                            frame: frame, mediaTime: now, completedAt: now, receivedAt: readTime(now)), into: &output.frames)
             }
         }
         if timelines.heldBytes > configuration.maximumBufferedBytes / 2 {
             timelines.with(stream.sender) { $0.releaseAll(now: now, into: &output.frames) }
         }
     }
+
+    /// `now` on the read-time clock the sender timelines run on (see `receiveLag`).
+    private func readTime(_ now: MonotonicTime) -> MonotonicTime { MonotonicTime(nanoseconds: now.nanoseconds - receiveLag) }
 
     /// The stream ends: what it holds is released first (gaps given up), then it is forgotten.
     private func end(_ ssrc: UInt32, now: MonotonicTime, _ output: inout MediaOutput) {

@@ -101,7 +101,7 @@ struct SenderTimeline {
     /// Places `frame` (its `mediaTime` is set here), or holds it for its sender's SRs.
     mutating func take(_ frame: ReceivedFrame, into output: inout [ReceivedFrame]) {
         let rtp = clock.unwrap(ssrc: frame.ssrc, rtpTimestamp: frame.frame.rtpTimestamp)
-        let arrival = frame.completedAt.nanoseconds
+        let arrival = frame.receivedAt.nanoseconds
         if firstArrival == nil { firstArrival = arrival }
         if started, waitsForOwnReport(frame.ssrc, arrival: arrival) {
             holdLate(frame, rtp: rtp, into: &output)
@@ -112,14 +112,14 @@ struct SenderTimeline {
             output.append(placed(frame, rtp: rtp))
             return
         }
-        if heldSince == nil { heldSince = frame.completedAt.nanoseconds }
+        if heldSince == nil { heldSince = frame.receivedAt.nanoseconds }
         held.append((frame, rtp))
         heldBytes += frame.frame.data.count
         clock.countHeld()
         if held.count > Self.maximumHeldFrames || heldBytes > Self.maximumHeldBytes {
-            releaseAll(now: frame.completedAt, into: &output)
+            releaseAll(now: frame.receivedAt, into: &output)
         } else {
-            release(now: frame.completedAt, into: &output)
+            release(now: frame.receivedAt, into: &output)
         }
     }
 
@@ -130,7 +130,7 @@ struct SenderTimeline {
     }
 
     private mutating func holdLate(_ frame: ReceivedFrame, rtp: Int64, into output: inout [ReceivedFrame]) {
-        let arrival = frame.completedAt.nanoseconds
+        let arrival = frame.receivedAt.nanoseconds
         if lateHeldUntil == nil { lateHeldUntil = min(arrival &+ Self.lateStreamWait, (firstArrival ?? arrival) &+ Self.startWindow) }
         lateHeld.append((frame, rtp))
         heldBytes += frame.frame.data.count
@@ -179,7 +179,7 @@ struct SenderTimeline {
     }
 
     private mutating func synchroniseHeld() {
-        clock.synchroniseIfReady(held: held.map { ($0.frame.ssrc, $0.rtp, $0.frame.completedAt.nanoseconds) })
+        clock.synchroniseIfReady(held: held.map { ($0.frame.ssrc, $0.rtp, $0.frame.receivedAt.nanoseconds) })
     }
 
     private mutating func placeHeld(into output: inout [ReceivedFrame]) {
@@ -194,7 +194,8 @@ struct SenderTimeline {
 
     private mutating func placed(_ frame: ReceivedFrame, rtp: Int64) -> ReceivedFrame {
         var placed = frame
-        placed.mediaTime = clock.place(ssrc: frame.ssrc, rtp: rtp, arrival: frame.completedAt)
+        // By when the socket read it: the core may have reached it seconds later.
+        placed.mediaTime = clock.place(ssrc: frame.ssrc, rtp: rtp, arrival: frame.receivedAt)
         return placed
     }
 }

@@ -155,7 +155,8 @@ public final class PeerConnectionCore {
         return routed(output, now: now)
     }
 
-    func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime) -> TransportOutput {
+    func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, readAt: MonotonicTime,
+                now: MonotonicTime) -> TransportOutput {
         var output = TransportOutput()
         guard failure == nil, !datagram.isEmpty else { return output }
         lastNow = now
@@ -168,13 +169,13 @@ public final class PeerConnectionCore {
             counters.droppedOutsideRelay += 1
             return output
         }
-        receive(datagram, from: remote, to: local, now: now, &output)
+        receive(datagram, from: remote, to: local, readAt: min(readAt, now), now: now, &output)
         return relays.isEmpty ? output : routed(output, now: now)
     }
 
     /// The RFC 7983 demux, for datagrams straight from a socket or unwrapped from a relay.
-    func receive(_ datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, now: MonotonicTime,
-                 _ output: inout TransportOutput) {
+    func receive(_ datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, readAt: MonotonicTime? = nil,
+                 now: MonotonicTime, _ output: inout TransportOutput) {
         guard let first = datagram.first else { return }
         switch first {
         case 0...3:
@@ -192,7 +193,7 @@ public final class PeerConnectionCore {
             }
             // A paused video stream's new pictures are dropped before decryption (Overload/).
             if !pausedVideo.isEmpty && pausedVideo.sheds(datagram) { return }
-            receiveSRTP(datagram, now: now, &output)
+            receiveSRTP(datagram, readAt: readAt ?? now, now: now, &output)
         default:
             counters.droppedUnknownProtocol += 1
         }
@@ -281,7 +282,7 @@ public final class PeerConnectionCore {
 
     // MARK: - Internals
 
-    private func receiveSRTP(_ datagram: [UInt8], now: MonotonicTime, _ output: inout TransportOutput) {
+    private func receiveSRTP(_ datagram: [UInt8], readAt: MonotonicTime, now: MonotonicTime, _ output: inout TransportOutput) {
         guard let srtp else {
             counters.droppedBeforeKeys += 1
             return
@@ -296,7 +297,7 @@ public final class PeerConnectionCore {
             }
             counters.rtcpPackets += 1
             if let media {
-                absorb(media.handle(rtcp: packets, now: now), &output)
+                absorb(media.handle(rtcp: packets, readAt: readAt, now: now), &output)
             } else {
                 output.events.append(.rtcp(packets))
             }
@@ -309,7 +310,7 @@ public final class PeerConnectionCore {
             }
             counters.rtpPackets += 1
             if let media {
-                absorb(media.handle(rtp: packet, now: now), &output)
+                absorb(media.handle(rtp: packet, readAt: readAt, now: now), &output)
             } else {
                 output.events.append(.rtp(RTPPacketBox(packet: packet)))
             }

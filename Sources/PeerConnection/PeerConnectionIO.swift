@@ -7,8 +7,10 @@ import WireCoding
 public enum PeerConnectionInput: Sendable {
     /// Starts ICE (and the UDP TURN relays).
     case start
-    /// A datagram read from the host socket `to`.
-    case datagram([UInt8], from: TransportAddress, to: TransportAddress)
+    /// A datagram read from the host socket `to`; `readAt`, when the socket read it, if that was
+    /// before `now` (it waited behind others): media is placed by when it came, not by when
+    /// the core reached it.
+    case datagram([UInt8], from: TransportAddress, to: TransportAddress, readAt: MonotonicTime? = nil)
     /// `nextTimeout` has come.
     case timeout
     /// The oldest media datagram of the batch just handled waited this long between the
@@ -79,7 +81,7 @@ extension PeerConnectionCore {
     private func output(for input: PeerConnectionInput, now: MonotonicTime) -> TransportOutput {
         switch input {
         case .start: start(now: now)
-        case .datagram(let bytes, let from, let to): handle(datagram: bytes, from: from, to: to, now: now)
+        case .datagram(let bytes, let from, let to, let readAt): handle(datagram: bytes, from: from, to: to, readAt: readAt ?? now, now: now)
         case .timeout: handleTimeout(now: now)
         case .receiveWait(let wait): observeReceiveWait(wait, now: now)
         case .remoteCandidate(let candidate): handle(remoteCandidate: candidate, now: now)

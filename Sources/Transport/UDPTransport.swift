@@ -246,7 +246,7 @@ public final class UDPTransport: @unchecked Sendable {
             }
         }
         for datagram in batch.datagrams {
-            core.handle(.datagram(datagram.bytes, from: datagram.from, to: datagram.to), now: now)
+            core.handle(.datagram(datagram.bytes, from: datagram.from, to: datagram.to, readAt: datagram.arrival), now: now)
             pollCore(inReadBatch: true)
         }
         if let report = overload.observe(backlog.counters, now: now) { report.log(to: logger) }
