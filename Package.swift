@@ -66,7 +66,7 @@ let package = Package(
         // A leaf, so the SDP parser (and its fuzz target) pulls in neither OpenSSL nor libsrtp.
         .target(name: "Keying", swiftSettings: fuzzSwiftSettings),
         .target(name: "DTLS", dependencies: ["COpenSSL", "COpenSSLShim", "Keying", "WireCoding"]),
-        .target(name: "SRTP", dependencies: ["CSRTP", "Keying"]),
+        .target(name: "SRTP", dependencies: ["CSRTP", "COpenSSL", "COpenSSLShim", "Keying"], swiftSettings: fuzzSwiftSettings),
         .target(name: "ICE", dependencies: ["STUN", "WireCoding"]),
         // SDP reads and writes the protocols' own types (ICE candidates, DTLS fingerprints): it depends on them.
         .target(name: "SDP", dependencies: ["ICE", "Keying"], swiftSettings: fuzzSwiftSettings),
@@ -247,6 +247,8 @@ let package = Package(
         .executableTarget(name: "FuzzVP9", dependencies: ["Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzVP9", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzMediaReceiver", dependencies: ["Media", "RTP", "FuzzSupport", "WireCoding"], path: "Sources/Fuzz/FuzzMediaReceiver", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
+        .executableTarget(name: "FuzzSRTP", dependencies: ["SRTP", "Keying", "FuzzSupport"], path: "Sources/Fuzz/FuzzSRTP", swiftSettings: fuzzSwiftSettings,
+                          linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTPReassembly", dependencies: ["SCTP", "FuzzSupport", "WireCoding"], path: "Sources/Fuzz/FuzzSCTPReassembly", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
 
@@ -332,6 +334,7 @@ let package = Package(
         ]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Keying", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim", "WireCoding"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),
+        .testTarget(name: "SRTPTests", dependencies: ["SRTP", "Keying", "WireCoding"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -79,3 +79,35 @@ void recbot_dtls_set_initial_timeout(SSL *ssl, unsigned int initial_ms) {
     SSL_set_ex_data(ssl, timeout_index, (void *)(uintptr_t)initial_ms);
     DTLS_set_timer_cb(ssl, timer_callback);
 }
+
+EVP_CIPHER_CTX *recbot_aes_gcm_context(const unsigned char *key) {
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return NULL;
+    if (EVP_DecryptInit_ex(ctx, EVP_aes_128_gcm(), NULL, key, NULL) != 1) {
+        EVP_CIPHER_CTX_free(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+int recbot_aes_gcm_open(EVP_CIPHER_CTX *ctx, const unsigned char *iv, const unsigned char *aad, int aad_length,
+                        const unsigned char *aad2, int aad2_length, unsigned char *data, int length, const unsigned char *tag) {
+    int written = 0;
+    if (EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) != 1) return 0;
+    if (aad_length > 0 && EVP_DecryptUpdate(ctx, NULL, &written, aad, aad_length) != 1) return 0;
+    if (aad2_length > 0 && EVP_DecryptUpdate(ctx, NULL, &written, aad2, aad2_length) != 1) return 0;
+    if (length > 0 && EVP_DecryptUpdate(ctx, data, &written, data, length) != 1) return 0;
+    if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, (void *)tag) != 1) return 0;
+    unsigned char final_block[16];
+    return EVP_DecryptFinal_ex(ctx, final_block, &written) == 1;
+}
+
+int recbot_aes128_encrypt_block(const unsigned char *key, const unsigned char *in, unsigned char *out) {
+    EVP_CIPHER_CTX *ctx = EVP_CIPHER_CTX_new();
+    if (ctx == NULL) return 0;
+    int written = 0;
+    int ok = EVP_EncryptInit_ex(ctx, EVP_aes_128_ecb(), NULL, key, NULL) == 1 && EVP_CIPHER_CTX_set_padding(ctx, 0) == 1 &&
+             EVP_EncryptUpdate(ctx, out, &written, in, 16) == 1 && written == 16;
+    EVP_CIPHER_CTX_free(ctx);
+    return ok;
+}

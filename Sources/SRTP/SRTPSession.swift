@@ -8,6 +8,8 @@ public enum SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The packet was seen before, or is older than the replay window.
     case replayed
     case malformed(code: UInt32)
+    /// An authenticated packet of one SSRC more than the session keeps state for.
+    case tooManyStreams
 
     public var description: String {
         switch self {
@@ -15,6 +17,7 @@ public enum SRTPError: Error, Equatable, Sendable, CustomStringConvertible {
         case .authenticationFailed: "SRTP authentication failed"
         case .replayed: "SRTP replay"
         case .malformed(let code): "SRTP packet rejected (libsrtp status \(code))"
+        case .tooManyStreams: "SRTP packet of one SSRC too many (\(GCMInbound.maximumStreams) kept)"
         }
     }
 }
@@ -41,8 +44,9 @@ public struct SRTPCounters: Equatable, Sendable {
     }
 }
 
-/// SRTP/SRTCP for one DTLS-SRTP association, on libsrtp2: unprotects what the peer
-/// (DTLS server) sends and protects the RTCP recbot sends. Replay protection is on.
+/// SRTP/SRTCP for one DTLS-SRTP association: unprotects what the peer (DTLS server) sends and
+/// protects the RTCP recbot sends. Replay protection is on. libsrtp2 does all of it but
+/// unprotecting AES-GCM, the usual profile, which `GCMInbound` does (see there for why).
 public final class SRTPSession {
     /// Wide enough for retransmissions that arrive late (libwebrtc uses the same).
     public static let replayWindow = 1_024
@@ -57,6 +61,8 @@ public final class SRTPSession {
     private var outbound: [srtp_t?]
     private let profile: SRTPProtectionProfile
     private let receiveKey: [UInt8], sendKey: [UInt8]
+    /// Inbound AES-GCM (nil for the other profile, which libsrtp unprotects).
+    private let gcm: GCMInbound?
 
     private static let initialised: Bool = srtp_init() == srtp_err_status_ok
 
@@ -78,11 +84,16 @@ public final class SRTPSession {
         inbound = Array(repeating: nil, count: Self.shardCount)
         outbound = Array(repeating: nil, count: Self.shardCount)
         // The keys are checked now, not at the first packet.
-        inbound[0] = try SRTPSession.create(profile: profile, key: receiveKey, type: ssrc_any_inbound)
+        if profile == .aeadAES128GCM {
+            gcm = try GCMInbound(masterKeyAndSalt: receiveKey)
+        } else {
+            gcm = nil
+            inbound[0] = try SRTPSession.create(profile: profile, key: receiveKey, type: ssrc_any_inbound)
+        }
         do {
             outbound[0] = try SRTPSession.create(profile: profile, key: sendKey, type: ssrc_any_outbound)
         } catch {
-            srtp_dealloc(inbound[0])
+            if inbound[0] != nil { srtp_dealloc(inbound[0]) }
             throw error
         }
     }
@@ -139,6 +150,7 @@ public final class SRTPSession {
 
     /// Decrypts and authenticates an SRTP packet in place; on success `packet` is plain RTP.
     public func unprotectRTP(_ packet: inout [UInt8]) throws(SRTPError) {
+        if let gcm { return try unprotectGCM(&packet) { buffer, count throws(SRTPError) in try gcm.unprotectRTP(buffer, count: count) } }
         let session = inboundSession(packet, ssrcOffset: 8)
         let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect(session, pointer, length) }
         try record(status, success: .rtpUnprotected)
@@ -147,11 +159,13 @@ public final class SRTPSession {
     /// Decrypts the first `count` bytes of `buffer` in place, with no copy and no allocation;
     /// returns the plain RTP's length. For callers that own a reusable buffer.
     public func unprotectRTP(in buffer: UnsafeMutableRawBufferPointer, count: Int) throws(SRTPError) -> Int {
-        try unprotect(in: buffer, count: count, ssrcOffset: 8, success: .rtpUnprotected) { srtp_unprotect($0, $1, $2) }
+        if let gcm { return try counted(.rtpUnprotected) { () throws(SRTPError) in try gcm.unprotectRTP(buffer, count: count) } }
+        return try unprotect(in: buffer, count: count, ssrcOffset: 8, success: .rtpUnprotected) { srtp_unprotect($0, $1, $2) }
     }
 
     public func unprotectRTCP(in buffer: UnsafeMutableRawBufferPointer, count: Int) throws(SRTPError) -> Int {
-        try unprotect(in: buffer, count: count, ssrcOffset: 4, success: .rtcpUnprotected) { srtp_unprotect_rtcp($0, $1, $2) }
+        if let gcm { return try counted(.rtcpUnprotected) { () throws(SRTPError) in try gcm.unprotectRTCP(buffer, count: count) } }
+        return try unprotect(in: buffer, count: count, ssrcOffset: 4, success: .rtcpUnprotected) { srtp_unprotect_rtcp($0, $1, $2) }
     }
 
     private func unprotect(in buffer: UnsafeMutableRawBufferPointer, count: Int, ssrcOffset: Int, success: SRTPCounters.Success,
@@ -167,6 +181,7 @@ public final class SRTPSession {
     }
 
     public func unprotectRTCP(_ packet: inout [UInt8]) throws(SRTPError) {
+        if let gcm { return try unprotectGCM(&packet, rtcp: true) { buffer, count throws(SRTPError) in try gcm.unprotectRTCP(buffer, count: count) } }
         let session = inboundSession(packet, ssrcOffset: 4)
         let status = Self.run(&packet, extra: 0) { pointer, length in srtp_unprotect_rtcp(session, pointer, length) }
         try record(status, success: .rtcpUnprotected)
@@ -199,6 +214,34 @@ public final class SRTPSession {
         let status = bytes.withUnsafeMutableBytes { buffer in body(buffer.baseAddress!, &length) }
         bytes.removeLast(bytes.count - (status == srtp_err_status_ok ? Int(length) : original))
         return status
+    }
+
+    /// In place; the array keeps the plain packet (its trailer cut off).
+    private func unprotectGCM(_ packet: inout [UInt8], rtcp: Bool = false,
+                              _ body: (UnsafeMutableRawBufferPointer, Int) throws(SRTPError) -> Int) throws(SRTPError) {
+        let count = packet.count
+        let length = try counted(rtcp ? .rtcpUnprotected : .rtpUnprotected) { () throws(SRTPError) in
+            // withUnsafeMutableBytes rethrows untyped: the result carries the typed error out.
+            let result = packet.withUnsafeMutableBytes { buffer in Result { () throws(SRTPError) in try body(buffer, count) } }
+            return try result.get()
+        }
+        packet.removeLast(count - length)
+    }
+
+    /// Counts the outcome of a GCM unprotect the way `record` counts libsrtp's.
+    private func counted(_ success: SRTPCounters.Success, _ body: () throws(SRTPError) -> Int) throws(SRTPError) -> Int {
+        do {
+            let length = try body()
+            counters.count(success)
+            return length
+        } catch {
+            switch error {
+            case .authenticationFailed: counters.authenticationFailures += 1
+            case .replayed: counters.replays += 1
+            default: counters.otherFailures += 1
+            }
+            throw error
+        }
     }
 
     private func record(_ status: srtp_err_status_t, success: SRTPCounters.Success) throws(SRTPError) {

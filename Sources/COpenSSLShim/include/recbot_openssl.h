@@ -23,3 +23,14 @@ void recbot_bio_clear_retry_flags(BIO *bio);
 /* Sets the first DTLS retransmission timeout (doubling up to 60 s after that).
    OpenSSL's default is 1 s (RFC 6347); tests shorten it. */
 void recbot_dtls_set_initial_timeout(SSL *ssl, unsigned int initial_ms);
+
+/* AES-128-GCM open with a context keyed once (EVP_DecryptInit_ex with the key, no IV) and
+   reused for every packet: only the 12-byte IV changes. Decrypts `length` bytes of `data` in
+   place after authenticating `aad` then `aad2` (either may be empty); 1 when the 16-byte `tag`
+   matches, 0 otherwise (then `data` holds garbage the caller must not use). */
+int recbot_aes_gcm_open(EVP_CIPHER_CTX *ctx, const unsigned char *iv, const unsigned char *aad, int aad_length,
+                        const unsigned char *aad2, int aad2_length, unsigned char *data, int length, const unsigned char *tag);
+/* A context for recbot_aes_gcm_open, keyed with a 16-byte key; NULL on failure. */
+EVP_CIPHER_CTX *recbot_aes_gcm_context(const unsigned char *key);
+/* One AES-128 block: out = E(key, in). 1 on success. */
+int recbot_aes128_encrypt_block(const unsigned char *key, const unsigned char *in, unsigned char *out);
