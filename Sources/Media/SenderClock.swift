@@ -41,9 +41,7 @@ struct SenderClock {
         var slewing = false
     }
 
-    /// A class: a stream's timing is reached through the dictionary for every frame, and as a
-    /// struct each reach moved (and retained) all of it out and back (4 % of the audio path).
-    private final class StreamTiming {
+    private struct StreamTiming {
         var clockRate: Int
         var unwrapper = SequenceUnwrapper(bits: 32)
         var estimator: RTPToNTPEstimator
@@ -128,7 +126,7 @@ struct SenderClock {
 
     /// Takes an SR for `ssrc`; false when it is implausible and ignored.
     mutating func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrival: MonotonicTime) -> Bool {
-        guard let timing = streams[ssrc] else { return true }  // not a stream of ours (yet): nothing to align
+        guard var timing = streams[ssrc] else { return true }  // not a stream of ours (yet): nothing to align
         // aiortc and others send NTP 0 before their first packet: no mapping at all.
         guard ntpTimestamp != 0 else { return false }
         let ntp = nanoseconds(ntp: ntpTimestamp)
@@ -138,6 +136,7 @@ struct SenderClock {
         case .outlier: counters.outlierSenderReports += 1
         case .ignored: break
         }
+        streams[ssrc] = timing
         return true
     }
 
@@ -184,10 +183,11 @@ struct SenderClock {
 
     /// The media time of a frame (its 64-bit RTP time from `unwrap`) that arrived at `arrival`.
     mutating func place(ssrc: UInt32, rtp: Int64, arrival: MonotonicTime) -> MonotonicTime {
-        guard let timing = streams[ssrc] else { return arrival }
+        // Out of the dictionary while it changes, so its arrays are not copied on every frame.
+        guard var timing = streams.removeValue(forKey: ssrc) else { return arrival }
         let now = arrival.nanoseconds
-        var timeline = timing.timeline ?? startTimeline(timing, rtp: rtp, arrival: now)
-        follow(timing, &timeline, rtp: rtp, arrival: now)
+        var timeline = timing.timeline ?? startTimeline(&timing, rtp: rtp, arrival: now)
+        follow(ssrc, &timing, &timeline, rtp: rtp, arrival: now)
         var media = timeline.origin &+ nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: timing.clockRate)
         if let restart = discontinuity(timeline, media: media, rtp: rtp, arrival: now) {
             counters.timestampDiscontinuities += 1
@@ -200,10 +200,11 @@ struct SenderClock {
             (timeline.lastRTP, timeline.lastMedia, timeline.lastArrival) = (rtp, media, now)
         }
         timing.timeline = timeline
+        streams[ssrc] = timing
         return MonotonicTime(nanoseconds: media)
     }
 
-    private mutating func startTimeline(_ timing: StreamTiming, rtp: Int64, arrival: Int64) -> Timeline {
+    private mutating func startTimeline(_ timing: inout StreamTiming, rtp: Int64, arrival: Int64) -> Timeline {
         if let offset, let ntp = timing.estimator.ntp(at: rtp) {
             return Timeline(firstRTP: rtp, origin: ntp &+ offset, lastRTP: rtp, lastMedia: ntp &+ offset, lastArrival: arrival)
         }
@@ -212,7 +213,7 @@ struct SenderClock {
     }
 
     /// Feeds the delay floor and slews the origin towards where sync wants it.
-    private mutating func follow(_ timing: StreamTiming, _ timeline: inout Timeline, rtp: Int64, arrival: Int64) {
+    private mutating func follow(_ ssrc: UInt32, _ timing: inout StreamTiming, _ timeline: inout Timeline, rtp: Int64, arrival: Int64) {
         let elapsed = nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: timing.clockRate)
         let mapped = offset != nil ? timing.estimator.ntp(at: rtp) : nil
         if timing.floorFollowsReports != (mapped != nil) {
@@ -222,6 +223,7 @@ struct SenderClock {
         let target: Int64
         if let ntp = mapped {
             if timing.floor.add(arrival &- ntp, at: arrival) {
+                streams[ssrc] = timing
                 followFloor(now: arrival)
             }
             target = ntp &+ (offset ?? 0) &- elapsed

@@ -42,12 +42,11 @@ struct PendingFrames {
     /// new layer's keyframe takes the old one's place, a delta frame cannot and goes).
     mutating func insert(_ entry: Entry) -> Bool {
         let frame = entry.frame
-        var index = storage.endIndex
-        // Frames arrive nearly in order, so the scan is short. (On `storage` itself: each use
-        // of the `entries` slice retained and released the array, per frame and step.)
-        while index > head, storage[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
+        var index = entries.endIndex
+        // Frames arrive nearly in order, so the scan is short.
+        while index > entries.startIndex, entries[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
         if frame.track == .video,
-           let same = storage[head..<index].lastIndex(where: { $0.frame.track == .video && Self.isSameInstant($0.frame, frame) }) {
+           let same = entries[..<index].lastIndex(where: { $0.frame.track == .video && Self.isSameInstant($0.frame, frame) }) {
             guard frame.isKeyframe else { return false }
             storage.remove(at: same)
             videoCount -= 1
