@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 
 /// Runs one of the Python peers in Tests/Peers and talks to it in JSON lines.
 final class PeerProcess: @unchecked Sendable {
@@ -43,7 +44,7 @@ final class PeerProcess: @unchecked Sendable {
                 }
             }
         }
-        try process.run()
+        try IndependentPeer.run(process)
     }
 
     var stderr: String { stderrBuffer.text }

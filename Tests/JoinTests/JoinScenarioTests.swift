@@ -33,7 +33,7 @@ struct Scenario {
                             "--truth", directory.appendingPathComponent("truth.json").path] + serverArguments
         server.standardOutput = serverOutput
         server.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try server.run()
+        try IndependentPeer.run(server)
         // The first line says where it listens.
         let object = try JSONSerialization.jsonObject(with: readFirstLine(serverOutput.fileHandleForReading)) as? [String: Any]
         url = object?["url"] as? String ?? ""

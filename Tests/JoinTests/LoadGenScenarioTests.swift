@@ -22,7 +22,7 @@ import TestSupport
             let output = Pipe()
             generator.standardOutput = output
             generator.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try generator.run()
+            try IndependentPeer.run(generator)
             defer { if generator.isRunning { generator.terminate() } }
             let line = readFirstLine(output.fileHandleForReading)
             let url = try #require((try JSONSerialization.jsonObject(with: line) as? [String: Any])?["url"] as? String)

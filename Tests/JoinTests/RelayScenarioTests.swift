@@ -38,7 +38,7 @@ struct Coturn {
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardOutput = FileHandle(forWritingAtPath: logPath)
         process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
+        try IndependentPeer.run(process)
         for _ in 0..<100 where !Coturn.accepts(port: tlsPort) || !Coturn.accepts(port: port) { Thread.sleep(forTimeInterval: 0.05) }
     }
 

@@ -14,9 +14,12 @@ import Synchronization
 /// suite grows slow (started-at: seconds since the first body of the process started).
 ///
 /// `heavy`: the body keeps the CPU busy too (several encoders in a test server, a browser): it
-/// takes two of the places, so two heavy bodies never run beside two others.
+/// takes three of the four places, so it runs beside one light body at most and never beside
+/// another heavy one. Two at once (four browsers and Janus beside four Python encoders) starved
+/// the senders themselves on two cores: the test server sent 40 frames in 9 s, in bursts, and
+/// the truth it wrote was no longer a camera's.
 public func blocking<T>(heavy: Bool = false, _ test: String = #function, _ body: () throws -> T) async rethrows -> T {
-    let weight = min(heavy ? 2 : 1, DedicatedExecutor.blockingWidth)
+    let weight = min(heavy ? 3 : 1, DedicatedExecutor.blockingWidth)
     await BlockingPlaces.shared.take(weight)
     defer { BlockingPlaces.shared.give(weight) }
     return try await withTaskExecutorPreference(DedicatedExecutor.blockingBodies) {
@@ -96,7 +99,7 @@ private enum BodyTimes {
 
 extension DedicatedExecutor {
     /// How many places blocking bodies share: `RECBOT_TEST_BLOCKING_WIDTH`, else 4; a heavy
-    /// body takes two. Most of a scenario's time is waiting on real time, but its test server
+    /// body takes three. Most of a scenario's time is waiting on real time, but its test server
     /// and peers encode media: on two cores, four bodies of any kind at once let them fall
     /// behind now and then (a relay over TCP kept 82 % of the frames), six often.
     public static let blockingWidth = ProcessInfo.processInfo.environment["RECBOT_TEST_BLOCKING_WIDTH"].flatMap(Int.init).map { max(1, $0) } ?? 4
