@@ -62,8 +62,7 @@ final class GCMInbound {
         case .replayed, .tooOld: throw .replayed
         }
         guard index >> 16 <= Int64(UInt32.max) else { throw .malformed(code: UInt32(srtp_err_status_key_expired.rawValue)) }
-        // RFC 7714 §8.1: 00 00 || SSRC || ROC || SEQ, XOR the session salt.
-        setIV(salt: rtpSalt, ssrc: header.ssrc, word: UInt32(truncatingIfNeeded: index >> 16), low: UInt16(truncatingIfNeeded: index))
+        setRTPIV(ssrc: header.ssrc, rollover: UInt32(truncatingIfNeeded: index >> 16), sequence: UInt16(truncatingIfNeeded: index))
         let tagStart = count - Self.tagBytes
         try open(rtpContext, buffer, aad: 0..<header.length, extraAAD: nil, data: header.length..<tagStart, tagAt: tagStart)
         try accept(index, ssrc: header.ssrc, in: &rtpWindows, isNew: window == nil)
@@ -86,8 +85,7 @@ final class GCMInbound {
         case .fresh: break
         case .replayed, .tooOld: throw .replayed
         }
-        // RFC 7714 §9.1: 00 00 || SSRC || 00 00 || 0 || SRTCP index, XOR the session salt.
-        setIV(salt: rtcpSalt, ssrc: ssrc, word: 0, low: 0, index: UInt32(index))
+        setRTCPIV(ssrc: ssrc, index: UInt32(index))
         let tagStart = trailerStart - Self.tagBytes
         // §9.2: the AAD is the first 8 octets and the E||index word when the rest is
         // encrypted; everything before the tag and that word when it is not.
@@ -115,20 +113,31 @@ final class GCMInbound {
         windows[ssrc, default: ReplayWindow()].accept(index)
     }
 
-    private func setIV(salt: [UInt8], ssrc: UInt32, word: UInt32, low: UInt16, index: UInt32? = nil) {
+    /// RFC 7714 §8.1: 00 00 || SSRC || ROC || SEQ, XOR the session salt.
+    private func setRTPIV(ssrc: UInt32, rollover: UInt32, sequence: UInt16) {
+        setSaltedPrefix(rtpSalt, ssrc: ssrc)
+        setSalted(rtpSalt, rollover, at: 6)
+        iv[10] = rtpSalt[10] ^ UInt8(truncatingIfNeeded: sequence >> 8)
+        iv[11] = rtpSalt[11] ^ UInt8(truncatingIfNeeded: sequence)
+    }
+
+    /// RFC 7714 §9.1: 00 00 || SSRC || 00 00 || 0 || SRTCP index, XOR the session salt.
+    private func setRTCPIV(ssrc: UInt32, index: UInt32) {
+        setSaltedPrefix(rtcpSalt, ssrc: ssrc)
+        iv[6] = rtcpSalt[6]
+        iv[7] = rtcpSalt[7]
+        setSalted(rtcpSalt, index, at: 8)
+    }
+
+    /// The two zero octets and the SSRC, both IVs' first six.
+    private func setSaltedPrefix(_ salt: [UInt8], ssrc: UInt32) {
         iv[0] = salt[0]
         iv[1] = salt[1]
-        for byte in 0..<4 { iv[2 + byte] = salt[2 + byte] ^ UInt8(truncatingIfNeeded: ssrc >> UInt32(24 - 8 * byte)) }
-        if let index {
-            // SRTCP: two zero octets, then the index.
-            iv[6] = salt[6]
-            iv[7] = salt[7]
-            for byte in 0..<4 { iv[8 + byte] = salt[8 + byte] ^ UInt8(truncatingIfNeeded: index >> UInt32(24 - 8 * byte)) }
-        } else {
-            for byte in 0..<4 { iv[6 + byte] = salt[6 + byte] ^ UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * byte)) }
-            iv[10] = salt[10] ^ UInt8(truncatingIfNeeded: low >> 8)
-            iv[11] = salt[11] ^ UInt8(truncatingIfNeeded: low)
-        }
+        setSalted(salt, ssrc, at: 2)
+    }
+
+    private func setSalted(_ salt: [UInt8], _ word: UInt32, at offset: Int) {
+        for byte in 0..<4 { iv[offset + byte] = salt[offset + byte] ^ UInt8(truncatingIfNeeded: word >> UInt32(24 - 8 * byte)) }
     }
 
     private func open(_ context: OpaquePointer, _ buffer: UnsafeMutableRawBufferPointer, aad: Range<Int>, extraAAD: Range<Int>?,
