@@ -73,13 +73,9 @@ final class SessionWebhooks: Sendable {
             defer { state.loop = nil }
             return state.loop
         }
-        let deadline = clock.now().adding(milliseconds: Int64(seconds * 1000))
         task?.cancel()
-        // The loop claims nothing more; its requests under way end by their own limit and
-        // are stored (their rows stay leased, so the drain cannot send them twice). They are
-        // waited for within the budget only: a hung receiver does not hold the exit.
-        if let task { await Self.wait(for: task, until: deadline, clock: clock) }
-        let report = await dispatcher.drain(catalog, until: deadline)
+        _ = await task?.value
+        let report = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: Int64(seconds * 1000)))
         let left = await dispatcher.pendingCount(catalog)
         count(report, queued: left)
         if let pending = left, pending > 0 {
@@ -87,24 +83,6 @@ final class SessionWebhooks: Sendable {
                           metadata: ["pending": "\(pending)", "delivered": "\(report.delivered)"])
         }
         await dispatcher.shutdown()
-    }
-
-    /// Returns when `task` ends or at `deadline`, whichever is first (the task runs on).
-    private static func wait(for task: Task<Void, Never>, until deadline: MonotonicTime, clock: any TimeSource) async {
-        let resumed = Mutex(false)
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let resumeOnce: @Sendable () -> Void = {
-                if resumed.withLock({ done in defer { done = true }; return !done }) { continuation.resume() }
-            }
-            Task {
-                await task.value
-                resumeOnce()
-            }
-            Task {
-                try? await clock.sleep(nanoseconds: max(0, deadline.nanoseconds - clock.now().nanoseconds))
-                resumeOnce()
-            }
-        }
     }
 
     private func emit(_ event: WebhookEvent) {

@@ -85,7 +85,7 @@ public final class WebhookDispatcher: Sendable {
                 let claimed = (left ?? .max) >= 500_000_000 && inFlight < Self.rowsPerPass
                     ? await claim(catalog, limit: Self.rowsPerPass - inFlight) : []
                 for row in claimed {
-                    group.addTask { .attempted(await self.attemptToTheEnd(row, catalog: catalog, timeoutSeconds: left.map { Double($0) / 1e9 })) }
+                    group.addTask { .attempted(await self.attempt(row, catalog: catalog, timeoutSeconds: left.map { Double($0) / 1e9 })) }
                 }
                 inFlight += claimed.count
                 if inFlight == 0 {
@@ -160,15 +160,6 @@ public final class WebhookDispatcher: Sendable {
         }
     }
 
-    /// An attempt is not cut off when its dispatcher is cancelled (a session finishing): its
-    /// request may already be with the receiver. Cut off, its lease was given back and the
-    /// session's last drain sent the row again at once (a receiver that took 0.3 s to answer
-    /// got one event twice). It ends by its own limit instead, and its outcome is stored; the
-    /// dispatcher's run waits for it.
-    private func attemptToTheEnd(_ row: WebhookRecord, catalog: any CatalogStore, timeoutSeconds: Double?) async -> Report {
-        await Task { await self.attempt(row, catalog: catalog, timeoutSeconds: timeoutSeconds) }.value
-    }
-
     /// Sends one claimed row and stores the outcome while the lease is still this dispatcher's.
     private func attempt(_ claimed: WebhookRecord, catalog: any CatalogStore, timeoutSeconds: Double?) async -> Report {
         var row = claimed
@@ -178,7 +169,11 @@ public final class WebhookDispatcher: Sendable {
         let failure = await sender.send(type: row.eventType, body: row.body, to: row.url, signed: row.credentials != "",
                                         timeoutSeconds: timeoutSeconds)
         let after = clock.wallClockMilliseconds()
-        if let failure {
+        if Task.isCancelled {
+            // Cut off by the dispatcher's own end, not the receiver: the row is as it was, its
+            // lease given back, so the next dispatcher sends it at once.
+            row = claimed
+        } else if let failure {
             row.lastError = failure
             if after >= row.expiresAt {
                 row.attempts += 1
