@@ -97,7 +97,7 @@ class Postgres:
         return f"postgres://recbot:{self.password}@127.0.0.1:{self.port}/{name}?sslmode=disable"
 
     def drop_connections(self, database):
-        self.psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}' AND pid <> pg_backend_pid()")
+        self.psql(f"SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = '{database}' AND pid <> pg_backend_pid()")
 
 
 class S3:

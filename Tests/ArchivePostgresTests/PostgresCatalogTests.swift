@@ -160,7 +160,7 @@ struct PostgresCatalogTests {
         try catalog.insertSession(SessionRecord(id: "01JD0000000000000000000077", channelID: "c", startedAt: 1))
         // Only this test's database: the server is shared with tests running beside it.
         let database = String(text.split(separator: "/").last?.split(separator: "?").first ?? "")
-        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'recbot' AND datname = '\(database)'")
+        try server.psql("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE application_name = 'recbot' AND datname = '\(database)'")
         // The first call after the drop may see it; the one after must work.
         _ = try? catalog.sessions()
         #expect(try catalog.sessions().map(\.id) == ["01JD0000000000000000000077"])

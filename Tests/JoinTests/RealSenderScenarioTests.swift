@@ -25,16 +25,21 @@ import Testing
             #expect(result.status == 0, "recbot: \(result.stderr.suffix(2_000))")
             _ = try scenario.truth()
             // On a loaded 2-core machine the browsers' fake cameras and microphones stall, and their
-            // encoders skip pictures (numbers missing from the files that were never sent: once 2.7 %
-            // while the whole suite ran). So CI holds the files to the frames the senders did send
-            // (getStats, within 2 %), and leaves the missing numbers and the A/V drift of those
-            // stalls to the fault campaign's quieter run. A switch's second keyframe can come after
-            // recbot's 150 ms keyframe wait when the machine is that busy: then the picture is
-            // written twice, 1 ms apart (three switches at most: the start, r0, r2).
+            // encoders drop pictures to keep up (CI: the VP8 sender's three layers went out at 10 of
+            // 30 frames a second, half the numbers never sent). So CI holds the files to the frames
+            // the senders did send (getStats), and leaves the missing numbers and the A/V drift of
+            // those stalls to the fault campaign's quieter run (kept >= 99.5 %, missing <= 0.5 %).
+            // Within 5 %, not 2 %: the start snapshot reaches a busy page ~0.7 s after the
+            // subscription, and the frames sent in between are only estimated (3.5 % of a 20 s run;
+            // CI once judged 97.0 % a sender of which recbot had recorded more pictures than the
+            // snapshots counted and dropped none but the 2 before its first keyframe). A switch's
+            // second keyframe can come after recbot's 150 ms keyframe wait when the machine is that
+            // busy: then the picture is written twice, 1 ms apart (three switches at most: the
+            // start, r0, r2).
             let judge = try runProcess("/usr/bin/env", [
                 "python3", Scenario.peersDirectory.appendingPathComponent("judge_recording.py").path,
                 "--data-dir", scenario.dataDirectory, "--truth", scenario.directory.appendingPathComponent("truth.json").path,
-                "--recbot", Scenario.recbot, "--min-kept", "0.98", "--max-missing-ratio", "0.15", "--max-av-drift-ms", "1000",
+                "--recbot", Scenario.recbot, "--min-kept", "0.95", "--max-missing-ratio", "1", "--max-av-drift-ms", "1000",
                 "--max-repeated", "3", "--table",
             ])
             #expect(judge.status == 0, "judge: \(judge.stderrText.suffix(4_000))")

@@ -106,7 +106,7 @@ struct CatalogSpoolTests {
         let (server, catalog, database, spoolPath) = try sharedServerCatalog(channel: "failover")
         let writer = CatalogWriter(catalog: catalog, spoolPath: spoolPath, replayIntervalSeconds: 0.2, clock: SystemTimeSource(), logger: Logger(label: "test"))
         try server.psql("ALTER DATABASE \"\(database)\" SET default_transaction_read_only = on")
-        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
+        try server.psql("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
         _ = try? catalog.sessions()  // the drop is seen here: the writes meet the read-only server itself
         for write in writes(0..<3) { writer.submit(write) }
         writer.submit(.endSession(id: session, endedAt: 99, endReason: "duration", exitStatus: 0))
@@ -114,7 +114,7 @@ struct CatalogSpoolTests {
         #expect(writer.spooled.writes == 13, "read-only: every write waits")
         #expect(writer.error == nil, "nothing was refused")
         try server.psql("ALTER DATABASE \"\(database)\" SET default_transaction_read_only = off")
-        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
+        try server.psql("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
         #expect(writer.finish(timeoutSeconds: 30))
         #expect(writer.spooled.writes == 0 && writer.error == nil)
         #expect(try catalog.recordings(RecordingFilter(sessionID: session)).map(\.status) == [.complete, .complete, .complete])
@@ -130,7 +130,7 @@ struct CatalogSpoolTests {
             CREATE TRIGGER slow BEFORE INSERT ON events FOR EACH ROW EXECUTE FUNCTION slow_insert();
             ALTER DATABASE "\(database)" SET statement_timeout = '100ms';
             """, database: database)
-        try server.psql("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
+        try server.psql("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
         _ = try? catalog.sessions()  // the first call after the drop may see it
         let spool = try #require(try CatalogSpool(path: spoolPath))
         for write in writes(0..<2) { try spool.append(write) }

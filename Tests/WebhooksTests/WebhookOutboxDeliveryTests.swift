@@ -32,7 +32,9 @@ import WireCoding
     }
 
     /// 10,000 rows for a receiver that accepts and never answers, queued before one row for a
-    /// live receiver: the live one has it within 2 s.
+    /// live receiver: the live one has it within the drain's 4 s (a dispatcher that let the
+    /// backlog go first would never reach it: each hung request holds its place to the deadline).
+    /// (CI's suite on two busy cores once took 2.6 s.)
     @Test func aHungReceiversBacklogDelaysNoOtherReceiver() async throws {
         try await withTaskExecutorPreference(DedicatedExecutor.shared) { try await aHungReceiversBacklogDelaysNoOtherReceiverBody() }
     }
@@ -52,7 +54,7 @@ import WireCoding
         }
         while try live.delivered().isEmpty, Date().timeIntervalSince(start) < 5 { try await Task.sleep(nanoseconds: 20_000_000) }
         let waited = Date().timeIntervalSince(start)
-        #expect(try live.delivered().count == 1 && waited < 2, "the live receiver waited \(waited) s")
+        #expect(try live.delivered().count == 1 && waited < 4, "the live receiver waited \(waited) s")
         _ = await drain.value
         // Each hung request was given what was left of the 4 s, not its own 10 s. (The wall
         // clock is only held loosely: a loaded 2-core machine can hold the event loops' timers
