@@ -20,8 +20,8 @@ final class SessionWebhooks: Sendable {
     private let dispatcher: WebhookDispatcher
     private let logger: Logger
     private struct State {
-        /// The delivery task, from `start` until `finish` cancels it.
-        var loop: Task<Void, Never>?
+        /// The delivery task and its stop, from `start` until `finish` ends it.
+        var loop: (task: Task<Void, Never>, stop: DispatchStop)?
         var recordingStarted = false
         var counted = WebhookTotals()
     }
@@ -49,11 +49,13 @@ final class SessionWebhooks: Sendable {
 
     /// Delivers what comes due, beside the session, until `finish`.
     func start() {
-        let (dispatcher, catalog, clock) = (dispatcher, catalog, clock)
+        let (dispatcher, catalog, clock, stop) = (dispatcher, catalog, clock, DispatchStop())
         let task = Task.detached(priority: .utility) { [weak self] in
             let session = self
             await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await dispatcher.run(catalog, until: nil, untilIdle: false) { report in session?.count(report, queued: nil) } }
+                group.addTask {
+                    _ = await dispatcher.run(catalog, until: nil, untilIdle: false, stop: stop) { report in session?.count(report, queued: nil) }
+                }
                 group.addTask {  // the queue's depth, for the metrics
                     while !Task.isCancelled {
                         let queued = await dispatcher.pendingCount(catalog)
@@ -61,21 +63,40 @@ final class SessionWebhooks: Sendable {
                         try? await clock.sleep(nanoseconds: 2_000_000_000)
                     }
                 }
+                _ = await group.next()  // the run: it ends only when stopped or cancelled
+                group.cancelAll()
             }
         }
-        state.withLock { $0.loop = task }
+        state.withLock { $0.loop = (task, stop) }
+    }
+
+    /// Ends the delivery loop by `deadline`: it claims nothing more, and a request under way
+    /// is answered and stored rather than cut off (its lease given back, the final drain would
+    /// send it again to a receiver that already has it). Past the deadline it is cut off.
+    private func end(_ loop: (task: Task<Void, Never>, stop: DispatchStop), by deadline: MonotonicTime) async {
+        if loop.stop.request() { loop.task.cancel() }  // idle: nothing to wait for
+        let clock = clock
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { await loop.task.value; return true }
+            group.addTask {
+                try? await clock.sleep(until: deadline)
+                return false
+            }
+            if await group.next() == false { loop.task.cancel() }
+            group.cancelAll()
+        }
     }
 
     /// After the session's last catalog write: a last delivery of what is due, for at most
     /// `seconds`; what is left stays queued for the next join, repair or `webhooks retry`.
     func finish(seconds: Double) async {
-        let task = state.withLock { state in
+        let deadline = clock.now().adding(milliseconds: Int64(seconds * 1000))
+        let loop = state.withLock { state in
             defer { state.loop = nil }
             return state.loop
         }
-        task?.cancel()
-        _ = await task?.value
-        let report = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: Int64(seconds * 1000)))
+        if let loop { await end(loop, by: deadline) }
+        let report = await dispatcher.drain(catalog, until: deadline)
         let left = await dispatcher.pendingCount(catalog)
         count(report, queued: left)
         if let pending = left, pending > 0 {

@@ -69,8 +69,9 @@ public final class WebhookDispatcher: Sendable {
     /// holds only its own requests while every other row goes on. `untilIdle`: also stop when
     /// nothing of this dispatcher's is pending and due before the deadline. Each request ends
     /// by its own limit or the deadline, whichever is first; nothing is claimed with less than
-    /// half a second left (a request cut that short would only count as a failure).
-    public func run(_ catalog: any CatalogStore, until deadline: MonotonicTime?, untilIdle: Bool,
+    /// half a second left (a request cut that short would only count as a failure). `stop`:
+    /// once requested, nothing more is claimed and the run returns when its attempts are stored.
+    public func run(_ catalog: any CatalogStore, until deadline: MonotonicTime?, untilIdle: Bool, stop: DispatchStop? = nil,
                     onProgress: @escaping @Sendable (Report) -> Void = { _ in }) async -> Report {
         enum Step: Sendable { case attempted(Report), tick }
         await releaseLeasesOfDeadOwners(catalog)
@@ -82,13 +83,17 @@ public final class WebhookDispatcher: Sendable {
                 // left of it): they are waited for, so each attempt is stored and its lease given back.
                 if let left, left <= 0, inFlight == 0 { break }
                 await pruneIfDue(catalog)
-                let claimed = (left ?? .max) >= 500_000_000 && inFlight < Self.rowsPerPass
-                    ? await claim(catalog, limit: Self.rowsPerPass - inFlight) : []
+                var claimed: [WebhookRecord] = []
+                if (left ?? .max) >= 500_000_000, inFlight < Self.rowsPerPass, stop?.beginClaim() ?? true {
+                    claimed = await claim(catalog, limit: Self.rowsPerPass - inFlight)
+                    stop?.endClaim(rows: claimed.count)
+                }
                 for row in claimed {
                     group.addTask { .attempted(await self.attempt(row, catalog: catalog, timeoutSeconds: left.map { Double($0) / 1e9 })) }
                 }
                 inFlight += claimed.count
                 if inFlight == 0 {
+                    if stop?.isStopping == true { break }
                     guard let pause = await idlePause(catalog, left: left, untilIdle: untilIdle) else { break }
                     try? await clock.sleep(nanoseconds: Int64(clamping: pause))
                     continue
@@ -103,6 +108,7 @@ public final class WebhookDispatcher: Sendable {
                 switch await group.next() {
                 case .attempted(let report):
                     inFlight -= 1
+                    stop?.attemptEnded()
                     total = total + report
                     onProgress(report)
                 case .tick: ticking = false

@@ -89,6 +89,53 @@ import WireCoding
         #expect(limits.count == 4 && limits.allSatisfy { $0 <= 1 }, "each request had what was left of the second: \(limits)")
     }
 
+    /// A session finishing stops its dispatcher, then drains. A request under way then is with
+    /// the receiver already: it is answered, stored as delivered, and not sent again (when the
+    /// run was cancelled instead, its lease was given back and the drain sent it a second time:
+    /// CI saw `recording.started` twice, 40 ms apart).
+    @Test func aRequestUnderWayWhenItsDispatcherStopsIsStoredNotSentTwice() async throws {
+        try await withTaskExecutorPreference(DedicatedExecutor.shared) { try await aRequestUnderWayBody() }
+    }
+
+    func aRequestUnderWayBody() async throws {
+        let slow = try WebhookReceiver(directory: directory, arguments: ["--delay", "1"], waitUntilListening: true)
+        defer { slow.stop() }
+        let catalog = try sqlite()
+        let settings = WebhookSettings(urls: [])
+        try catalog.enqueueWebhooks(rows(1, sessions: 1, to: slow.url, settings: settings, prefix: "slow"))
+        let dispatcher = WebhookDispatcher(settings: settings, clock: clock, logger: logger)
+        let stop = DispatchStop()
+        let loop = Task(executorPreference: DedicatedExecutor.shared) {
+            await dispatcher.run(catalog, until: nil, untilIdle: false, stop: stop)
+        }
+        // Claimed (leased), and its request sent: the receiver holds it for a second.
+        let start = Date()
+        while try catalog.webhookLeaseOwners(now: clock.wallClockMilliseconds()).isEmpty, Date().timeIntervalSince(start) < 10 {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        #expect(try !catalog.webhookLeaseOwners(now: clock.wallClockMilliseconds()).isEmpty, "the row was claimed")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(!stop.request(), "a request is under way")
+        let stopped = await loop.value
+        let drained = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: 3_000))
+        await dispatcher.shutdown()
+        #expect(stopped.delivered == 1 && drained.delivered == 0, "the stopped run stored its delivery: \(stopped), drain \(drained)")
+        #expect(try slow.requests().count == 1, "sent once")
+        #expect(try catalog.webhookCounts().delivered == 1)
+    }
+
+    /// An idle run asked to stop (and not cancelled) ends by itself at its next look at the queue.
+    @Test func anIdleRunAskedToStopEndsByItself() async throws {
+        let catalog = try sqlite()
+        let dispatcher = WebhookDispatcher(settings: WebhookSettings(urls: []), clock: clock, logger: logger)
+        let stop = DispatchStop()
+        let loop = Task { await dispatcher.run(catalog, until: nil, untilIdle: false, stop: stop) }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        _ = stop.request()
+        #expect(await loop.value == WebhookDispatcher.Report())
+        await dispatcher.shutdown()
+    }
+
     /// The limit a timed-out attempt had, from its `last_error` ("no answer within 3 s").
     static func limitSeconds(_ error: String?) -> Double? {
         guard let error, error.hasPrefix("no answer within ") else { return nil }
