@@ -168,8 +168,10 @@ def overload_runs(args, baseline, audio_cores):
           f"({1e6 * baseline.cpu / baseline.packets():.1f} us/pkt), their audio alone (video offered, none sent) {audio_cores:.2f}; "
           f"each factor caps recbot at that over F for {args.capped} s, then lifts the cap for {args.lifted} s")
     print("  F  cores  audio% worst/med  video% capped worst/med  of carriable  fair  back s  verify  kernel  exit  died")
-    for factor in args.factors:
-        cores = baseline.cpu / baseline.wall / factor
+    # Fixed quotas (--cores) compare builds and settings across runs: C itself moves by a tenth
+    # from run to run on a shared host, and with it every C/F quota.
+    quotas = [(need / cores, cores) for cores in args.cores] if args.cores else [(factor, need / factor) for factor in args.factors]
+    for factor, cores in quotas:
         run = Recording(args, args.publishers, args.capped + args.lifted, cores=cores, lift_at=args.capped, keep=args.keep).run()
         lifted_at = getattr(run, "lifted_unix", run.started_unix + args.capped) - run.started_unix
         rows = run.per_publisher(capped_until=lifted_at, lifted_at=lifted_at)
@@ -190,7 +192,7 @@ def overload_runs(args, baseline, audio_cores):
                   "kernel_drops": run.kernel_drops, "exit": run.exit, "died": run.died_at(), "work": run.work, "publishers": rows}
         results.append(result)
         fmt = lambda v, spec: "-" if v is None else format(v, spec)  # noqa: E731
-        print(f"{factor:>3} {cores:>6.2f}  {fmt(audio[0], '6.2f')}/{fmt(audio[1], '6.2f')}      {fmt(capped[0], '6.2f')}/{fmt(capped[1], '6.2f')}"
+        print(f"{factor:>3.3g} {cores:>6.2f}  {fmt(audio[0], '6.2f')}/{fmt(audio[1], '6.2f')}      {fmt(capped[0], '6.2f')}/{fmt(capped[1], '6.2f')}"
               f"        {fmt(of_carriable, '5.2f')}  {fmt(fair, '4.2f')}  {fmt(back, '5.1f')}{'+' if missing_back else ' '}"
               f" {verified:>3}/{len(run.files):<3} {run.kernel_drops:>7} {run.exit:>5}  {run.died_at() or '-'}", flush=True)
         run.cleanup()
@@ -230,6 +232,8 @@ def main():
     parser.add_argument("--floor", help="accepted for bench.sh's sake; unused")
     parser.add_argument("--publishers", type=int, default=256)
     parser.add_argument("--factors", default="2,4", type=lambda text: [float(x) for x in text.split(",") if x])
+    parser.add_argument("--cores", default="", type=lambda text: [float(x) for x in text.split(",") if x],
+                        help="fixed quotas in cores instead of --factors (F is then reported as C over the quota)")
     parser.add_argument("--capped", type=float, default=30, help="seconds under the quota")
     parser.add_argument("--lifted", type=float, default=30, help="seconds after the quota is lifted")
     parser.add_argument("--rmem-publishers", default="512,768", type=lambda text: [int(x) for x in text.split(",") if x],
