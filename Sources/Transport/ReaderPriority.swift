@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// The sockets' thread runs ahead of the rest of recbot. Past capacity (a CPU quota, a busy
 /// host) it shares the CPU with the media core, which always has work waiting; at an even
@@ -13,6 +14,15 @@ enum ReaderPriority {
 
     /// Raises the calling thread's priority (Linux keeps one per thread). Nil when not allowed:
     /// it needs root, CAP_SYS_NICE or an RLIMIT_NICE that reaches it (systemd's `LimitNICE=`).
+    /// Whether a refusal was already reported: each rejoin binds a new sockets' thread, and the
+    /// answer does not change within a process.
+    private static let refusalReported = Atomic<Bool>(false)
+
+    /// True the first time in this process (the caller logs it then, and never again).
+    static func firstRefusal() -> Bool {
+        !refusalReported.exchange(true, ordering: .relaxed)
+    }
+
     static func raiseCurrentThread() -> Int32? {
         // Who 0 is the calling thread: Linux keeps the nice value per thread.
         guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) == 0 else { return nil }

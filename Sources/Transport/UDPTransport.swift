@@ -84,7 +84,7 @@ public final class UDPTransport: @unchecked Sendable {
         let box = HandlerBox()
         let backlog = ReceiveBacklog(limits: backlogLimits)
         let readers = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        if (try? await readers.next().submit({ ReaderPriority.raiseCurrentThread() }).get()) == nil {
+        if (try? await readers.next().submit({ ReaderPriority.raiseCurrentThread() }).get()) == nil, ReaderPriority.firstRefusal() {
             logger.info("the sockets' thread runs at recbot's own priority (raising it needs root, CAP_SYS_NICE or LimitNICE=-10): past capacity the kernel may drop datagrams unread, audio included")
         }
         for ip in addresses {
