@@ -166,7 +166,7 @@ def overload_runs(args, baseline, audio_cores):
     results = []
     print(f"\npast capacity: {args.publishers} publishers need {need:.2f} cores "
           f"({1e6 * baseline.cpu / baseline.packets():.1f} us/pkt), their audio alone (video offered, none sent) {audio_cores:.2f}; "
-          + (f"each quota caps recbot at that many cores (F = the need over it)" if args.cores else "each factor caps recbot at that over F")
+          + ("each quota caps recbot at that many cores (F = the need over it)" if args.cores else "each factor caps recbot at that over F")
           + f" for {args.capped} s, then lifts the cap for {args.lifted} s")
     print("  F  cores  audio% worst/med  video% capped worst/med  of carriable  fair  back s  verify  kernel  exit  died")
     # Fixed quotas (--cores) compare builds and settings across runs: C itself moves by a tenth
