@@ -329,8 +329,8 @@ let package = Package(
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignalingCore", "WireCoding"]),
         .testTarget(name: "InteropTests", dependencies: [
-            "PeerConnection", "Transport", "DTLS", "ICE", "Keying", "RTP", "SDP", "SRTP", "STUN", "SCTP", "TestSupport", "WireCoding",
-            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            "PeerConnection", "Transport", "DTLS", "ICE", "Keying", "RTP", "SDP", "SRTP", "STUN", "SCTP", "SystemClock", "TestSupport",
+            "WireCoding", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .testTarget(name: "DTLSTests", dependencies: ["DTLS", "Keying", "SRTP", "RTP", "SDP", "COpenSSL", "COpenSSLShim", "WireCoding"]),
         .testTarget(name: "SystemLibrariesTests", dependencies: ["COpenSSL", "CSRTP", "CVPX", "COpus"]),

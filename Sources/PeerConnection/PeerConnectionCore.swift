@@ -49,8 +49,11 @@ public enum TransportEvent: Equatable, Sendable {
     case rtcp([RTCPPacket])
     /// Decrypted DTLS application data, when no data-channel endpoint is attached.
     case applicationData([UInt8])
-    /// Data channels (SCTP over DTLS).
+    /// Data channels (SCTP over DTLS): opened, closed, failed.
     case dataChannel(DataChannelEvent)
+    /// A message on a data channel, with when the sockets' thread read the datagram that
+    /// completed it: its time in the archive, as a frame's is (not when the core got to it).
+    case dataChannelMessage(channel: DataChannel, isBinary: Bool, data: [UInt8], readAt: MonotonicTime)
     case relay(RelayEvent)
     case closed
     case failed(TransportFailure)
@@ -185,7 +188,7 @@ public final class PeerConnectionCore {
                 counters.droppedUnvalidatedSource += 1
                 return
             }
-            absorb(dtls.handle(datagram: datagram, now: now), now: now, &output)
+            absorb(dtls.handle(datagram: datagram, now: now), now: now, readAt: readAt ?? now, &output)
         case 128...191:
             guard ice.isValidated(remote: remote) else {
                 counters.droppedUnvalidatedSource += 1
@@ -352,12 +355,19 @@ public final class PeerConnectionCore {
         }
     }
 
-    private func absorb(_ channelOutput: DataChannelOutput, now: MonotonicTime, _ output: inout TransportOutput) {
+    /// `readAt`: when the datagram that produced this output was read (`now` for a timer's).
+    private func absorb(_ channelOutput: DataChannelOutput, now: MonotonicTime, readAt: MonotonicTime? = nil, _ output: inout TransportOutput) {
         for packet in channelOutput.packets { absorb(dtls.send(packet), now: now, &output) }
-        output.events += channelOutput.events.map { .dataChannel($0) }
+        for event in channelOutput.events {
+            if case .message(let channel, let isBinary, let data) = event {
+                output.events.append(.dataChannelMessage(channel: channel, isBinary: isBinary, data: data, readAt: readAt ?? now))
+            } else {
+                output.events.append(.dataChannel(event))
+            }
+        }
     }
 
-    private func absorb(_ dtlsOutput: DTLSOutput, now: MonotonicTime, _ output: inout TransportOutput) {
+    private func absorb(_ dtlsOutput: DTLSOutput, now: MonotonicTime, readAt: MonotonicTime? = nil, _ output: inout TransportOutput) {
         if let pair = ice.selected {
             output.datagrams += dtlsOutput.datagrams.map { .init(bytes: $0, from: pair.local, to: pair.remote) }
         }
@@ -374,7 +384,7 @@ public final class PeerConnectionCore {
                 if let dataChannels { absorb(dataChannels.start(now: now), now: now, &output) }
             case .applicationData(let data):
                 if let dataChannels {
-                    absorb(dataChannels.handle(packet: data, now: now), now: now, &output)
+                    absorb(dataChannels.handle(packet: data, now: now), now: now, readAt: readAt, &output)
                 } else {
                     output.events.append(.applicationData(data))
                 }

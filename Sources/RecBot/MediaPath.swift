@@ -177,8 +177,12 @@ final class MediaPath: @unchecked Sendable {
                 times.withLockedValue { $0.recordingSince = $0.recordingSince ?? now }
                 observers.phase(.recording)
                 observers.recording(now)
-            case .dataChannel(.message(let channel, let isBinary, let data)):
-                inbox.post(message: .dataChannelMessage(label: channel.label, isBinary: isBinary, data: data))
+            case .dataChannelMessage(let channel, let isBinary, let data, let readAt):
+                // Stamped with its read time on the wall clock: it then waits in the inbox, and
+                // under load the session may get to it late.
+                let waited = max(0, clock.now().nanoseconds - readAt.nanoseconds) / 1_000_000
+                inbox.post(message: .dataChannelMessage(label: channel.label, isBinary: isBinary, data: data,
+                                                        receivedAt: clock.wallClockMilliseconds() - waited))
             case .dataChannel(.opened(let channel)):
                 logger.info("data channel open", metadata: ["label": "\(channel.label)", "ordered": "\(channel.ordered)"])
             case .dataChannel(.closed(let channel)):

@@ -116,7 +116,9 @@ struct SessionConnection {
         inbox.close()  // nothing more is queued; what is there is stored below
         // Messages that came in behind the end are still stored (nothing is acted on).
         for input in inbox.drainMessages() {
-            for action in signaling.handle(input, now: session.clock.now()) { if case .store(let record) = action { eventLog.store(record) } }
+            for action in signaling.handle(input, now: session.clock.now()) {
+                if case .store(let record) = action { eventLog.store(record, receivedAt: input.receivedAt) }
+            }
         }
         await shutdown.logSummary(signaling: signaling.counters, inboxDropped: inbox.dropped)
         // Not live before its counters join the ended connections' (metrics must never count them twice).
@@ -136,10 +138,13 @@ struct SessionConnection {
     /// session, whose actions are carried out here.
     private func converse(_ signaling: inout SignalingSession, path: MediaPath, connection: SignalingConnection) async -> SignalingSessionEnd {
         var pending: [SignalingSession.Action] = []
+        // What an input stores keeps the input's read time (a data-channel message's).
+        var receivedAt: Int64?
         while true {
             if pending.isEmpty {
                 guard let input = await inbox.next() else { return SignalingSessionEnd(cause: .requested, reason: stopRequest.requested ?? "ended") }
                 pending = signaling.handle(input, now: session.clock.now())
+                receivedAt = input.receivedAt
                 continue
             }
             let action = pending.removeFirst()
@@ -149,7 +154,7 @@ struct SessionConnection {
             case .send(let text, let route):
                 path.send(text, via: route, connection: connection)
             case .store(let record):
-                media.eventLog.store(record)
+                media.eventLog.store(record, receivedAt: receivedAt)
             case .log(let line):
                 Self.log(line, session.logger)
             case .addRemoteCandidate(let text):

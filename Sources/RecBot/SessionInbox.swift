@@ -140,7 +140,7 @@ final class SessionInbox: Sendable {
     fileprivate static func size(of input: SignalingSession.Input) -> Int {
         switch input {
         case .webSocketMessage(let text): text.utf8.count
-        case .dataChannelMessage(_, _, let data): data.count
+        case .dataChannelMessage(_, _, let data, _): data.count
         case .localCandidate(let text): text.utf8.count
         default: 0
         }

@@ -46,12 +46,13 @@ final class SignalingEventLog {
         storedBytes += size
     }
 
-    /// What the signaling session asked to keep.
-    func store(_ record: SignalingRecord) {
+    /// What the signaling session asked to keep; `receivedAt` (Unix milliseconds): when it was
+    /// read, if known (else now).
+    func store(_ record: SignalingRecord, receivedAt: Int64? = nil) {
         switch record {
-        case .message(let message, let label): self.record(message, label: label)
+        case .message(let message, let label): self.record(message, label: label, receivedAt: receivedAt)
         case .dataChannelMessage(let label, let sender, let isBinary, let data):
-            recordDataChannelMessage(label: label, sender: sender, isBinary: isBinary, data: data)
+            recordDataChannelMessage(label: label, sender: sender, isBinary: isBinary, data: data, receivedAt: receivedAt)
         case .malformed(let text):
             store(EventRecord(sessionID: sessionID, kind: .signaling, eventType: "malformed", receivedAt: clock.wallClockMilliseconds(),
                               payload: .text(text)))
@@ -60,8 +61,8 @@ final class SignalingEventLog {
 
     /// notify / push / unknown messages go into the events table, raw; notify also keeps `connections` current.
     /// `label`: the data channel it came on (nil: the WebSocket).
-    func record(_ message: IncomingMessage, label: String? = nil) {
-        let receivedAt = clock.wallClockMilliseconds()
+    func record(_ message: IncomingMessage, label: String? = nil, receivedAt: Int64? = nil) {
+        let receivedAt = receivedAt ?? clock.wallClockMilliseconds()
         let event: EventRecord
         switch message {
         case .notify(let type, let raw):
@@ -94,7 +95,7 @@ final class SignalingEventLog {
 
     /// A message on a messaging channel (`#label`, `e2ee`, `rpc`): text that is JSON is stored as
     /// JSON, other text as text, binary as bytes.
-    func recordDataChannelMessage(label: String, sender: String?, isBinary: Bool, data: [UInt8]) {
+    func recordDataChannelMessage(label: String, sender: String?, isBinary: Bool, data: [UInt8], receivedAt: Int64? = nil) {
         let payload: EventPayload
         if !isBinary, let text = String(validating: data, as: UTF8.self) {
             payload = .classify(text: text)
@@ -102,7 +103,7 @@ final class SignalingEventLog {
             payload = .binary(data)
         }
         let event = EventRecord(sessionID: sessionID, kind: .datachannel, label: label, senderConnectionID: sender,
-                                receivedAt: clock.wallClockMilliseconds(), payload: payload)
+                                receivedAt: receivedAt ?? clock.wallClockMilliseconds(), payload: payload)
         store(event)
     }
 }

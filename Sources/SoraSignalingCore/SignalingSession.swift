@@ -92,7 +92,9 @@ public struct SignalingSession {
         case webSocketMessage(String)
         /// The WebSocket closed (after its last message); the close code, if any.
         case webSocketClosed(code: Int?)
-        case dataChannelMessage(label: String, isBinary: Bool, data: [UInt8])
+        /// `receivedAt`: when it was read (Unix milliseconds), for what is stored of it; the
+        /// session itself does not read it.
+        case dataChannelMessage(label: String, isBinary: Bool, data: [UInt8], receivedAt: Int64? = nil)
         /// The `signaling` data channel closed, or the whole association failed.
         case signalingChannelLost(String)
         /// A local ICE candidate to trickle to Sora.
@@ -105,6 +107,12 @@ public struct SignalingSession {
         case stats(StatsRequest, packetsReceived: Int, timestamp: Int64)
         /// The caller answered the offer: the answer and the local candidates go to Sora.
         case answered(sdp: String, candidates: [String])
+
+        /// When the input was read, if the caller knows: the time of what it stores.
+        public var receivedAt: Int64? {
+            if case .dataChannelMessage(_, _, _, let receivedAt) = self { return receivedAt }
+            return nil
+        }
     }
 
     public enum Action: Sendable, Equatable {
@@ -156,7 +164,7 @@ public struct SignalingSession {
         switch input {
         case .webSocketMessage(let text): return webSocketMessage(text)
         case .webSocketClosed(let code): return webSocketClosed(code: code)
-        case .dataChannelMessage(let label, let isBinary, let data): return dataChannelMessage(label: label, isBinary: isBinary, data: data)
+        case .dataChannelMessage(let label, let isBinary, let data, _): return dataChannelMessage(label: label, isBinary: isBinary, data: data)
         case .signalingChannelLost(let why): return channelLost(why)
         case .localCandidate(let candidate):
             return ended == nil && webSocketOpen ? [.send(OutgoingMessage.candidate(candidate), .webSocket)] : []

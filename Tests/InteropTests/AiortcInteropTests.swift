@@ -10,6 +10,7 @@ import SCTP
 import SDP
 import SRTP
 import STUN
+import SystemClock
 import Testing
 import Transport
 import WireCoding
@@ -21,13 +22,18 @@ final class EventLog: @unchecked Sendable {
     private var _rtpBySSRC: [UInt32: Int] = [:]
     private var _dataChannelMessages: [(label: String, isBinary: Bool, data: [UInt8])] = []
     private var _openedChannels: [DataChannel] = []
+    /// Per message: nanoseconds from its datagram's read (the time it carries) to this event.
+    private var _messageReadAges: [Int64] = []
+    /// The transport's own clock (the default one).
+    private let clock = SystemTimeSource()
 
     func record(_ event: TransportEvent) {
         lock.lock(); defer { lock.unlock() }
         if case .rtp(let box) = event {
             _rtpBySSRC[box.packet.ssrc, default: 0] += 1
-        } else if case .dataChannel(.message(let channel, let isBinary, let data)) = event {
+        } else if case .dataChannelMessage(let channel, let isBinary, let data, let readAt) = event {
             _dataChannelMessages.append((channel.label, isBinary, data))
+            _messageReadAges.append(clock.now().nanoseconds - readAt.nanoseconds)
         } else if case .dataChannel(.opened(let channel)) = event {
             _openedChannels.append(channel)
         } else {
@@ -38,6 +44,7 @@ final class EventLog: @unchecked Sendable {
     var events: [TransportEvent] { lock.lock(); defer { lock.unlock() }; return _events }
     var dataChannelMessages: [(label: String, isBinary: Bool, data: [UInt8])] { lock.lock(); defer { lock.unlock() }; return _dataChannelMessages }
     var openedChannels: [DataChannel] { lock.lock(); defer { lock.unlock() }; return _openedChannels }
+    var messageReadAges: [Int64] { lock.lock(); defer { lock.unlock() }; return _messageReadAges }
     var rtpBySSRC: [UInt32: Int] { lock.lock(); defer { lock.unlock() }; return _rtpBySSRC }
     var closedChannels: [String] {
         events.compactMap { if case .dataChannel(.closed(let channel)) = $0 { channel.label } else { nil } }
@@ -158,6 +165,10 @@ private func runAiortcSession(on group: MultiThreadedEventLoopGroup, profile: St
         let sent = try #require(PeerMessage.byLabel(result.report["datachannel_messages"]))
         #expect(sent["#chat"]?.count == 5 && sent["#fast"]?.count == 3 && sent["#pr"]?.count == 15)
         #expect(result.log.dataChannelMessages.contains { $0.data.count == 5_000 }, "a message larger than one SCTP chunk")
+        // Each message carries when the sockets' thread read its last datagram (its time in the
+        // archive): before the event, and not by more than a busy machine's moment.
+        let ages = result.log.messageReadAges
+        #expect(!ages.isEmpty && ages.allSatisfy { $0 >= 0 && $0 < 5_000_000_000 }, "read ages (ns): \(ages)")
         // On "#pr" two messages were lost once and, with no retransmits allowed, abandoned:
         // aiortc's FORWARD-TSN lets the ordered stream go on without them.
         let dropped = Set((result.report["datachannel_dropped"] as? [String] ?? []).map { Array($0.utf8) })

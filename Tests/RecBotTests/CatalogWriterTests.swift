@@ -1,6 +1,7 @@
 import Archive
 import Foundation
 import Logging
+import SoraSignalingCore
 import SystemClock
 import Testing
 import WireCoding
@@ -30,5 +31,25 @@ import TestSupport
         // Every event carries the injected clock's time, not the machine's.
         let times = try catalog.events(EventFilter(sessionID: "01JD0000000000000000000000", limit: 10)).map(\.receivedAt)
         #expect(!times.isEmpty && times.allSatisfy { $0 == 1_764_000_000_000 }, "\(times)")
+    }
+
+    /// A data-channel message keeps the time it was read, not the time the session stored it:
+    /// a chat message and a notify that came over a data channel alike.
+    @Test func aMessageKeepsTheTimeItWasRead() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-readtime-\(UUID())").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let session = "01JD0000000000000000000001"
+        let catalog = try Catalog(path: root + "/catalog.sqlite")
+        try catalog.insertSession(SessionRecord(id: session, channelID: "c", startedAt: 0))
+        let writer = CatalogWriter(catalog: catalog, clock: SystemTimeSource(), logger: Logger(label: "test"))
+        let log = SignalingEventLog(sessionID: session, writer: writer, logger: Logger(label: "test"),
+                                    clock: ManualTimeSource(wallClockMilliseconds: 1_764_000_009_000))
+        log.store(.dataChannelMessage(label: "#chat", sender: "A", isBinary: false, data: Array("hi".utf8)), receivedAt: 1_764_000_001_000)
+        let notify = try IncomingMessage(parsing: #"{"type":"notify","event_type":"connection.created","connection_id":"A"}"#)
+        log.store(.message(notify, label: "signaling"), receivedAt: 1_764_000_002_000)
+        log.store(.dataChannelMessage(label: "#chat", sender: "A", isBinary: false, data: Array("later".utf8)))
+        #expect(writer.drain(timeoutSeconds: 30))
+        let times = try catalog.events(EventFilter(sessionID: session, limit: 10)).map(\.receivedAt).sorted()
+        #expect(times == [1_764_000_001_000, 1_764_000_002_000, 1_764_000_009_000], "without a read time, the log's clock: \(times)")
     }
 }
