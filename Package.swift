@@ -300,7 +300,7 @@ let package = Package(
             "Archive", "ArchivePostgres", "PostgresTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
-        .testTarget(name: "RecBotTests", dependencies: ["SystemClock", "RecBot", "DiskLayout", "Recorder", "Media", "SoraSignaling", "SoraSignalingCore", "WebMReader", "CodecBindings", "WireCoding",
+        .testTarget(name: "RecBotTests", dependencies: ["SystemClock", "RecBot", "DiskLayout", "Recorder", "Media", "SoraSignaling", "SoraSignalingCore", "WebMReader", "CodecBindings", "Webhooks", "WireCoding",
                                                         "Archive", "ArchivePostgres", "PostgresTestSupport", "TestSupport",
                                                         .product(name: "Logging", package: "swift-log"),
                                                         .product(name: "NIOPosix", package: "swift-nio")]),

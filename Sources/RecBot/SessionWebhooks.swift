@@ -73,7 +73,8 @@ final class SessionWebhooks: Sendable {
     /// Ends the delivery loop by `deadline`: it claims nothing more, and a request under way
     /// is answered and stored rather than cut off (its lease given back, the final drain would
     /// send it again to a receiver that already has it). Past the deadline it is cut off.
-    private func end(_ loop: (task: Task<Void, Never>, stop: DispatchStop), by deadline: MonotonicTime) async {
+    private func end(_ loop: (task: Task<Void, Never>, stop: DispatchStop)?, by deadline: MonotonicTime) async {
+        guard let loop else { return }
         if loop.stop.request() { loop.task.cancel() }  // idle: nothing to wait for
         let clock = clock
         await withTaskGroup(of: Bool.self) { group in
@@ -95,8 +96,12 @@ final class SessionWebhooks: Sendable {
             defer { state.loop = nil }
             return state.loop
         }
-        if let loop { await end(loop, by: deadline) }
+        // The loop ends beside the final drain, not before it: its requests under way (a hung
+        // receiver's, up to the deadline) must not take the drain's time from the other
+        // receivers. The two never send one row twice: a claim skips rows under any lease.
+        async let ended: Void = end(loop, by: deadline)
         let report = await dispatcher.drain(catalog, until: deadline)
+        await ended
         let left = await dispatcher.pendingCount(catalog)
         count(report, queued: left)
         if let pending = left, pending > 0 {

@@ -98,7 +98,8 @@ import WireCoding
     }
 
     func aRequestUnderWayBody() async throws {
-        let slow = try WebhookReceiver(directory: directory, arguments: ["--delay", "1"], waitUntilListening: true)
+        // Three seconds: room on a loaded machine for the stop to come while the request is under way.
+        let slow = try WebhookReceiver(directory: directory, arguments: ["--delay", "3"], waitUntilListening: true)
         defer { slow.stop() }
         let catalog = try sqlite()
         let settings = WebhookSettings(urls: [])
@@ -108,7 +109,7 @@ import WireCoding
         let loop = Task(executorPreference: DedicatedExecutor.shared) {
             await dispatcher.run(catalog, until: nil, untilIdle: false, stop: stop)
         }
-        // Claimed (leased), and its request sent: the receiver holds it for a second.
+        // Claimed (leased), and its request sent: the receiver holds it for three seconds.
         let start = Date()
         while try catalog.webhookLeaseOwners(now: clock.wallClockMilliseconds()).isEmpty, Date().timeIntervalSince(start) < 10 {
             try await Task.sleep(nanoseconds: 10_000_000)
@@ -117,9 +118,12 @@ import WireCoding
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(!stop.request(), "a request is under way")
         let stopped = await loop.value
-        let drained = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: 3_000))
+        // Long enough for a second request, had there been one, to be answered and logged.
+        let drained = await dispatcher.drain(catalog, until: clock.now().adding(milliseconds: 6_000))
         await dispatcher.shutdown()
         #expect(stopped.delivered == 1 && drained.delivered == 0, "the stopped run stored its delivery: \(stopped), drain \(drained)")
+        let logged = Date()  // the receiver writes its log line after it answers
+        while try slow.requests().isEmpty, Date().timeIntervalSince(logged) < 2 { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(try slow.requests().count == 1, "sent once")
         #expect(try catalog.webhookCounts().delivered == 1)
     }
