@@ -50,7 +50,9 @@ final class SessionWebhooks: Sendable {
     /// Delivers what comes due, beside the session, until `finish`.
     func start() {
         let (dispatcher, catalog, clock, stop) = (dispatcher, catalog, clock, DispatchStop())
-        let task = Task.detached(priority: .utility) { [weak self] in
+        // Not detached: a caller's executor preference carries over (the tests give theirs one,
+        // away from the suite's busy shared pool).
+        let task = Task(priority: .utility) { [weak self] in
             let session = self
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
