@@ -12,8 +12,6 @@ enum ReaderPriority {
     /// The nice value asked for (the rest of recbot stays at its own).
     static let niceness: Int32 = -10
 
-    /// Raises the calling thread's priority (Linux keeps one per thread). Nil when not allowed:
-    /// it needs root, CAP_SYS_NICE or an RLIMIT_NICE that reaches it (systemd's `LimitNICE=`).
     /// Whether a refusal was already reported: each rejoin binds a new sockets' thread, and the
     /// answer does not change within a process.
     private static let refusalReported = Atomic<Bool>(false)
@@ -23,6 +21,8 @@ enum ReaderPriority {
         !refusalReported.exchange(true, ordering: .relaxed)
     }
 
+    /// Raises the calling thread's priority (Linux keeps one per thread). Nil when not allowed:
+    /// it needs root, CAP_SYS_NICE or an RLIMIT_NICE that reaches it (systemd's `LimitNICE=`).
     static func raiseCurrentThread() -> Int32? {
         // Who 0 is the calling thread: Linux keeps the nice value per thread.
         guard setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) == 0 else { return nil }
