@@ -79,8 +79,10 @@ let package = Package(
         ]),
 
         // MARK: I/O drivers (SwiftNIO): sockets and timers around the cores
+        // recvmmsg and sockaddr decoding for the sockets' reader (Swift's Glibc does not import recvmmsg).
+        .target(name: "CDatagramSocket"),
         .target(name: "Transport", dependencies: [
-            "SystemClock", "PeerConnection", "STUN", "WireCoding", "TLSFailure",
+            "CDatagramSocket", "SystemClock", "PeerConnection", "STUN", "WireCoding", "TLSFailure",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -36,6 +36,12 @@ public final class ReceiveBacklog: Sendable {
     }
 
     /// What a `take` returned: the datagrams to handle now, and whether more wait.
+    /// One datagram as a read left it in its slot (valid only during `push(read:to:arrival:)`).
+    struct ReadDatagram {
+        var bytes: UnsafeRawBufferPointer
+        var from: TransportAddress
+    }
+
     public struct Batch: Sendable {
         public var datagrams: [Datagram]
         public var more: Bool
@@ -77,26 +83,29 @@ public final class ReceiveBacklog: Sendable {
         state.withLockedValue { $0.paused.follow(boundaries) }
     }
 
-    /// Adds a datagram as the socket read it: a paused video stream's new picture is dropped
-    /// before it is copied. True when the caller must schedule a drain.
-    public func push(read buffer: ByteBuffer, from: TransportAddress, to: TransportAddress, arrival: MonotonicTime) -> Bool {
-        let header = Self.rtpHeader(buffer)
-        return state.withLockedValue { state in
-            if let header, !state.paused.isEmpty, state.paused.sheds(ssrc: header.ssrc, timestamp: header.timestamp) { return false }
-            let datagram = Datagram(bytes: Array(buffer.readableBytesView), from: from, to: to, arrival: arrival)
-            return Self.append(datagram, isControl: header == nil && DatagramClass(firstBytes: datagram.bytes) == .control,
-                               limits: limits, &state)
+    /// Adds what one read of a socket returned, under one lock: a paused video stream's new
+    /// pictures are dropped before they are copied. True when the caller must schedule a drain.
+    func push(read batch: [ReadDatagram], to: TransportAddress, arrival: MonotonicTime) -> Bool {
+        state.withLockedValue { state in
+            var wake = false
+            for read in batch {
+                let header = Self.rtpHeader(read.bytes)
+                if let header, !state.paused.isEmpty, state.paused.sheds(ssrc: header.ssrc, timestamp: header.timestamp) { continue }
+                let datagram = Datagram(bytes: Array(read.bytes), from: read.from, to: to, arrival: arrival)
+                let isControl = header == nil && DatagramClass(firstBytes: datagram.bytes) == .control
+                if Self.append(datagram, isControl: isControl, limits: limits, &state) { wake = true }
+            }
+            return wake
         }
     }
 
     /// The SSRC and timestamp of an RTP packet (not RTCP, not relayed), read in place.
-    private static func rtpHeader(_ buffer: ByteBuffer) -> (ssrc: UInt32, timestamp: UInt32)? {
-        let start = buffer.readerIndex
-        guard buffer.readableBytes >= 12, let first = buffer.getInteger(at: start, as: UInt8.self), (128...191).contains(first),
-              let second = buffer.getInteger(at: start + 1, as: UInt8.self), !(192...223).contains(second),
-              let timestamp = buffer.getInteger(at: start + 4, as: UInt32.self),
-              let ssrc = buffer.getInteger(at: start + 8, as: UInt32.self) else { return nil }
-        return (ssrc, timestamp)
+    private static func rtpHeader(_ bytes: UnsafeRawBufferPointer) -> (ssrc: UInt32, timestamp: UInt32)? {
+        guard bytes.count >= 12, (128...191).contains(bytes[0]), !(192...223).contains(bytes[1]) else { return nil }
+        func word(at offset: Int) -> UInt32 {
+            UInt32(bytes[offset]) << 24 | UInt32(bytes[offset + 1]) << 16 | UInt32(bytes[offset + 2]) << 8 | UInt32(bytes[offset + 3])
+        }
+        return (word(at: 8), word(at: 4))
     }
 
     /// Adds a datagram read from a socket. True when the caller must schedule a drain (the

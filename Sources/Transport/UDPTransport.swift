@@ -11,16 +11,17 @@ import WireCoding
 /// The core runs on one event loop, without locks: timer firings and the datagrams go into it;
 /// its datagrams go out; its events go to the handler, on that loop, and what the handler
 /// feeds the core (feedback: a keyframe request, say) goes out in the same turn. The sockets are read on a
-/// thread of their own into a `ReceiveBacklog`, which the core's loop drains (control first).
+/// thread of their own into a `ReceiveBacklog`, which the core's loop drains (control first);
+/// the loop sends on them directly.
 public final class UDPTransport: @unchecked Sendable {
     // @unchecked: every mutable field is touched only on `eventLoop` (checked by preconditions).
     public let eventLoop: EventLoop
     public let localAddresses: [TransportAddress]
-    /// The sockets by their address; on `eventLoop` (a socket NIO closed is bound again).
-    private var channels: [TransportAddress: Channel]
-    /// The thread that reads the sockets (and nothing else).
-    private let readers: MultiThreadedEventLoopGroup
-    private let box: HandlerBox
+    /// The sockets by their address. A failed send (a firewall's EPERM during an outage) loses
+    /// that datagram only: the socket stays, and the connection comes back with the network.
+    private let sockets: [TransportAddress: DatagramSocket]
+    /// One thread per socket that reads it (and nothing else).
+    private let readers: [DatagramReader]
     public let backlog: ReceiveBacklog
     var core: PeerConnectionCore?
     private var onEvent: ((TransportEvent) -> Void)?
@@ -39,15 +40,14 @@ public final class UDPTransport: @unchecked Sendable {
     /// The time the core is given; its deadlines are scheduled as delays from it.
     let clock: any TimeSource
 
-    private init(eventLoop: EventLoop, channels: [TransportAddress: Channel], readers: MultiThreadedEventLoopGroup, box: HandlerBox,
+    private init(eventLoop: EventLoop, sockets: [TransportAddress: DatagramSocket], readers: [DatagramReader],
                  backlog: ReceiveBacklog, clock: any TimeSource, logger: Logger) {
         self.eventLoop = eventLoop
         self.clock = clock
-        self.channels = channels
+        self.sockets = sockets
         self.readers = readers
-        self.box = box
         self.backlog = backlog
-        self.localAddresses = channels.keys.sorted { $0.description < $1.description }
+        self.localAddresses = sockets.keys.sorted { $0.description < $1.description }
         self.logger = logger
     }
 
@@ -56,11 +56,12 @@ public final class UDPTransport: @unchecked Sendable {
     /// before it polls, which is why signaling runs on a loop of its own.
     static let mediaPerTurn = 256
 
-    static let datagramsPerRead = 32
-    static let datagramSlotBytes = 9_000
-
-    /// The UDP receive buffer asked for per socket.
-    public static let receiveBufferBytes: SocketOptionValue = 16 << 20
+    /// The UDP receive buffer asked for per socket. Bursts (keyframes from many senders, a
+    /// burst of data-channel messages) must not overflow it while the sockets' thread waits for
+    /// the CPU; the kernel's default is about 200 KiB. 16 MiB holds about 150 ms of 500
+    /// publishers' media (the kernel counts each datagram's buffer, about twice its bytes).
+    /// Linux caps it at net.core.rmem_max; what waits beyond it waits in the ReceiveBacklog.
+    public static let receiveBufferBytes = 16 << 20
 
     /// What the kernel dropped on these sockets so far (nil where /proc cannot be read).
     public func kernelReceiveDrops() -> Int? {
@@ -68,114 +69,35 @@ public final class UDPTransport: @unchecked Sendable {
     }
 
     /// The receive buffer the kernel actually granted (Linux reports twice the usable size).
-    public func grantedReceiveBufferBytes() async throws -> [Int] {
-        var sizes: [Int] = []
-        for channel in await openChannels() {
-            sizes.append(Int(try await channel.getOption(ChannelOptions.socketOption(.so_rcvbuf)).get()))
-        }
-        return sizes
+    public func grantedReceiveBufferBytes() -> [Int] {
+        localAddresses.compactMap { sockets[$0]?.grantedReceiveBufferBytes() }
     }
 
-    /// Binds one UDP socket (ephemeral port) per address.
+    /// Binds one UDP socket (ephemeral port) per address, each read by a thread of its own.
     public static func bind(addresses: [IPAddress], on eventLoop: EventLoop, backlogLimits: ReceiveBacklog.Limits = .init(),
                             clock: any TimeSource = SystemTimeSource(),
                             logger: Logger = Logger(label: "recbot.transport")) async throws -> UDPTransport {
-        var channels: [TransportAddress: Channel] = [:]
-        let box = HandlerBox()
-        let backlog = ReceiveBacklog(limits: backlogLimits)
-        let readers = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        if (try? await readers.next().submit({ ReaderPriority.raiseCurrentThread() }).get()) == nil, ReaderPriority.firstRefusal() {
-            logger.info("the sockets' thread runs at recbot's own priority (raising it needs root, CAP_SYS_NICE or LimitNICE=-10): past capacity the kernel may drop datagrams unread, audio included")
-        }
+        var sockets: [TransportAddress: DatagramSocket] = [:]
         for ip in addresses {
-            let bound: Channel
-            do { bound = try await bindReader(ip, on: readers.next(), box: box, backlog: backlog, loop: eventLoop, clock: clock) } catch {
-                for channel in channels.values { try? await channel.close() }
-                try? await readers.shutdownGracefully()
+            do {
+                let socket = try DatagramSocket.open(ip, receiveBufferBytes: receiveBufferBytes)
+                sockets[socket.local] = socket
+            } catch {
+                for socket in sockets.values { socket.close() }
                 throw error
             }
-            guard let local = bound.localAddress.flatMap(TransportAddress.init(socketAddress:)) else { continue }
-            channels[local] = bound
         }
-        let transport = UDPTransport(eventLoop: eventLoop, channels: channels, readers: readers, box: box, backlog: backlog, clock: clock,
+        let backlog = ReceiveBacklog(limits: backlogLimits)
+        let box = HandlerBox()
+        let readers = sockets.values.map { socket in
+            DatagramReader.start(socket, into: backlog, clock: clock, logger: logger) {
+                eventLoop.execute { box.transport?.drainBacklog() }
+            }
+        }
+        let transport = UDPTransport(eventLoop: eventLoop, sockets: sockets, readers: readers, backlog: backlog, clock: clock,
                                      logger: logger)
         box.transport = transport
-        let bound = channels
-        eventLoop.execute { for (local, channel) in bound { transport.watch(channel, local: local) } }
         return transport
-    }
-
-    private static func bindReader(_ ip: IPAddress, on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog,
-                                   loop: EventLoop, clock: any TimeSource) async throws -> Channel {
-        try await bootstrap(on: readLoop, box: box, backlog: backlog, loop: loop, clock: clock).bind(host: ip.description, port: 0).get()
-    }
-
-    private static func bootstrap(on readLoop: EventLoop, box: HandlerBox, backlog: ReceiveBacklog, loop: EventLoop,
-                                  clock: any TimeSource) -> DatagramBootstrap {
-        DatagramBootstrap(group: readLoop)
-            .channelOption(ChannelOptions.socketOption(.so_reuseaddr), value: 1)
-            // Bursts (keyframes from many senders, a burst of data-channel messages) must
-            // not overflow the socket while the sockets' thread waits for a core; the kernel's
-            // default is about 200 KiB. 16 MiB holds about 150 ms of 500 publishers' media (the
-            // kernel counts each datagram's buffer, about twice its bytes). Linux caps this at
-            // net.core.rmem_max; what waits beyond it waits in the ReceiveBacklog.
-            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: UDPTransport.receiveBufferBytes)
-            // recvmmsg: up to 32 datagrams per system call (all publishers arrive on this one
-            // socket, so under load reads come in batches). NIO splits the receive buffer into
-            // that many slots, each larger than any RTP or DTLS datagram a sender should
-            // produce; a bigger one is truncated by the kernel and then fails SRTP
-            // authentication (counted), never parsed as whole.
-            .channelOption(ChannelOptions.datagramVectorReadMessageCount, value: UDPTransport.datagramsPerRead)
-            .channelOption(ChannelOptions.recvAllocator,
-                           value: FixedSizeRecvByteBufferAllocator(capacity: UDPTransport.datagramSlotBytes * UDPTransport.datagramsPerRead))
-            .channelInitializer { channel in
-                channel.pipeline.addHandler(DatagramHandler(box: box, backlog: backlog, coreLoop: loop, clock: clock))
-            }
-    }
-
-    /// The open sockets, read on the loop that owns them.
-    private func openChannels() async -> [Channel] {
-        await withCheckedContinuation { continuation in eventLoop.execute { continuation.resume(returning: Array(self.channels.values)) } }
-    }
-
-    // MARK: Sockets that NIO closes
-
-    /// NIO closes a datagram socket on a failed send (all but EMSGSIZE and EHOSTUNREACH): a
-    /// firewall that drops (EPERM) or a route that went away (ENETUNREACH) during an outage
-    /// would end the connection for good, though the peer still knows this address and port
-    /// and answers once the network is back. Such a socket is bound again, on the same address
-    /// and port, every half second until that holds, so the connection comes back with the network.
-    private func watch(_ channel: Channel, local: TransportAddress) {
-        channel.closeFuture.whenComplete { [weak self] _ in
-            guard let self else { return }
-            self.eventLoop.execute { self.socketClosed(channel, local: local) }
-        }
-    }
-
-    private func socketClosed(_ channel: Channel, local: TransportAddress) {
-        eventLoop.preconditionInEventLoop()
-        guard core != nil, channels[local] === channel else { return }  // closing, or already replaced
-        channels[local] = nil
-        logger.notice("a socket was closed by a failed send (the network may be down); binding it again", metadata: ["address": "\(local)"])
-        rebind(local)
-    }
-
-    private func rebind(_ local: TransportAddress) {
-        _ = DeadlineTimer.schedule(at: clock.now().adding(milliseconds: 500), clock: clock, on: eventLoop) { [weak self] in
-            guard let self, self.core != nil, let address = try? local.socketAddress() else { return }
-            Self.bootstrap(on: self.readers.next(), box: self.box, backlog: self.backlog, loop: self.eventLoop, clock: self.clock)
-                .bind(to: address)
-                .hop(to: self.eventLoop).whenComplete { result in
-                    switch result {
-                    case .success(let channel):
-                        guard self.core != nil else { channel.close(promise: nil); return }
-                        self.channels[local] = channel
-                        self.watch(channel, local: local)
-                    case .failure:
-                        self.rebind(local)
-                    }
-                }
-        }
     }
 
     /// Starts the core (and connects its TCP/TLS relays); `onEvent` is called on the event loop
@@ -222,8 +144,14 @@ public final class UDPTransport: @unchecked Sendable {
                 continuation.resume()
             }
         }
-        for channel in await openChannels() { try? await channel.close() }
-        try? await readers.shutdownGracefully()
+        for reader in readers { await reader.stop() }
+        // On the loop, where sends happen: no send can reach a descriptor number reused after.
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            eventLoop.execute {
+                for socket in self.sockets.values { socket.close() }
+                continuation.resume()
+            }
+        }
         let streams = await withCheckedContinuation { continuation in
             eventLoop.execute { continuation.resume(returning: Array(self.streamChannels.values)) }
         }
@@ -284,13 +212,13 @@ public final class UDPTransport: @unchecked Sendable {
     }
 
     private func send(_ datagram: PeerConnectionOutput.Datagram) {
-        guard let channel = channels[datagram.from], let remote = try? datagram.to.socketAddress() else {
+        guard let socket = sockets[datagram.from] else {
             logger.debug("no socket for datagram", metadata: ["from": "\(datagram.from)", "to": "\(datagram.to)"])
             return
         }
-        var buffer = channel.allocator.buffer(capacity: datagram.bytes.count)
-        buffer.writeBytes(datagram.bytes)
-        channel.writeAndFlush(AddressedEnvelope(remoteAddress: remote, data: buffer), promise: nil)
+        if case .failure(let error) = socket.send(datagram.bytes, to: datagram.to) {
+            logger.debug("a datagram was not sent", metadata: ["error": "\(error)"])
+        }
     }
 
     /// Timers fire on this grid. The core's deadline moves with nearly every gap a lossy
@@ -325,37 +253,8 @@ extension UDPTransport {
     }
 }
 
-/// Lets the channel handlers reach the transport created after them.
+/// Lets the readers reach the transport created after them.
 private final class HandlerBox: @unchecked Sendable {
+    // @unchecked: set once, before any reader can wake the loop that reads it.
     weak var transport: UDPTransport?
-}
-
-private final class DatagramHandler: ChannelInboundHandler, @unchecked Sendable {
-    // @unchecked: used only on its channel's (the sockets' thread's) loop.
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let box: HandlerBox
-    let backlog: ReceiveBacklog
-    let coreLoop: EventLoop
-    /// Stamps each datagram as it is read: the core's wait for it is the overload signal.
-    let clock: any TimeSource
-
-    init(box: HandlerBox, backlog: ReceiveBacklog, coreLoop: EventLoop, clock: any TimeSource) {
-        (self.box, self.backlog, self.coreLoop, self.clock) = (box, backlog, coreLoop, clock)
-    }
-
-    /// The socket's own address, read once (Channel.localAddress takes a lock on every call).
-    private var local: TransportAddress?
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        if local == nil { local = context.channel.localAddress.flatMap(TransportAddress.init(socketAddress:)) }
-        guard let local, let from = TransportAddress(socketAddress: envelope.remoteAddress) else { return }
-        guard backlog.push(read: envelope.data, from: from, to: local, arrival: clock.now()) else { return }
-        let box = box
-        coreLoop.execute { box.transport?.drainBacklog() }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        // ICMP port unreachable and the like: UDP carries on.
-    }
 }

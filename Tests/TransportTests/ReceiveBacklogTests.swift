@@ -51,7 +51,9 @@ import WireCoding
     /// copy and the queue); its last picture, other streams, RTCP and control go through.
     @Test func pausedVideoIsDroppedAsItIsRead() {
         let backlog = ReceiveBacklog()
-        func read(_ bytes: [UInt8]) -> ByteBuffer { ByteBuffer(bytes: bytes) }
+        func push(_ bytes: [UInt8], arrival: MonotonicTime) {
+            _ = bytes.withUnsafeBytes { backlog.push(read: [.init(bytes: $0, from: Self.from)], to: Self.to, arrival: arrival) }
+        }
         func packet(ssrc: UInt32, timestamp: UInt32) -> [UInt8] {
             [0x80, 0x60, 0, 1] + withUnsafeBytes(of: timestamp.bigEndian, Array.init) + withUnsafeBytes(of: ssrc.bigEndian, Array.init)
                 + [UInt8](repeating: 9, count: 500)
@@ -61,13 +63,13 @@ import WireCoding
         // Kept: the boundary's picture, another stream, RTCP, STUN; dropped: two packets of one newer picture.
         for bytes in [packet(ssrc: 7, timestamp: 3_000), packet(ssrc: 7, timestamp: 6_000), packet(ssrc: 7, timestamp: 6_000),
                       packet(ssrc: 8, timestamp: 6_000), Self.rtcp, Self.stun] {
-            _ = backlog.push(read: read(bytes), from: Self.from, to: Self.to, arrival: arrival)
+            push(bytes, arrival: arrival)
         }
         let taken = backlog.take(maxMedia: 100)
         #expect(taken.datagrams.count == 4 && taken.oldestMediaArrival == arrival)
         #expect(backlog.counters.videoPacketsShed == 2 && backlog.counters.videoFramesShed == 1)
         backlog.followPausedVideo([:])
-        _ = backlog.push(read: read(packet(ssrc: 7, timestamp: 9_000)), from: Self.from, to: Self.to, arrival: arrival)
+        push(packet(ssrc: 7, timestamp: 9_000), arrival: arrival)
         #expect(backlog.take(maxMedia: 100).datagrams.count == 1, "resumed: read again")
     }
 
