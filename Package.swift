@@ -326,7 +326,8 @@ let package = Package(
         .testTarget(name: "TURNTests", dependencies: ["TURN", "TURNServerModel", "STUN", "WireCoding"]),
         .testTarget(name: "TransportTests", dependencies: [
             "PeerConnection", "Transport", "ICE", "DTLS", "Keying", "SDP", "STUN", "TURN", "TURNServerModel", "WireCoding", "TestSupport",
-            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            "SystemClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignalingCore", "WireCoding"]),
