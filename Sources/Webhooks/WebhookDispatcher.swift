@@ -51,15 +51,21 @@ public final class WebhookDispatcher: Sendable {
     /// This dispatcher's name on the leases it takes.
     let owner: String
     private let lastPrune = Mutex<MonotonicTime?>(nil)
+    /// This dispatcher's own threads for catalog calls (see `onCatalog`).
+    private let catalogThreads = NIOThreadPool(numberOfThreads: 2)
 
     public init(settings: WebhookSettings, clock: any TimeSource, logger: Logger,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
         self.sender = WebhookSender(settings: settings)
         (self.settings, self.clock, self.logger, self.jitter) = (settings, clock, logger, jitter)
         owner = LeaseOwner(host: ProcessInfo.processInfo.hostName, pid: Int(ProcessInfo.processInfo.processIdentifier)).name
+        catalogThreads.start()
     }
 
-    public func shutdown() async { await sender.shutdown() }
+    public func shutdown() async {
+        await sender.shutdown()
+        try? await catalogThreads.shutdownGracefully()
+    }
 
     /// The lease outlives the longest request, so a live owner always records its attempt first.
     private var leaseMilliseconds: Int64 { settings.requestTimeoutSeconds * 1000 + 30_000 }
@@ -131,10 +137,10 @@ public final class WebhookDispatcher: Sendable {
     /// Leases whose owner was a process of this host that no longer runs are ended now.
     private func releaseLeasesOfDeadOwners(_ catalog: any CatalogStore) async {
         let (now, host) = (clock.wallClockMilliseconds(), ProcessInfo.processInfo.hostName)
-        guard let owners = try? await Self.onCatalog({ try catalog.webhookLeaseOwners(now: now) }) else { return }
+        guard let owners = try? await onCatalog({ try catalog.webhookLeaseOwners(now: now) }) else { return }
         for name in owners {
             guard let lease = LeaseOwner(name: name), lease.host == host, !LocalProcess.isAlive(pid: lease.pid) else { continue }
-            if let released = try? await Self.onCatalog({ try catalog.releaseWebhookLeases(owner: name) }), released > 0 {
+            if let released = try? await onCatalog({ try catalog.releaseWebhookLeases(owner: name) }), released > 0 {
                 logger.info("webhook leases of a recorder that no longer runs released", metadata: ["owner": "\(name)", "rows": "\(released)"])
             }
         }
@@ -146,7 +152,7 @@ public final class WebhookDispatcher: Sendable {
         let longest = min(1_000_000_000, left ?? .max)
         guard untilIdle else { return UInt64(longest) }
         let credentials = settings.credentialsReference
-        guard let due = (try? await Self.onCatalog({ try catalog.nextWebhookDue(credentials: credentials) })) ?? nil else { return nil }
+        guard let due = (try? await onCatalog({ try catalog.nextWebhookDue(credentials: credentials) })) ?? nil else { return nil }
         let wait = max(0, due - clock.wallClockMilliseconds()) * 1_000_000
         guard wait < left ?? .max else { return nil }
         // At least a little (a row behind another recording's head is due but cannot go yet),
@@ -159,7 +165,7 @@ public final class WebhookDispatcher: Sendable {
         let claim = WebhookClaim(owner: owner, now: now, leaseUntil: now + leaseMilliseconds, credentials: settings.credentialsReference,
                                  perURL: Self.leasesPerURL, limit: limit)
         do {
-            return try await Self.onCatalog { try catalog.claimWebhooks(claim) }
+            return try await onCatalog { try catalog.claimWebhooks(claim) }
         } catch {
             logger.warning("cannot claim webhooks from the catalog", metadata: ["error": "\(error)"])
             return []
@@ -201,7 +207,7 @@ public final class WebhookDispatcher: Sendable {
         }
         do {
             let (owner, outcome) = (self.owner, row)
-            let stored = try await Self.onCatalog { try catalog.recordWebhookAttempt(outcome, owner: owner) }
+            let stored = try await onCatalog { try catalog.recordWebhookAttempt(outcome, owner: owner) }
             if !stored {
                 logger.warning("a webhook's lease passed to another process before its attempt was stored", metadata: ["id": "\(row.id ?? 0)"])
                 return Report(unrecorded: 1)
@@ -221,7 +227,7 @@ public final class WebhookDispatcher: Sendable {
 
     /// Pending rows, counted off Swift's concurrency pool.
     public func pendingCount(_ catalog: any CatalogStore) async -> Int? {
-        try? await Self.onCatalog { try catalog.webhookCounts().pending }
+        try? await onCatalog { try catalog.webhookCounts().pending }
     }
 
     private func pruneIfDue(_ catalog: any CatalogStore) async {
@@ -233,26 +239,27 @@ public final class WebhookDispatcher: Sendable {
         }
         guard due else { return }
         let before = clock.wallClockMilliseconds() - Self.deliveredRetentionMilliseconds
-        if let pruned = try? await Self.onCatalog({ try catalog.pruneDeliveredWebhooks(before: before) }), pruned > 0 {
+        if let pruned = try? await onCatalog({ try catalog.pruneDeliveredWebhooks(before: before) }), pruned > 0 {
             logger.info("delivered webhooks pruned", metadata: ["rows": "\(pruned)"])
         }
     }
 
-    /// Catalog calls block (SQLite's file, PostgreSQL's wait for an answer): they run on threads
-    /// of their own, never on Swift's concurrency pool, and not on NIO's shared blocking pool
-    /// either, where file I/O (an upload reading a recording) could queue them past a drain's
-    /// deadline. Through a future, whose wait ignores cancellation: a dispatcher being cancelled
-    /// still stores what it sent (and gives back its leases) rather than leaving rows leased
-    /// until the lease runs out.
-    static func onCatalog<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await catalogThreads.runIfActive(eventLoop: MultiThreadedEventLoopGroup.singleton.next(), body).get()
+    /// Catalog calls block (SQLite's file, PostgreSQL's wait for an answer): they run on this
+    /// dispatcher's own threads, never on Swift's concurrency pool, and not on a pool shared
+    /// with anything else either, where file I/O (an upload reading a recording) or another
+    /// dispatcher's calls to an unreachable server could queue them past a drain's deadline
+    /// (the suite once saw a 3 s finish take 14 s). The wait ignores cancellation: a dispatcher
+    /// being cancelled still stores what it sent (and gives back its leases) rather than
+    /// leaving rows leased until the lease runs out. The answer resumes the caller straight
+    /// from the pool's thread, not through an event loop that may be busy.
+    func onCatalog<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            catalogThreads.submit { state in
+                guard case .active = state else { return continuation.resume(throwing: NIOThreadPoolError.ThreadPoolInactive()) }
+                continuation.resume(with: Result(catching: body))
+            }
+        }
     }
-
-    private static let catalogThreads: NIOThreadPool = {
-        let pool = NIOThreadPool(numberOfThreads: 2)
-        pool.start()
-        return pool
-    }()
 }
 
 extension WebhookDispatcher.Report {
