@@ -42,11 +42,11 @@ struct PendingFrames {
     /// new layer's keyframe takes the old one's place, a delta frame cannot and goes).
     mutating func insert(_ entry: Entry) -> Bool {
         let frame = entry.frame
-        var index = entries.endIndex
+        // On the storage itself: going through `entries` made a slice (and a retain) per step.
+        var index = storage.endIndex
         // Frames arrive nearly in order, so the scan is short.
-        while index > entries.startIndex, entries[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
-        if frame.track == .video,
-           let same = entries[..<index].lastIndex(where: { $0.frame.track == .video && Self.isSameInstant($0.frame, frame) }) {
+        while index > head, storage[index - 1].frame.timestampNanoseconds > frame.timestampNanoseconds { index -= 1 }
+        if frame.track == .video, let same = sameInstant(as: frame, before: index) {
             guard frame.isKeyframe else { return false }
             storage.remove(at: same)
             videoCount -= 1
@@ -56,6 +56,20 @@ struct PendingFrames {
         storage.insert(entry, at: index)
         if frame.track == .video { videoCount += 1 }
         return true
+    }
+
+    /// The last waiting video picture before `index` of `frame`'s instant. Frames wait in time
+    /// order, so the scan stops at the first one a whole instant older (it used to visit every
+    /// waiting frame, 70 of them while video is paused, for each picture).
+    private func sameInstant(as frame: WebMFrame, before index: Int) -> Int? {
+        var probe = index
+        while probe > head {
+            probe -= 1
+            let waiting = storage[probe].frame
+            if frame.timestampNanoseconds - waiting.timestampNanoseconds >= Self.sameInstantNanoseconds { return nil }
+            if waiting.track == .video && Self.isSameInstant(waiting, frame) { return probe }
+        }
+        return nil
     }
 
     /// One capture instant: the same time, or two keyframes closer than any frame interval
