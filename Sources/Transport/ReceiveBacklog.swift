@@ -17,10 +17,13 @@ import WireCoding
 ///   overload loses recent media (NACK and keyframe requests recover it within their budget)
 ///   instead of growing without end or starving control.
 public final class ReceiveBacklog: Sendable {
+    /// Media's bound holds about 30 s of 256 publishers' audio past capacity (video is paused
+    /// then): at 48 MiB a quota of a quarter of what they need kept 79 % of the audio, at 128
+    /// MiB 92 %. It is memory used only while recbot is behind.
     public struct Limits: Sendable {
         public var mediaBytes: Int
         public var controlBytes: Int
-        public init(mediaBytes: Int = 48 << 20, controlBytes: Int = 8 << 20) {
+        public init(mediaBytes: Int = 128 << 20, controlBytes: Int = 8 << 20) {
             (self.mediaBytes, self.controlBytes) = (mediaBytes, controlBytes)
         }
     }
