@@ -97,8 +97,10 @@ final class MediaPath: @unchecked Sendable {
         }
         let transport: UDPTransport
         let negotiation: RecvOnlyNegotiation
+        var bound: UDPTransport?  // closed if the offer cannot be answered: its reader threads block until then
         do {
             transport = try await UDPTransport.bind(addresses: hosts, on: media.loop, clock: session.clock, logger: logger)
+            bound = transport
             let sdp = try SessionDescription(parsing: start.offer.sdp)
             // The media core NACKs gaps (RTX or plain retransmission) and asks for keyframes
             // with PLI, or FIR where only that is offered.
@@ -110,6 +112,7 @@ final class MediaPath: @unchecked Sendable {
                                                   relays: plan.servers, relayOnly: plan.relayOnly, overload: options.overload,
                                                   random: { [random = options.random] in random.next() })
         } catch {
+            await bound?.close()
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
             connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
             await connection.close()
