@@ -19,6 +19,8 @@ final class SessionWebhooks: Sendable {
     private let clock: any TimeSource
     private let dispatcher: WebhookDispatcher
     private let logger: Logger
+    /// Where the delivery loop runs (nil: Swift's shared pool, as everything else).
+    private let executor: (any TaskExecutor)?
     private struct State {
         /// The delivery task and its stop, from `start` until `finish` ends it.
         var loop: (task: Task<Void, Never>, stop: DispatchStop)?
@@ -41,8 +43,9 @@ final class SessionWebhooks: Sendable {
     }
 
     init(settings: WebhookSettings, host: String, version: String, writer: CatalogWriter, catalog: any CatalogStore,
-         clock: any TimeSource, logger: Logger) {
+         clock: any TimeSource, logger: Logger, executor: (any TaskExecutor)? = nil) {
         (self.settings, self.writer, self.catalog, self.clock, self.logger) = (settings, writer, catalog, clock, logger)
+        self.executor = executor
         events = SoraEvents(nodeName: host, version: version)
         dispatcher = WebhookDispatcher(settings: settings, clock: clock, logger: logger)
     }
@@ -50,9 +53,10 @@ final class SessionWebhooks: Sendable {
     /// Delivers what comes due, beside the session, until `finish`.
     func start() {
         let (dispatcher, catalog, clock, stop) = (dispatcher, catalog, clock, DispatchStop())
-        // Not detached: a caller's executor preference carries over (the tests give theirs one,
-        // away from the suite's busy shared pool).
-        let task = Task(priority: .utility) { [weak self] in
+        // An unstructured task does not inherit its caller's executor preference: `finish` waits
+        // for this loop, so a test that runs away from the suite's busy shared pool passes its
+        // executor here too (a full suite once held this loop, and so the finish, 64 s).
+        let task = Task(executorPreference: executor, priority: .utility) { [weak self] in
             let session = self
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {

@@ -40,7 +40,7 @@ import Webhooks
         let catalog = try Catalog(path: directory.appendingPathComponent("catalog.sqlite").path)
         let writer = CatalogWriter(catalog: catalog, clock: clock, logger: logger)
         let webhooks = SessionWebhooks(settings: WebhookSettings(urls: []), host: "test", version: "0", writer: writer, catalog: catalog,
-                                       clock: clock, logger: logger)
+                                       clock: clock, logger: logger, executor: DedicatedExecutor.shared)
         try catalog.enqueueWebhooks(rows(8, to: hung.url, prefix: "hung"))
         webhooks.start()
         let start = Date()
