@@ -115,7 +115,10 @@ struct CatalogSpoolTests {
         #expect(writer.error == nil, "nothing was refused")
         try server.psql("ALTER DATABASE \"\(database)\" SET default_transaction_read_only = off")
         try server.psql("SELECT pg_terminate_backend(pid, 10000) FROM pg_stat_activity WHERE datname = '\(database)' AND application_name = 'recbot'")
-        #expect(writer.finish(timeoutSeconds: 30))
+        // Longer than the catalog's 30 s statement timeout: when the writer's connection has not
+        // yet seen its backend go, postgres-nio may leave the replay's first query unanswered,
+        // and only that timeout ends it (a CI run replayed at 30.5 s, just past a 30 s finish).
+        #expect(writer.finish(timeoutSeconds: 60))
         #expect(writer.spooled.writes == 0 && writer.error == nil)
         #expect(try catalog.recordings(RecordingFilter(sessionID: session)).map(\.status) == [.complete, .complete, .complete])
         #expect(try catalog.session(id: session)?.endReason == "duration")
