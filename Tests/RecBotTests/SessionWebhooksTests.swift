@@ -55,7 +55,9 @@ import Webhooks
         // The receiver writes its log line after it answers: a moment to see it.
         while try live.delivered().isEmpty, Date().timeIntervalSince(finishing) < took + 2 { try await Task.sleep(nanoseconds: 20_000_000) }
         #expect(try live.delivered().count == 1, "the live receiver's row went within the finish (\(took) s)")
-        #expect(took < 10, "the finish kept its 3 s, give or take a loaded machine: \(took) s")
+        // The bug this test is for shows in the delivery above; the time only catches a finish
+        // that waits for the hung requests (CI's loaded suite took 10.0 s once with the fix).
+        #expect(took < 20, "the finish kept its 3 s, give or take a loaded machine: \(took) s")
         #expect(try hung.requests().isEmpty)
     }
 }
