@@ -37,6 +37,7 @@ also prints a short table to stderr. Exit status 0 when every check passes, 1 ot
 files or the truth cannot be read.
 """
 import argparse
+import datetime
 import glob
 import json
 import os
@@ -575,9 +576,32 @@ def sent_summary(publisher, truth):
                         "recbot can only start at the first keyframe Janus forwards after it, and a switch takes "
                         "effect at the new layer's next keyframe: a few frames either way at each boundary. "
                         "kept_ratio_lag_adjusted adds video_frames_sent_in_snapshot_lag (the lag at the interval's mean "
-                        "rate) to the frames sent; the kept check uses it. kept_ratio_distinct counts distinct frame "
+                        "rate) to the frames sent, or, when the file starts before the snapshot, "
+                        "video_frames_sent_in_snapshot_lag_observed (the span of frame numbers the file shows before "
+                        "it, missing ones included); the kept check uses it. kept_ratio_distinct counts distinct frame "
                         "numbers instead of blocks (a picture written twice counts once).")})
     return out, total + lag_frames, audio_sent
+
+
+def frames_before_snapshot(parts, frames, snapshot_unix_ms):
+    """The frames the sender can have sent between the file's first picture and the start snapshot:
+    the span of frame numbers the first part shows before the snapshot's wall time, missing numbers
+    included (an upper bound: a number lost on the way or by recbot counts as sent). None when the
+    file starts after the snapshot (nothing recordable was hidden by the lag) or cannot be placed."""
+    if not snapshot_unix_ms or not parts:
+        return None
+    start = (parts[0][2] or {}).get("start_timestamp")
+    if not start:
+        return None
+    try:
+        origin = datetime.datetime.fromisoformat(start.replace("Z", "+00:00")).timestamp() * 1000
+    except ValueError:
+        return None
+    numbers = [f["unwrapped"] for f in frames
+               if f.get("unwrapped") is not None and f.get("at_ms") is not None and origin + f["at_ms"] <= snapshot_unix_ms]
+    if not numbers:
+        return None
+    return max(numbers) - min(numbers) + 1
 
 
 # --- one sender ---
@@ -614,6 +638,13 @@ def judge_sender(connection, parts, publisher, truth, verify, args):
     entry["video_clock"] = clocks[0]["video"] if len(clocks) == 1 else clocks
     entry["verify"] = {p: verify.get("files", {}).get(p) for _, p, _ in parts} if verify else None
     sent, video_sent, audio_sent = sent_summary(publisher or {}, truth) if publisher else ({"how": "not in the truth"}, None, None)
+    observed = frames_before_snapshot(parts, all_frames, sent.get("stats_at_start_unix_ms"))
+    if observed is not None and video_sent is not None:
+        # What the file itself shows of the lag replaces the mean-rate estimate: a page whose
+        # snapshot lags is stalled, and its encoder with it (CI: a 1.6 s lag estimated at 42
+        # frames where the numbers show 13 were captured).
+        sent["video_frames_sent_in_snapshot_lag_observed"] = observed
+        video_sent = (sent.get("video_frames_sent_while_subscribed") or 0) + observed
     entry["sent"] = sent
     raw_sent = sent.get("video_frames_sent_while_subscribed")
     entry["kept_ratio"] = round(blocks["video"] / raw_sent, 5) if raw_sent else None
