@@ -2,6 +2,8 @@
 #include "recbot_datagram_socket.h"
 
 #include <errno.h>
+#include <linux/filter.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -102,4 +104,23 @@ void recbot_datagram_stop_reading(int fd) {
     /* On an unconnected UDP socket Linux answers ENOTCONN but still marks the socket shut
        and wakes its readers, which then return at once. */
     (void)shutdown(fd, SHUT_RDWR);
+}
+
+void recbot_name_current_thread(const char *name) {
+    char bounded[16];
+    strncpy(bounded, name, sizeof bounded - 1);
+    bounded[sizeof bounded - 1] = '\0';
+    (void)pthread_setname_np(pthread_self(), bounded);
+}
+
+int recbot_datagram_set_filter(int fd, const recbot_filter_instruction *program, unsigned short count) {
+    /* Detached first: a replacement is charged to the socket's option memory next to the
+       program it replaces, which would halve the largest program a socket can hold. Datagrams
+       arriving in between pass unfiltered, to be judged in user space. */
+    int unused = 0;
+    if (setsockopt(fd, SOL_SOCKET, SO_DETACH_FILTER, &unused, sizeof unused) != 0 && errno != ENOENT) return -errno;
+    if (count == 0) return 0;
+    _Static_assert(sizeof(recbot_filter_instruction) == sizeof(struct sock_filter), "sock_filter layout");
+    struct sock_fprog fprog = {.len = count, .filter = (struct sock_filter *)program};
+    return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &fprog, sizeof fprog) == 0 ? 0 : -errno;
 }

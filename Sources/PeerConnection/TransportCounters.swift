@@ -22,6 +22,9 @@ public struct TransportCounters: Equatable, Sendable {
     public var backlog = ReceiveBacklogCounters()
     /// Datagrams the kernel dropped on the sockets (their buffer full), also from the transport.
     public var kernelReceiveDrops = 0
+    /// Paused video's datagrams the kernel's socket filter dropped before recbot read them
+    /// (`PausedVideoFilter`), also from the transport.
+    public var kernelFilteredDatagrams = 0
     /// Video shed for overload: pictures and packets dropped unread, streams paused now, and
     /// the episodes (from the first pause to the last resume).
     public var shedVideoFrames = 0
@@ -33,10 +36,11 @@ public struct TransportCounters: Equatable, Sendable {
     public init() {}
 
     /// These counters with a transport's backlog counters.
-    public func including(_ backlog: ReceiveBacklogCounters, kernelReceiveDrops: Int?) -> TransportCounters {
+    public func including(_ backlog: ReceiveBacklogCounters, kernelDrops: KernelDrops?) -> TransportCounters {
         var counters = self
         counters.backlog = self.backlog + backlog
-        counters.kernelReceiveDrops += kernelReceiveDrops ?? 0
+        counters.kernelReceiveDrops += kernelDrops?.overflowed ?? 0
+        counters.kernelFilteredDatagrams += kernelDrops?.filtered ?? 0
         return counters
     }
 
@@ -55,6 +59,7 @@ public struct TransportCounters: Equatable, Sendable {
         sum.rtcpPackets += rhs.rtcpPackets
         sum.backlog = lhs.backlog + rhs.backlog
         sum.kernelReceiveDrops += rhs.kernelReceiveDrops
+        sum.kernelFilteredDatagrams += rhs.kernelFilteredDatagrams
         sum.shedVideoFrames += rhs.shedVideoFrames
         sum.shedVideoPackets += rhs.shedVideoPackets
         sum.pausedVideoStreams += rhs.pausedVideoStreams
@@ -62,6 +67,14 @@ public struct TransportCounters: Equatable, Sendable {
         sum.overloadEpisodes += rhs.overloadEpisodes
         return sum
     }
+}
+
+/// What the kernel dropped on a transport's sockets: datagrams that found the receive buffer
+/// full, and paused video that its socket filter dropped.
+public struct KernelDrops: Equatable, Sendable {
+    public var overflowed: Int
+    public var filtered: Int
+    public init(overflowed: Int, filtered: Int) { (self.overflowed, self.filtered) = (overflowed, filtered) }
 }
 
 /// What the sockets' thread dropped while the core was behind (Transport's `ReceiveBacklog`).

@@ -119,7 +119,7 @@ struct ConnectionShutdown {
         if case .relay(let failure) = media.transportFailure.withLockedValue({ $0 }) {
             result = failure.isAuthentication ? .relayCredentialsRefused : .relayUnavailable
         }
-        let kernelDrops = media.transport.kernelReceiveDrops()  // the sockets' count goes with them
+        let kernelDrops = media.transport.kernelDrops()  // the sockets' count goes with them
         await media.transport.close()
         var endContext = media.context
         endContext.endReason = end.reason
@@ -130,7 +130,7 @@ struct ConnectionShutdown {
         }.get()
         let backlog = media.transport.backlog
         let counters = try? await media.transport.eventLoop.submit(confined: core) { core in
-            (core.counters.including(backlog.counters, kernelReceiveDrops: kernelDrops), core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
+            (core.counters.including(backlog.counters, kernelDrops: kernelDrops), core.media?.totalCounters ?? ReceiveCounters(), core.media?.counters ?? MediaReceiverCounters())
         }.get()
         if let (transport, received, receiver) = counters {
             logOverload(transport)

@@ -125,12 +125,12 @@ public final class JoinSession: Sendable {
         }
         if let live {
             let (core, base, backlog) = (live.core, totals, live.transport.backlog)
-            let kernelDrops = live.transport.kernelReceiveDrops()
+            let kernelDrops = live.transport.kernelDrops()
             let sample = try? await live.transport.eventLoop.submit(confined: core) { core -> SessionTotals in
                 var sample = base
                 sample.iceState = "\(core.ice.state)"
                 sample.dtlsState = "\(core.dtls.state)"
-                sample.transport = base.transport + core.counters.including(backlog.counters, kernelReceiveDrops: kernelDrops)
+                sample.transport = base.transport + core.counters.including(backlog.counters, kernelDrops: kernelDrops)
                 sample.received = base.received + (core.media?.totalCounters ?? ReceiveCounters())
                 sample.receiver = base.receiver + (core.media?.counters ?? MediaReceiverCounters())
                 return sample

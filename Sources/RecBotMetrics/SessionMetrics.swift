@@ -40,6 +40,9 @@ public final class SessionMetrics: @unchecked Sendable {
             count("recbot_udp_kernel_drops_total", to: totals.transport.kernelReceiveDrops)
             // Only video is shed by choice (audio and control never are): see docs/performance.md.
             count("recbot_shed_frames_total", ("kind", "video"), to: totals.transport.shedVideoFrames + totals.transport.backlog.videoFramesShed)
+            // What the kernel's socket filter dropped of paused video never reaches recbot as
+            // pictures; it is counted in datagrams (docs/performance.md, "Shedding").
+            count("recbot_shed_kernel_datagrams_total", to: totals.transport.kernelFilteredDatagrams)
             count("recbot_overload_episodes_total", to: totals.transport.overloadEpisodes)
             count("recbot_rtp_packets_lost_total", to: received.lost)
             count("recbot_rtp_packets_recovered_total", to: received.recovered)

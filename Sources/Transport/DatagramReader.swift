@@ -43,8 +43,10 @@ final class DatagramReader: Sendable {
     static func start(_ socket: DatagramSocket, into backlog: ReceiveBacklog, clock: any TimeSource, logger: Logger,
                       wake: @escaping @Sendable () -> Void) -> DatagramReader {
         let reader = DatagramReader(socket: socket)
-        let thread = Thread { reader.run(backlog: backlog, clock: clock, logger: logger, wake: wake) }
-        thread.name = "recbot-sockets"
+        let thread = Thread {
+            recbot_name_current_thread("recbot-sockets")
+            reader.run(backlog: backlog, clock: clock, logger: logger, wake: wake)
+        }
         thread.start()
         return reader
     }

@@ -43,6 +43,29 @@ final class DatagramSocket: Sendable {
         return granted >= 0 ? Int(granted) : nil
     }
 
+    /// Has the kernel drop the paused streams' new pictures (`PausedVideoFilter`), as many
+    /// streams as it takes starting from `maximumStreams` (halved while it answers ENOMEM); no
+    /// streams removes the filter. Returns how many streams the attached program covers.
+    func filterPausedVideo(_ boundaries: [UInt32: UInt32],
+                           maximumStreams: Int = PausedVideoFilter.maximumStreams) -> Result<Int, DatagramSocketError> {
+        var covered = min(maximumStreams, boundaries.count)
+        while true {
+            switch setFilter(PausedVideoFilter.program(boundaries: boundaries, maximumStreams: covered)) {
+            case .success: return .success(covered)
+            case .failure(let error) where error.errno == ENOMEM && covered > 8: covered /= 2
+            case .failure(let error): return .failure(error)
+            }
+        }
+    }
+
+    /// Replaces the socket's filter (`PausedVideoFilter`); an empty program removes it.
+    func setFilter(_ program: [PausedVideoFilter.Instruction]) -> Result<Void, DatagramSocketError> {
+        guard !closed.load(ordering: .acquiring) else { return .failure(DatagramSocketError(operation: "filter", address: "\(local)", errno: EBADF)) }
+        let instructions = program.map { recbot_filter_instruction(code: $0.code, jt: $0.jt, jf: $0.jf, k: $0.k) }
+        let result = instructions.withUnsafeBufferPointer { recbot_datagram_set_filter(fd, $0.baseAddress, UInt16(clamping: $0.count)) }
+        return result == 0 ? .success(()) : .failure(DatagramSocketError(operation: "filter", address: "\(local)", errno: -result))
+    }
+
     /// Wakes its reader, which then ends.
     func stopReading() { recbot_datagram_stop_reading(fd) }
 

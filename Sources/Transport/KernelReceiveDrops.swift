@@ -14,6 +14,32 @@ public enum KernelReceiveDrops {
         return texts.reduce(0) { $0 + parse($1, ports: ports) }
     }
 
+    /// The network namespace's receive-buffer overflows, IPv4 and IPv6 (`RcvbufErrors` in
+    /// /proc/net/snmp and snmp6): unlike a socket's `drops`, they leave out what a socket filter
+    /// dropped (`PausedVideoFilter`). Nil where neither can be read.
+    public static func namespaceOverflows() -> Int? {
+        let v4 = (try? String(contentsOfFile: "/proc/net/snmp", encoding: .utf8)).flatMap(parseSNMP)
+        let v6 = (try? String(contentsOfFile: "/proc/net/snmp6", encoding: .utf8)).flatMap(parseSNMP6)
+        guard v4 != nil || v6 != nil else { return nil }
+        return (v4 ?? 0) + (v6 ?? 0)
+    }
+
+    /// `RcvbufErrors` of the two `Udp:` lines (names, then values).
+    static func parseSNMP(_ text: String) -> Int? {
+        let rows = text.split(separator: "\n").filter { $0.hasPrefix("Udp: ") }.map { $0.split(separator: " ") }
+        guard rows.count >= 2, let column = rows[0].firstIndex(of: "RcvbufErrors"), column < rows[1].count else { return nil }
+        return Int(rows[1][column])
+    }
+
+    /// The `Udp6RcvbufErrors` line (a name and a value).
+    static func parseSNMP6(_ text: String) -> Int? {
+        for line in text.split(separator: "\n") {
+            let fields = line.split(omittingEmptySubsequences: true) { $0 == " " || $0 == "\t" }
+            if fields.count == 2, fields[0] == "Udp6RcvbufErrors" { return Int(fields[1]) }
+        }
+        return nil
+    }
+
     /// One table's drops for `ports`; lines it cannot read are skipped.
     public static func parse(_ table: String, ports: Set<UInt16>) -> Int {
         var drops = 0

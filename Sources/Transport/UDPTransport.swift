@@ -5,6 +5,7 @@ import NIOSSL
 import PeerConnection
 import STUN
 import SystemClock
+import Synchronization
 import WireCoding
 
 /// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses.
@@ -37,6 +38,10 @@ public final class UDPTransport: @unchecked Sendable {
     private var overload = OverloadLog()
     /// The core's pauses the backlog follows (`ReceiveBacklog.followPausedVideo`).
     private var pausedVideoGeneration = 0
+    /// The most streams a `PausedVideoFilter` program was taken with, and whether the kernel
+    /// refused it outright (the backlog then drops paused video after reading it, as before).
+    private var filterStreams = PausedVideoFilter.maximumStreams
+    private var filterRefused = false
     /// The time the core is given; its deadlines are scheduled as delays from it.
     let clock: any TimeSource
 
@@ -63,10 +68,23 @@ public final class UDPTransport: @unchecked Sendable {
     /// Linux caps it at net.core.rmem_max; what waits beyond it waits in the ReceiveBacklog.
     public static let receiveBufferBytes = 16 << 20
 
-    /// What the kernel dropped on these sockets so far (nil where /proc cannot be read).
-    public func kernelReceiveDrops() -> Int? {
-        KernelReceiveDrops.read(ports: Set(localAddresses.map(\.port)))
+    /// What the kernel dropped on these sockets so far because their buffers were full, and what
+    /// `PausedVideoFilter` dropped (nil where /proc cannot be read). A socket's own count holds
+    /// both; once the filter has been attached, the namespace's overflows since the bind bound
+    /// the first (exact when recbot's sockets are the only ones overflowing, as in a container)
+    /// and the rest counts as filtered.
+    public func kernelDrops() -> KernelDrops? {
+        guard let sockets = KernelReceiveDrops.read(ports: Set(localAddresses.map(\.port))) else { return nil }
+        guard filterAttached.load(ordering: .relaxed), let baseline = overflowBaseline,
+              let overflows = KernelReceiveDrops.namespaceOverflows() else { return KernelDrops(overflowed: sockets, filtered: 0) }
+        let overflowed = min(sockets, max(0, overflows - baseline))
+        return KernelDrops(overflowed: overflowed, filtered: sockets - overflowed)
     }
+
+    /// The namespace's receive-buffer overflows when the sockets were bound.
+    private let overflowBaseline = KernelReceiveDrops.namespaceOverflows()
+    /// Set once `PausedVideoFilter` has been attached to the sockets.
+    private let filterAttached = Atomic<Bool>(false)
 
     /// The receive buffer the kernel actually granted (Linux reports twice the usable size).
     public func grantedReceiveBufferBytes() -> [Int] {
@@ -174,6 +192,7 @@ public final class UDPTransport: @unchecked Sendable {
                 // The sockets' thread drops the paused streams' new pictures from now on.
                 pausedVideoGeneration = core.pausedVideoGeneration
                 backlog.followPausedVideo(core.pausedVideoBoundaries)
+                filterPausedVideo(core.pausedVideoBoundaries)
             }
         }
         for datagram in batch.datagrams {
@@ -184,6 +203,30 @@ public final class UDPTransport: @unchecked Sendable {
         if timerStale {
             timerStale = false
             rescheduleTimer()
+        }
+    }
+
+    /// Has the kernel drop the paused streams' new pictures before they are queued (the
+    /// backlog's check stays for what the filter misses). A refusal is logged once and the
+    /// filter is not tried again: the backlog drops them as before, after reading them.
+    private func filterPausedVideo(_ boundaries: [UInt32: UInt32]) {
+        guard !filterRefused else { return }
+        for address in localAddresses {
+            guard let socket = sockets[address] else { continue }
+            switch socket.filterPausedVideo(boundaries, maximumStreams: filterStreams) {
+            case .success(let covered):
+                // What the kernel took once it takes again: later programs start there.
+                if covered < boundaries.count {
+                    filterStreams = min(filterStreams, covered)
+                    logger.debug("the socket filter covers part of the paused video; the backlog drops the rest after reading it",
+                                 metadata: ["covered": "\(covered)", "paused": "\(boundaries.count)"])
+                }
+                if covered > 0 { filterAttached.store(true, ordering: .relaxed) }
+            case .failure(let error):
+                filterRefused = true
+                logger.info("paused video is dropped after reading it: the kernel refused the socket filter", metadata: ["error": "\(error)"])
+                return
+            }
         }
     }
 

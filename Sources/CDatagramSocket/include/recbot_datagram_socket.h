@@ -33,3 +33,20 @@ int recbot_datagram_receive_buffer(int fd);
 
 /* Wakes a thread blocked in recbot_datagram_read (it returns at once from then on). */
 void recbot_datagram_stop_reading(int fd);
+
+/* Names the calling thread (at most 15 bytes are kept) so `top -H` and perf show it. Foundation's
+   Thread.name does not reach the kernel on Linux: the thread kept its creator's name. */
+void recbot_name_current_thread(const char *name);
+
+/* One classic BPF instruction, laid out as the kernel's struct sock_filter. */
+typedef struct recbot_filter_instruction {
+    uint16_t code;
+    uint8_t jt;
+    uint8_t jf;
+    uint32_t k;
+} recbot_filter_instruction;
+
+/* Replaces the socket's filter with `program` (SO_ATTACH_FILTER; the kernel runs it on each
+   datagram before queueing it, with the UDP header at offset 0), or removes it when `count` is
+   0. Returns 0, or -errno (ENOMEM: larger than net.core.optmem_max allows). */
+int recbot_datagram_set_filter(int fd, const recbot_filter_instruction *program, unsigned short count);
