@@ -129,7 +129,10 @@ struct RelayScenarioTests {
         defer { coturn.stop() }
         let overUDP = "turn:\(network.hostAddress):\(coturn.port)?transport=udp"
         var serverArguments = ["--publisher", "vp8", "--listen-host", network.hostAddress]
-        var joinArguments = ["--duration", "5s", "--allow-address", "\(network.clientAddress)/32"] + Self.dataChannelArguments
+        // 10 s: the direct pairs and the UDP relay must fail first, and on CI's busy two cores the
+        // relay over TCP came up so late that 5 s ended before Sora's `switched`, and the
+        // disconnect went over the WebSocket (as it should before a switch).
+        var joinArguments = ["--duration", "10s", "--allow-address", "\(network.clientAddress)/32"] + Self.dataChannelArguments
         if transport == "tcp" {
             serverArguments += ["--ice-servers-json", coturn.iceServers(overUDP, "turn:\(network.hostAddress):\(coturn.port)?transport=tcp")]
         } else {
