@@ -59,7 +59,15 @@ import WireCoding
         let media = [0x80, 0x60] + [UInt8](repeating: 1, count: 998)
         let control = [0x10] + [UInt8](repeating: 0, count: 30)
         try await send(media, times: 8_000, from: sender, to: target)
-        try await waitUntilSettled { transport.backlog.counters.mediaDropped }
+        // Until the socket is empty: every media datagram read (waiting or dropped by the
+        // backlog) or dropped by the kernel. A settled drop count was not enough: CI's starved
+        // reader once stood still long enough to look settled, the control datagrams met a full
+        // kernel buffer, and none reached the core.
+        let cost = media.count + ReceiveBacklog.overheadBytes
+        try await waitUntil {
+            let backlog = transport.backlog.counters
+            return backlog.waitingBytes / cost + backlog.mediaDropped + (transport.kernelDrops()?.overflowed ?? 0) >= 8_000
+        }
         try await send(control, times: 40, from: sender, to: target)
         try await Task.sleep(nanoseconds: 300_000_000)
         release.signal()
@@ -101,14 +109,11 @@ import WireCoding
         try await sender.writeAndFlush(AddressedEnvelope(remoteAddress: discard, data: sender.allocator.buffer(capacity: 0)))
     }
 
-    /// Returns once `value` has not changed for 300 ms (at most 60 s).
-    private func waitUntilSettled(_ value: () -> Int) async throws {
-        var last = value(), stableSince = ContinuousClock.now
+    /// Waits (up to 60 s, then looks once more) until `condition` holds.
+    private func waitUntil(_ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now - stableSince < .milliseconds(300), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-            let now = value()
-            if now != last { last = now; stableSince = .now }
+        while !condition(), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 }
