@@ -4,8 +4,8 @@ import NIOPosix
 import NIOSSL
 import PeerConnection
 import STUN
-import SystemClock
 import Synchronization
+import SystemClock
 import WireCoding
 
 /// The socket side of a `PeerConnectionCore`: UDP sockets on the allowed host addresses.
