@@ -58,7 +58,14 @@ struct SenderClock {
         }
     }
 
-    private var streams: [UInt32: StreamTiming] = [:]
+    /// A sender has a few streams (audio, video, RTX SSRCs are not timed): a small array
+    /// searched linearly, changed in place. A dictionary's in-place change runs a coroutine
+    /// that allocated on every frame (measured: about two mallocs per frame).
+    private var streams: [(ssrc: UInt32, timing: StreamTiming)] = []
+
+    private func index(of ssrc: UInt32) -> Int? {
+        streams.firstIndex { $0.ssrc == ssrc }
+    }
     /// Local nanoseconds minus the sender's NTP nanoseconds, once synchronised.
     private(set) var offset: Int64?
     /// When the offset was first decided (arrival time): the delay floor steers it only after
@@ -94,64 +101,69 @@ struct SenderClock {
 
     var isSynchronised: Bool { offset != nil }
     /// Some active stream can already be mapped by its SRs: the sender does send them.
-    var hasAnyReport: Bool { streams.values.contains { $0.active && $0.estimator.hasMapping } }
+    var hasAnyReport: Bool { streams.contains { $0.timing.active && $0.timing.estimator.hasMapping } }
 
     mutating func addStream(ssrc: UInt32, clockRate: Int) {
-        if streams[ssrc] != nil {
-            streams[ssrc]?.active = true
-            if streams[ssrc]?.clockRate != clockRate {
-                streams[ssrc] = StreamTiming(clockRate: clockRate)  // another codec clock: a new timeline
+        if let i = index(of: ssrc) {
+            streams[i].timing.active = true
+            if streams[i].timing.clockRate != clockRate {
+                streams[i].timing = StreamTiming(clockRate: clockRate)  // another codec clock: a new timeline
             }
             return
         }
-        if streams.count >= SenderClock.maximumStreams { streams = streams.filter(\.value.active) }
-        streams[ssrc] = StreamTiming(clockRate: clockRate)
+        if streams.count >= SenderClock.maximumStreams { streams.removeAll { !$0.timing.active } }
+        streams.append((ssrc, StreamTiming(clockRate: clockRate)))
     }
 
     /// The stream ended; its timing stays (bounded), so a returning SSRC goes on from where it was.
-    mutating func removeStream(ssrc: UInt32) { streams[ssrc]?.active = false }
+    mutating func removeStream(ssrc: UInt32) {
+        if let i = index(of: ssrc) { streams[i].timing.active = false }
+    }
 
     /// The stream's next frame starts a new timeline, placed by its sender's reports where it
     /// has them: after an overload pause the step since its last frame says nothing about the
     /// network (it was recbot that stopped reading it), so it must not be judged against arrival.
-    mutating func restartTimeline(ssrc: UInt32) { streams[ssrc]?.timeline = nil }
+    mutating func restartTimeline(ssrc: UInt32) {
+        if let i = index(of: ssrc) { streams[i].timing.timeline = nil }
+    }
 
     /// A frame waits for SRs before it is placed (see `SenderTimeline`).
     mutating func countHeld() { counters.framesHeldForSync += 1 }
 
     /// The 64-bit RTP time of a frame (call in arrival order).
     mutating func unwrap(ssrc: UInt32, rtpTimestamp: UInt32) -> Int64 {
-        streams[ssrc]?.unwrapper.unwrap(rtpTimestamp) ?? Int64(rtpTimestamp)
+        guard let i = index(of: ssrc) else { return Int64(rtpTimestamp) }
+        return streams[i].timing.unwrapper.unwrap(rtpTimestamp)
     }
 
     /// Takes an SR for `ssrc`; false when it is implausible and ignored.
     mutating func senderReport(ssrc: UInt32, ntpTimestamp: UInt64, rtpTimestamp: UInt32, arrival: MonotonicTime) -> Bool {
-        guard var timing = streams[ssrc] else { return true }  // not a stream of ours (yet): nothing to align
+        guard let i = index(of: ssrc) else { return true }  // not a stream of ours (yet): nothing to align
         // aiortc and others send NTP 0 before their first packet: no mapping at all.
         guard ntpTimestamp != 0 else { return false }
         let ntp = nanoseconds(ntp: ntpTimestamp)
         if let offset, ((ntp &+ offset) &- arrival.nanoseconds).magnitude > UInt64(SenderClock.maximumDisagreement) { return false }
-        switch timing.estimator.add(rtp: timing.unwrapper.unwrap(rtpTimestamp), ntp: ntp) {
+        let rtp = streams[i].timing.unwrapper.unwrap(rtpTimestamp)
+        switch streams[i].timing.estimator.add(rtp: rtp, ntp: ntp) {
         case .accepted, .restarted: inconsistent = false  // fresh data: synchronising may be tried again
         case .outlier: counters.outlierSenderReports += 1
         case .ignored: break
         }
-        streams[ssrc] = timing
         return true
     }
 
     /// The stream's first frame would have to start on arrival time: its sender is not
     /// synchronised yet (see `SenderTimeline` for why only then).
     func needsReport(ssrc: UInt32) -> Bool {
-        guard let timing = streams[ssrc], timing.timeline == nil else { return false }
+        guard let i = index(of: ssrc), streams[i].timing.timeline == nil else { return false }
         return offset == nil
     }
 
     /// The stream has no frame placed and no SR of its own, though its sender is synchronised:
     /// placed now, it would start on arrival time (and slew for as long as it was late).
     func awaitsOwnReport(ssrc: UInt32) -> Bool {
-        guard offset != nil, let timing = streams[ssrc], timing.timeline == nil else { return false }
-        return !timing.estimator.hasMapping
+        guard offset != nil, let i = index(of: ssrc), streams[i].timing.timeline == nil else { return false }
+        return !streams[i].timing.estimator.hasMapping
     }
 
     /// Decides the sender's offset once every stream that has frames (placed, or held at
@@ -167,7 +179,8 @@ struct SenderClock {
             candidates[ssrc] = timeline.lastMedia &- ntp
         }
         for frame in held {
-            guard let timing = streams[frame.ssrc], timing.timeline == nil else { continue }
+            guard let i = index(of: frame.ssrc), streams[i].timing.timeline == nil else { continue }
+            let timing = streams[i].timing
             guard let ntp = timing.estimator.ntp(at: frame.rtp) else { return }
             candidates[frame.ssrc] = min(candidates[frame.ssrc] ?? .max, frame.arrival &- ntp)
         }
@@ -178,62 +191,62 @@ struct SenderClock {
             return
         }
         offset = high
-        synchronisedAt = held.map(\.arrival).max() ?? streams.values.compactMap { $0.timeline?.lastArrival }.max()
+        synchronisedAt = held.map(\.arrival).max() ?? streams.compactMap { $0.timing.timeline?.lastArrival }.max()
     }
 
     /// The media time of a frame (its 64-bit RTP time from `unwrap`) that arrived at `arrival`.
+    /// The stream's timing changes in place (its arrays are never copied); its timeline, plain
+    /// integers, is worked on as a local and stored at the end.
     mutating func place(ssrc: UInt32, rtp: Int64, arrival: MonotonicTime) -> MonotonicTime {
-        // Out of the dictionary while it changes, so its arrays are not copied on every frame.
-        guard var timing = streams.removeValue(forKey: ssrc) else { return arrival }
+        guard let i = index(of: ssrc) else { return arrival }
         let now = arrival.nanoseconds
-        var timeline = timing.timeline ?? startTimeline(&timing, rtp: rtp, arrival: now)
-        follow(ssrc, &timing, &timeline, rtp: rtp, arrival: now)
-        var media = timeline.origin &+ nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: timing.clockRate)
+        let clockRate = streams[i].timing.clockRate
+        var timeline = streams[i].timing.timeline ?? startTimeline(i, rtp: rtp, arrival: now)
+        follow(i, &timeline, rtp: rtp, arrival: now)
+        var media = timeline.origin &+ nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: clockRate)
         if let restart = discontinuity(timeline, media: media, rtp: rtp, arrival: now) {
             counters.timestampDiscontinuities += 1
             timeline = Timeline(firstRTP: rtp, origin: restart, lastRTP: rtp, lastMedia: restart, lastArrival: now)
-            timing.estimator.reset()  // its reports describe the old timestamps
-            timing.floor.reset()
+            streams[i].timing.estimator.reset()  // its reports describe the old timestamps
+            streams[i].timing.floor.reset()
             media = restart
         }
         if rtp >= timeline.lastRTP {
             (timeline.lastRTP, timeline.lastMedia, timeline.lastArrival) = (rtp, media, now)
         }
-        timing.timeline = timeline
-        streams[ssrc] = timing
+        streams[i].timing.timeline = timeline
         return MonotonicTime(nanoseconds: media)
     }
 
-    private mutating func startTimeline(_ timing: inout StreamTiming, rtp: Int64, arrival: Int64) -> Timeline {
-        if let offset, let ntp = timing.estimator.ntp(at: rtp) {
+    private mutating func startTimeline(_ i: Int, rtp: Int64, arrival: Int64) -> Timeline {
+        if let offset, let ntp = streams[i].timing.estimator.ntp(at: rtp) {
             return Timeline(firstRTP: rtp, origin: ntp &+ offset, lastRTP: rtp, lastMedia: ntp &+ offset, lastArrival: arrival)
         }
         counters.arrivalStarts += 1
         return Timeline(firstRTP: rtp, origin: arrival, lastRTP: rtp, lastMedia: arrival, lastArrival: arrival)
     }
 
-    /// Feeds the delay floor and slews the origin towards where sync wants it.
-    private mutating func follow(_ ssrc: UInt32, _ timing: inout StreamTiming, _ timeline: inout Timeline, rtp: Int64, arrival: Int64) {
-        let elapsed = nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: timing.clockRate)
-        let mapped = offset != nil ? timing.estimator.ntp(at: rtp) : nil
-        if timing.floorFollowsReports != (mapped != nil) {
-            timing.floor.reset()  // another kind of sample: the old ones say nothing about the new
-            timing.floorFollowsReports = mapped != nil
+    /// Feeds the delay floor of stream `i` and slews the origin towards where sync wants it.
+    private mutating func follow(_ i: Int, _ timeline: inout Timeline, rtp: Int64, arrival: Int64) {
+        let clockRate = streams[i].timing.clockRate
+        let elapsed = nanoseconds(ticks: rtp &- timeline.firstRTP, clockRate: clockRate)
+        let mapped = offset != nil ? streams[i].timing.estimator.ntp(at: rtp) : nil
+        if streams[i].timing.floorFollowsReports != (mapped != nil) {
+            streams[i].timing.floor.reset()  // another kind of sample: the old ones say nothing about the new
+            streams[i].timing.floorFollowsReports = mapped != nil
         }
         let target: Int64
         if let ntp = mapped {
-            if timing.floor.add(arrival &- ntp, at: arrival) {
-                streams[ssrc] = timing
-                followFloor(now: arrival)
-            }
+            // The stored timeline is still the one before this frame (nil for a new stream).
+            if streams[i].timing.floor.add(arrival &- ntp, at: arrival) { followFloor(now: arrival) }
             target = ntp &+ (offset ?? 0) &- elapsed
         } else {
             // No SR timing: the stream's origin follows its own delay floor.
-            _ = timing.floor.add(arrival &- elapsed, at: arrival)
-            guard let floor = timing.floor.minimum else { return }
+            _ = streams[i].timing.floor.add(arrival &- elapsed, at: arrival)
+            guard let floor = streams[i].timing.floor.minimum else { return }
             target = floor
         }
-        slew(&timeline, toward: target, mediaElapsed: nanoseconds(ticks: rtp &- timeline.lastRTP, clockRate: timing.clockRate))
+        slew(&timeline, toward: target, mediaElapsed: nanoseconds(ticks: rtp &- timeline.lastRTP, clockRate: clockRate))
     }
 
     /// Moves the origin by at most `maximumSlewPerSecond` per second of media since the last frame.
@@ -264,8 +277,8 @@ struct SenderClock {
     private mutating func followFloor(now: Int64) {
         guard let offset, let synchronisedAt, now &- synchronisedAt >= SenderClock.floorSettling else { return }
         var floor: Int64?
-        for timing in streams.values where timing.active && timing.timeline != nil && timing.floorFollowsReports {
-            if let value = timing.floor.minimum { floor = max(floor ?? value, value) }
+        for i in streams.indices where streams[i].timing.active && streams[i].timing.timeline != nil && streams[i].timing.floorFollowsReports {
+            if let value = streams[i].timing.floor.minimum { floor = max(floor ?? value, value) }
         }
         guard let floor else { return }
         let change = floor &- offset &- floorBias

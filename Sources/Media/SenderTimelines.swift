@@ -3,7 +3,10 @@ import WireCoding
 /// Every sender's timeline in a session, and the books of their SR holds: which senders hold
 /// frames (their deadlines are timers) and how many bytes all of them hold together.
 struct SenderTimelines {
-    private var timelines: [String: SenderTimeline] = [:]
+    /// Timelines in an array, found through a map of sender ids to places: a dictionary's
+    /// in-place change runs a coroutine that allocated for every frame; an array's does not.
+    private var timelines: [SenderTimeline] = []
+    private var places: [String: Int] = [:]
     private var holding: Set<String> = []
     /// Bytes all senders hold for SRs.
     private(set) var heldBytes = 0
@@ -15,18 +18,25 @@ struct SenderTimelines {
 
     /// What keeping every sender's timeline did, added to `base`.
     func counters(adding base: SyncCounters) -> SyncCounters {
-        timelines.values.reduce(base + forgottenCounters) { $0 + $1.counters }
+        timelines.reduce(base + forgottenCounters) { $0 + $1.counters }
     }
 
     /// Senders with a timeline.
-    var senders: Dictionary<String, SenderTimeline>.Keys { timelines.keys }
+    var senders: Dictionary<String, Int>.Keys { places.keys }
 
     /// Drops the timeline of a sender that left (its counters stay in the totals); one still
     /// holding frames is kept until they are released.
     mutating func forget(_ sender: String) {
-        guard let timeline = timelines[sender], timeline.heldBytes == 0, timeline.nextDeadline == nil else { return }
-        forgottenCounters = forgottenCounters + timeline.counters
-        timelines[sender] = nil
+        guard let place = places[sender], timelines[place].heldBytes == 0, timelines[place].nextDeadline == nil else { return }
+        forgottenCounters = forgottenCounters + timelines[place].counters
+        // The last timeline takes the freed place.
+        let last = timelines.count - 1
+        if place != last, let moved = places.first(where: { $0.value == last })?.key {
+            timelines.swapAt(place, last)
+            places[moved] = place
+        }
+        timelines.removeLast()
+        places[sender] = nil
         holding.remove(sender)
     }
 
@@ -34,7 +44,7 @@ struct SenderTimelines {
     var nextDeadline: MonotonicTime? {
         var earliest: MonotonicTime?
         for sender in holding {
-            guard let hold = timelines[sender]?.nextDeadline else { continue }
+            guard let place = places[sender], let hold = timelines[place].nextDeadline else { continue }
             earliest = min(earliest ?? hold, hold)
         }
         return earliest
@@ -43,8 +53,16 @@ struct SenderTimelines {
     /// Runs `body` on the sender's timeline in place (one hash of the sender's id: this runs for
     /// every frame), keeping the books when the hold changes.
     mutating func with<Result>(_ sender: String, _ body: (inout SenderTimeline) -> Result) -> Result {
+        let place: Int
+        if let known = places[sender] {
+            place = known
+        } else {
+            place = timelines.count
+            timelines.append(SenderTimeline(maximumHold: maximumHold))
+            places[sender] = place
+        }
         var change = HoldChange()
-        let result = change.observe(&timelines[sender, default: SenderTimeline(maximumHold: maximumHold)], body)
+        let result = change.observe(&timelines[place], body)
         heldBytes += change.bytes
         if change.startedHolding { holding.insert(sender) }
         if change.stoppedHolding { holding.remove(sender) }
