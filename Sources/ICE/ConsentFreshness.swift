@@ -44,7 +44,7 @@ struct ConsentFreshness {
     }
 
     /// The deadlines the agent must wake for while connected.
-    var deadlines: [MonotonicTime] { [nextCheck, expiresAt].compactMap { $0 } }
+    var nextDeadline: MonotonicTime? { .earliest(nextCheck, expiresAt) }
 
     /// 4 to 6 s, randomised so that consent checks do not synchronise (RFC 7675 §5.1); 0.8 to
     /// 1.2 s while the previous check is unanswered.

@@ -161,15 +161,15 @@ public final class ICEAgent {
     }
 
     public var nextTimeout: MonotonicTime? {
-        var deadlines = transactions.values.map(\.nextRetransmit)
+        var next = transactions.values.lazy.map(\.nextRetransmit).min()
         if state == .checking {
             // No check sent yet: due at once (the start, already past), never a sentinel that
             // a driver's arithmetic could overflow on.
-            if hasCheckWork { deadlines.append(nextCheckSlot ?? startedAt ?? MonotonicTime(nanoseconds: 0)) }
-            if let startedAt { deadlines.append(startedAt.adding(milliseconds: configuration.connectTimeoutMilliseconds)) }
+            if hasCheckWork { next = .earliest(next, nextCheckSlot ?? startedAt ?? MonotonicTime(nanoseconds: 0)) }
+            if let startedAt { next = .earliest(next, startedAt.adding(milliseconds: configuration.connectTimeoutMilliseconds)) }
         }
-        if state == .connected { deadlines += consent.deadlines }
-        return deadlines.min()
+        if state == .connected { next = .earliest(next, consent.nextDeadline) }
+        return next
     }
 
     public func handleTimeout(now: MonotonicTime) -> ICEOutput {

@@ -80,6 +80,20 @@ struct TransportOutput: Equatable, Sendable {
     /// Nothing to send, write, close or report.
     var isEmpty: Bool { datagrams.isEmpty && streamWrites.isEmpty && streamsToClose.isEmpty && events.isEmpty }
 
+    /// Empty again with its arrays' storage kept (small ones only: one burst of events must
+    /// not pin its memory for the whole session).
+    mutating func clearForReuse() {
+        let keep = datagrams.capacity <= 64 && streamWrites.capacity <= 64 && streamsToClose.capacity <= 64 && events.capacity <= 64
+        guard keep else {
+            self = TransportOutput()
+            return
+        }
+        datagrams.removeAll(keepingCapacity: true)
+        streamWrites.removeAll(keepingCapacity: true)
+        streamsToClose.removeAll(keepingCapacity: true)
+        events.removeAll(keepingCapacity: true)
+    }
+
     /// `other`'s datagrams, writes and events after these.
     mutating func append(_ other: TransportOutput) {
         datagrams += other.datagrams
@@ -116,6 +130,8 @@ public final class PeerConnectionCore {
     /// What `poll` hands out next (from `queueHead`).
     var queue: [PeerConnectionOutput] = []
     var queueHead = 0
+    /// The last input's output, emptied with its storage kept for the next datagram's.
+    var spareOutput = TransportOutput()
     /// Video paused for overload, and the policy that decides it (Overload/).
     var pausedVideo = PausedVideo()
     var governor: OverloadGovernor
@@ -158,9 +174,11 @@ public final class PeerConnectionCore {
         return routed(output, now: now)
     }
 
-    func handle(datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, readAt: MonotonicTime,
+    func handle(datagram: consuming [UInt8], from remote: TransportAddress, to local: TransportAddress, readAt: MonotonicTime,
                 now: MonotonicTime) -> TransportOutput {
-        var output = TransportOutput()
+        // The last output's arrays, emptied: a frame's event does not allocate them again.
+        var output = spareOutput
+        spareOutput = TransportOutput()
         guard failure == nil, !datagram.isEmpty else { return output }
         lastNow = now
         counters.datagramsReceived += 1
@@ -172,12 +190,12 @@ public final class PeerConnectionCore {
             counters.droppedOutsideRelay += 1
             return output
         }
-        receive(datagram, from: remote, to: local, readAt: min(readAt, now), now: now, &output)
+        receive(consume datagram, from: remote, to: local, readAt: min(readAt, now), now: now, &output)
         return relays.isEmpty ? output : routed(output, now: now)
     }
 
     /// The RFC 7983 demux, for datagrams straight from a socket or unwrapped from a relay.
-    func receive(_ datagram: [UInt8], from remote: TransportAddress, to local: TransportAddress, readAt: MonotonicTime? = nil,
+    func receive(_ datagram: consuming [UInt8], from remote: TransportAddress, to local: TransportAddress, readAt: MonotonicTime? = nil,
                  now: MonotonicTime, _ output: inout TransportOutput) {
         guard let first = datagram.first else { return }
         switch first {
@@ -196,7 +214,7 @@ public final class PeerConnectionCore {
             }
             // A paused video stream's new pictures are dropped before decryption (Overload/).
             if !pausedVideo.isEmpty && pausedVideo.sheds(datagram) { return }
-            receiveSRTP(datagram, readAt: readAt ?? now, now: now, &output)
+            receiveSRTP(consume datagram, readAt: readAt ?? now, now: now, &output)
         default:
             counters.droppedUnknownProtocol += 1
         }
@@ -205,7 +223,10 @@ public final class PeerConnectionCore {
     public var nextTimeout: MonotonicTime? {
         guard failure == nil else { return nil }
         let relayDeadline = relays.isEmpty ? nil : relays.compactMap(\.client.nextTimeout).min()
-        return [ice.nextTimeout, dtls.nextTimeout, dataChannels?.nextTimeout, media?.nextTimeout, relayDeadline].compactMap { $0 }.min()
+        var next = MonotonicTime.earliest(ice.nextTimeout, dtls.nextTimeout)
+        next = .earliest(next, dataChannels?.nextTimeout)
+        next = .earliest(next, media?.nextTimeout)
+        return .earliest(next, relayDeadline)
     }
 
     func handleTimeout(now: MonotonicTime) -> TransportOutput {
@@ -285,12 +306,12 @@ public final class PeerConnectionCore {
 
     // MARK: - Internals
 
-    private func receiveSRTP(_ datagram: [UInt8], readAt: MonotonicTime, now: MonotonicTime, _ output: inout TransportOutput) {
+    private func receiveSRTP(_ datagram: consuming [UInt8], readAt: MonotonicTime, now: MonotonicTime, _ output: inout TransportOutput) {
         guard let srtp else {
             counters.droppedBeforeKeys += 1
             return
         }
-        var bytes = datagram
+        var bytes = consume datagram  // the only reference left: decrypted in place
         if RTPPacket.isRTCP(bytes) {
             guard (try? srtp.unprotectRTCP(&bytes)) != nil else { return }  // counted by the session
             onDecrypted?(bytes, now)

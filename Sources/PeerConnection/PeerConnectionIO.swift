@@ -61,8 +61,13 @@ public enum PeerConnectionOutput: Equatable, Sendable {
 /// feeds while polling (feedback for an event, say) is queued behind what is left, so one poll
 /// loop drains both.
 extension PeerConnectionCore {
-    public func handle(_ input: PeerConnectionInput, now: MonotonicTime) {
-        enqueue(output(for: input, now: now))
+    /// Consuming: a datagram's bytes are then held only here, and SRTP decrypts them in place
+    /// instead of copying them first.
+    public func handle(_ input: consuming PeerConnectionInput, now: MonotonicTime) {
+        var produced = output(for: input, now: now)
+        enqueue(produced)
+        produced.clearForReuse()
+        spareOutput = produced
     }
 
     /// The next thing to do; nil when nothing is queued.
@@ -78,8 +83,8 @@ extension PeerConnectionCore {
         return item
     }
 
-    private func output(for input: PeerConnectionInput, now: MonotonicTime) -> TransportOutput {
-        switch input {
+    private func output(for input: consuming PeerConnectionInput, now: MonotonicTime) -> TransportOutput {
+        switch consume input {
         case .start: start(now: now)
         case .datagram(let bytes, let from, let to, let readAt): handle(datagram: bytes, from: from, to: to, readAt: readAt ?? now, now: now)
         case .timeout: handleTimeout(now: now)

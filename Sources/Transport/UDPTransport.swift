@@ -180,7 +180,7 @@ public final class UDPTransport: @unchecked Sendable {
     /// media; schedules itself again while more wait, so due timers interleave.
     fileprivate func drainBacklog() {
         eventLoop.preconditionInEventLoop()
-        let batch = backlog.take(maxMedia: Self.mediaPerTurn)
+        var batch = backlog.take(maxMedia: Self.mediaPerTurn)
         if batch.more { eventLoop.execute { self.drainBacklog() } }
         guard let core else { return }
         let now = clock.now()
@@ -195,8 +195,12 @@ public final class UDPTransport: @unchecked Sendable {
                 filterPausedVideo(core.pausedVideoBoundaries)
             }
         }
-        for datagram in batch.datagrams {
-            core.handle(.datagram(datagram.bytes, from: datagram.from, to: datagram.to, readAt: datagram.arrival), now: now)
+        for index in batch.datagrams.indices {
+            // Moved out of the batch, so the core holds the only reference and decrypts in place.
+            var bytes: [UInt8] = []
+            swap(&bytes, &batch.datagrams[index].bytes)
+            let datagram = batch.datagrams[index]
+            core.handle(.datagram(consume bytes, from: datagram.from, to: datagram.to, readAt: datagram.arrival), now: now)
             pollCore(inReadBatch: true)
         }
         if let report = overload.observe(backlog.counters, now: now) { report.log(to: logger) }
