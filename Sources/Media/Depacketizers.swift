@@ -35,10 +35,15 @@ public protocol Depacketizer: Sendable {
     /// Whether this payload begins a keyframe, where the payload header says so (else: whether
     /// it begins a frame). A stream that starts anywhere else waits a moment for earlier packets.
     func isKeyframeStart(_ payload: ArraySlice<UInt8>) -> Bool
+    /// A frame of one packet (every audio frame): no payload list is built for it.
+    func assemble(single payload: ArraySlice<UInt8>, timestamp: UInt32) throws(DepacketizeError) -> EncodedFrame
 }
 
 extension Depacketizer {
     public func isKeyframeStart(_ payload: ArraySlice<UInt8>) -> Bool { isFrameStart(payload) }
+    public func assemble(single payload: ArraySlice<UInt8>, timestamp: UInt32) throws(DepacketizeError) -> EncodedFrame {
+        try assemble([payload], timestamp: timestamp)
+    }
 }
 
 /// Opus (RFC 7587): one packet is one frame.
@@ -46,7 +51,11 @@ public struct OpusDepacketizer: Depacketizer {
     public init() {}
     public func isFrameStart(_ payload: ArraySlice<UInt8>) -> Bool { true }
     public func assemble(_ payloads: [ArraySlice<UInt8>], timestamp: UInt32) throws(DepacketizeError) -> EncodedFrame {
-        guard payloads.count == 1, let payload = payloads.first, !payload.isEmpty else { throw .malformed("Opus frame must be one non-empty packet") }
+        guard payloads.count == 1, let payload = payloads.first else { throw .malformed("Opus frame must be one non-empty packet") }
+        return try assemble(single: payload, timestamp: timestamp)
+    }
+    public func assemble(single payload: ArraySlice<UInt8>, timestamp: UInt32) throws(DepacketizeError) -> EncodedFrame {
+        guard !payload.isEmpty else { throw .malformed("Opus frame must be one non-empty packet") }
         return EncodedFrame(data: Array(payload), rtpTimestamp: timestamp, isKeyframe: true)
     }
 }

@@ -121,7 +121,7 @@ public struct FrameAssembler {
         let payload = packet.payload
         guard isVideo else {
             // Audio: each packet is a frame; a loss only means those frames are missing.
-            emit([payload], timestamp: packet.timestamp, &output)
+            emit(payload, timestamp: packet.timestamp, &output)
             return
         }
         if packet.timestamp != frameTimestamp {
@@ -143,9 +143,10 @@ public struct FrameAssembler {
         } else if frameCorrupt {
             drop(.incomplete, &output)
         } else {
-            let payloads = framePayloads
+            // Emitted before the frame's state is cleared: the payload list is then held only
+            // here, so clearing keeps its storage instead of allocating another.
+            emit(framePayloads, timestamp: packet.timestamp, &output)
             endFrame()
-            emit(payloads, timestamp: packet.timestamp, &output)
         }
     }
 
@@ -194,9 +195,19 @@ public struct FrameAssembler {
     }
 
     private mutating func emit(_ payloads: [ArraySlice<UInt8>], timestamp: UInt32, _ output: inout AssemblerOutput) {
+        emit(timestamp: timestamp, &output) { depacketizer throws(DepacketizeError) in try depacketizer.assemble(payloads, timestamp: timestamp) }
+    }
+
+    /// One packet's frame (audio), without building a one-element payload list for it.
+    private mutating func emit(_ payload: ArraySlice<UInt8>, timestamp: UInt32, _ output: inout AssemblerOutput) {
+        emit(timestamp: timestamp, &output) { depacketizer throws(DepacketizeError) in try depacketizer.assemble(single: payload, timestamp: timestamp) }
+    }
+
+    private mutating func emit(timestamp: UInt32, _ output: inout AssemblerOutput,
+                               _ assemble: (any Depacketizer) throws(DepacketizeError) -> EncodedFrame) {
         let frame: EncodedFrame
         do {
-            frame = try depacketizer.assemble(payloads, timestamp: timestamp)
+            frame = try assemble(depacketizer)
         } catch {
             dropped.count(.malformed)
             if isVideo { loseSync(&output) }

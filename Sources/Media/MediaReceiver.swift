@@ -90,6 +90,8 @@ public final class MediaReceiver {
     /// Each sender's clock, and the first frames of its streams waiting for its SRs (their bytes
     /// bounded by half the buffer budget).
     var timelines: SenderTimelines
+    /// One stream's output for each packet, reused so its frame array is not allocated per packet.
+    private var streamOutput = StreamOutput()
     /// Counters of streams that ended (expired, BYE, section gone), by sender.
     private var retired: [String: ReceiveCounters] = [:]
     /// Senders the last negotiation dropped: their counters stay until the next one (their
@@ -248,7 +250,7 @@ public final class MediaReceiver {
     // MARK: - Timers
 
     public var nextTimeout: MonotonicTime? {
-        [deadline, nextReport, timelines.nextDeadline.map { MonotonicTime(nanoseconds: $0.nanoseconds &+ receiveLag) }].compactMap { $0 }.min()
+        .earliest(.earliest(deadline, nextReport), timelines.nextDeadline.map { MonotonicTime(nanoseconds: $0.nanoseconds &+ receiveLag) })
     }
 
     /// Places every frame still held for SRs (on arrival time where no SR came): the session
@@ -362,7 +364,14 @@ public final class MediaReceiver {
 
     private func receive(_ packet: RTPPacket, on stream: ReceiveStream, isRetransmission: Bool, arrival: MonotonicTime, _ output: inout MediaOutput) {
         let bufferedBefore = stream.bufferedBytes
-        var result = stream.receive(packet, isRetransmission: isRetransmission, arrival: arrival)
+        // The reused output is moved out while this runs and given back with its storage.
+        var result = streamOutput
+        streamOutput = StreamOutput()
+        defer {
+            result.clear()
+            streamOutput = result
+        }
+        stream.receive(packet, isRetransmission: isRetransmission, arrival: arrival, into: &result)
         bufferedBytes += stream.bufferedBytes - bufferedBefore
         if bufferedBytes > configuration.maximumBufferedBytes {
             // Over the receiver-wide budget: this stream lets go of its oldest gap (or its frame).

@@ -78,6 +78,14 @@ struct StreamOutput {
     var newlyMissing = false
     /// A retransmission answered our first NACK for it: a round-trip time sample (ns).
     var roundTripSample: Int64?
+
+    /// Empty again, keeping the frame array's storage for the next packet.
+    mutating func clear() {
+        assembled.frames.removeAll(keepingCapacity: true)
+        assembled.keyframeNeeded = false
+        newlyMissing = false
+        roundTripSample = nil
+    }
 }
 
 /// One received media SSRC: packets in any order (and retransmissions) become frames in order.
@@ -176,6 +184,13 @@ final class ReceiveStream {
 
     func receive(_ packet: RTPPacket, isRetransmission: Bool, arrival: MonotonicTime) -> StreamOutput {
         var output = StreamOutput()
+        receive(packet, isRetransmission: isRetransmission, arrival: arrival, into: &output)
+        return output
+    }
+
+    /// Into an output the caller reuses (cleared first), so its frame array keeps its storage.
+    func receive(_ packet: RTPPacket, isRetransmission: Bool, arrival: MonotonicTime, into output: inout StreamOutput) {
+        output.clear()
         lastArrival = arrival
         let sequence = unwrapper.unwrap(UInt32(packet.sequenceNumber))
         guard let next = nextExpected, let top = highest else {
@@ -186,27 +201,27 @@ final class ReceiveStream {
                 startingUntil = arrival.adding(nanoseconds: Self.startReorderNanoseconds)
             }
             accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
-            return output
+            return
         }
         if let until = startingUntil, arrival >= until { endStart(&output) }
         if sequence < next {
             if startingUntil != nil && !isRetransmission && moveStart(back: sequence, from: next, arrival: arrival) {
                 accept(packet, sequence: sequence, isRetransmission: false, arrival: arrival, &output)
-                return output
+                return
             }
             behind(sequence, next: next, isRetransmission: isRetransmission, packet: packet, arrival: arrival, &output)
-            return output
+            return
         }
         farBehindRun = 0
         if held[sequence] != nil {
             counters.duplicates += 1
-            return output
+            return
         }
         // A retransmission only fills a gap we know of: one for a packet never missed (or beyond
         // anything sent) would let a sender move the stream, so it is counted and dropped.
         if isRetransmission && (sequence > top || !register.contains(sequence)) {
             counters.unexpectedRetransmissions += 1
-            return output
+            return
         }
         if sequence > top {
             latestTimestamp = packet.timestamp
@@ -216,7 +231,7 @@ final class ReceiveStream {
                     skipNextGap = false
                     jump(to: sequence, &output)
                     accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
-                    return output
+                    return
                 }
                 // A small gap while the register is full: the oldest gaps are given up to make room.
                 let room = register.policy.maximumMissingPackets - gap.count
@@ -244,11 +259,10 @@ final class ReceiveStream {
             }
         } else {
             counters.duplicates += 1  // between delivered and highest, neither held nor missing
-            return output
+            return
         }
         accept(packet, sequence: sequence, isRetransmission: isRetransmission, arrival: arrival, &output)
         skipToHeldKeyframe(now: arrival, &output)
-        return output
     }
 
     private func accept(_ packet: RTPPacket, sequence: Int64, isRetransmission: Bool, arrival: MonotonicTime, _ output: inout StreamOutput) {
