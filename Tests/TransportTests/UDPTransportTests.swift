@@ -63,10 +63,17 @@ import WireCoding
         // backlog) or dropped by the kernel. A settled drop count was not enough: CI's starved
         // reader once stood still long enough to look settled, the control datagrams met a full
         // kernel buffer, and none reached the core.
+        // Or until the kernel's queue of the socket reads empty three times in a row: in a
+        // busy suite the count above once stayed short of 8,000 for a minute (a datagram
+        // neither read nor counted as dropped), and the queue being empty is what matters.
         let cost = media.count + ReceiveBacklog.overheadBytes
+        let port = transport.localAddresses[0].port
+        var emptyReads = 0
         try await waitUntil {
             let backlog = transport.backlog.counters
-            return backlog.waitingBytes / cost + backlog.mediaDropped + (transport.kernelDrops()?.overflowed ?? 0) >= 8_000
+            if backlog.waitingBytes / cost + backlog.mediaDropped + (transport.kernelDrops()?.overflowed ?? 0) >= 8_000 { return true }
+            emptyReads = Self.queuedBytes(port: port) == 0 ? emptyReads + 1 : 0
+            return emptyReads >= 3
         }
         try await send(control, times: 40, from: sender, to: target)
         try await Task.sleep(nanoseconds: 300_000_000)
@@ -110,10 +117,26 @@ import WireCoding
     }
 
     /// Waits (up to 60 s, then looks once more) until `condition` holds.
+    /// What the kernel holds for the UDP socket bound to `port` (rx_queue of /proc/net/udp).
+    private static func queuedBytes(port: UInt16) -> Int? {
+        guard let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8) else { return nil }
+        let suffix = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+        for line in table.split(separator: "\n").dropFirst() {
+            let fields = line.split(separator: " ")
+            guard fields.count > 4, fields[1].hasSuffix(suffix) else { continue }
+            return fields[4].split(separator: ":").last.flatMap { Int($0, radix: 16) }
+        }
+        return nil
+    }
+
     private func waitUntil(_ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while !condition(), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
     }
+}
+
+private extension String {
+    func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
 }
