@@ -36,6 +36,9 @@ loss, reordering, duplicates, 10x bursts, publishers vanishing without a BYE): p
 the clean run's, the worst publisher's frames and the worst bystander's (a publisher the fault
 did not single out).
 
+With --count-allocations, a perf uprobe counts recbot's and the floor's malloc calls over 10 s of
+each run and prints them per packet (allocations.py; root and linux-perf).
+
 With --relay N[,N...], only the TURN relay comparison runs instead (see relay.py).
 """
 import argparse
@@ -50,6 +53,7 @@ import tempfile
 import threading
 import time
 
+from allocations import AllocationCount, ensure_probe
 from relay import relay_runs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -97,6 +101,16 @@ def video_frames(path):
         return 0
 
 
+def count_allocations(args, pid):
+    """With --count-allocations: a counter of `pid`'s mallocs over 10 s once every publisher runs."""
+    if not args.count_allocations:
+        return None
+    window = max(1.0, min(10.0, args.duration - args.ramp - 6))
+    counter = AllocationCount(pid, delay=args.ramp + 3, window=window)
+    counter.start()
+    return counter
+
+
 def generator_command(args, n, cache, truth_path, extra=()):
     loss = [] if "--loss" in extra else ["--loss", str(args.loss)]  # a fault run's own loss replaces the bench's
     harsh = (["--burst-loss", args.burst_loss] if args.burst_loss else []) + (["--jitter-ms", str(args.jitter_ms)] if args.jitter_ms else [])
@@ -110,6 +124,7 @@ def run_floor(n, args, cache):
     floor = subprocess.Popen([args.floor, "--out", os.path.join(work, "floor.bin")], stdout=subprocess.PIPE,
                              stderr=open(os.path.join(work, "floor.log"), "w"), text=True)
     port = json.loads(floor.stdout.readline())["port"]
+    counter = count_allocations(args, floor.pid)
     started = time.time()
     generator = subprocess.Popen(generator_command(args, n, cache, os.path.join(work, "truth.json"), ["--floor", f"127.0.0.1:{port}"]),
                                  stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "loadgen.log"), "w"))
@@ -120,8 +135,11 @@ def run_floor(n, args, cache):
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     packets = done.get("packets", 0)
+    if counter:
+        counter.join()
     return {"kind": "floor", "n": n, "cpu_cores": cpu / (time.time() - started), "packets": packets,
-            "us_per_packet": 1e6 * cpu / max(1, packets), "failures": done.get("failures"), "exit": os.waitstatus_to_exitcode(status)}
+            "us_per_packet": 1e6 * cpu / max(1, packets), "failures": done.get("failures"), "exit": os.waitstatus_to_exitcode(status),
+            "mallocs_per_packet": counter.per_packet(packets, args.duration, args.ramp) if counter else None}
 
 
 class CPULimit:
@@ -202,7 +220,11 @@ def run(kind, n, args, cache, extra=(), recorder_extra=()):
     if kind == "recbot" and args.cpu_limit:
         command = args.cpu_limit.wrap(command)
     recorder = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, f"{kind}.log"), "w"))
+    # Under a CPU limit the recorder is the cgroup wrapper's child: its allocations are not counted.
+    counter = count_allocations(args, recorder.pid) if not args.cpu_limit else None
     _, status, usage = os.wait4(recorder.pid, 0)
+    if counter:
+        counter.join()
     wall = time.time() - started
     generator_cpu = None  # the generator's own CPU: it should stay under one core
     deadline = time.time() + 30
@@ -249,6 +271,7 @@ def run(kind, n, args, cache, extra=(), recorder_extra=()):
         "files": len(files), "work": work,
     }
     result["us_per_packet"] = 1e6 * cpu / max(1, result["packets"])
+    result["mallocs_per_packet"] = counter.per_packet(result["packets"], args.duration, args.ramp) if counter else None
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
     return result
@@ -311,9 +334,13 @@ def main():
     parser.add_argument("--faults", type=int, default=32, help="publishers in the fault runs (0: none)")
     parser.add_argument("--keep", action="store_true", help="keep each run's files")
     parser.add_argument("--json", help="also write every run's numbers here")
+    parser.add_argument("--count-allocations", action="store_true", help="count recbot's and the floor's malloc calls per packet "
+                        "(a perf uprobe: root and linux-perf; slows the counted runs, so their CPU columns do not compare)")
     parser.add_argument("--relay", metavar="N[,N...]", help="instead: the TURN relay's cost at these publisher counts (bench/relay.py)")
     args = parser.parse_args()
     args.cpu_limit = CPULimit(args.recbot_cpus) if args.recbot_cpus else None
+    if args.count_allocations:
+        ensure_probe()
     try:
         bench(args)
     finally:
@@ -350,6 +377,9 @@ def bench(args):
             previous["gstreamer"] = theirs
         previous["recbot"] = ours
         print(floor_row(floor), flush=True)
+        if args.count_allocations:
+            counted = [f"{r['kind']} {r['mallocs_per_packet']:.2f}" for r in (ours, theirs, floor) if r and r.get("mallocs_per_packet") is not None]
+            print(f"             mallocs per packet: {', '.join(counted) or 'not counted'}", flush=True)
         results += [r for r in (ours, theirs, floor) if r]
         if ours["worst_share"] >= 99.9 and ours["exit"] == 0:
             capacity = n
