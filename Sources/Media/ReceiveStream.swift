@@ -182,12 +182,6 @@ final class ReceiveStream {
 
     // MARK: - Packets
 
-    func receive(_ packet: RTPPacket, isRetransmission: Bool, arrival: MonotonicTime) -> StreamOutput {
-        var output = StreamOutput()
-        receive(packet, isRetransmission: isRetransmission, arrival: arrival, into: &output)
-        return output
-    }
-
     /// Into an output the caller reuses (cleared first), so its frame array keeps its storage.
     func receive(_ packet: RTPPacket, isRetransmission: Bool, arrival: MonotonicTime, into output: inout StreamOutput) {
         output.clear()

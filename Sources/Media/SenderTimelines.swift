@@ -5,7 +5,8 @@ import WireCoding
 struct SenderTimelines {
     /// Timelines in an array, found through a map of sender ids to places: a dictionary's
     /// in-place change runs a coroutine that allocated for every frame; an array's does not.
-    private var timelines: [SenderTimeline] = []
+    /// Each keeps its sender's id, so the one moved into a freed place is found at once.
+    private var timelines: [(sender: String, timeline: SenderTimeline)] = []
     private var places: [String: Int] = [:]
     private var holding: Set<String> = []
     /// Bytes all senders hold for SRs.
@@ -18,7 +19,7 @@ struct SenderTimelines {
 
     /// What keeping every sender's timeline did, added to `base`.
     func counters(adding base: SyncCounters) -> SyncCounters {
-        timelines.reduce(base + forgottenCounters) { $0 + $1.counters }
+        timelines.reduce(base + forgottenCounters) { $0 + $1.timeline.counters }
     }
 
     /// Senders with a timeline.
@@ -27,15 +28,12 @@ struct SenderTimelines {
     /// Drops the timeline of a sender that left (its counters stay in the totals); one still
     /// holding frames is kept until they are released.
     mutating func forget(_ sender: String) {
-        guard let place = places[sender], timelines[place].heldBytes == 0, timelines[place].nextDeadline == nil else { return }
-        forgottenCounters = forgottenCounters + timelines[place].counters
+        guard let place = places[sender], timelines[place].timeline.heldBytes == 0, timelines[place].timeline.nextDeadline == nil else { return }
+        forgottenCounters = forgottenCounters + timelines[place].timeline.counters
         // The last timeline takes the freed place.
-        let last = timelines.count - 1
-        if place != last, let moved = places.first(where: { $0.value == last })?.key {
-            timelines.swapAt(place, last)
-            places[moved] = place
-        }
+        timelines.swapAt(place, timelines.count - 1)
         timelines.removeLast()
+        if place < timelines.count { places[timelines[place].sender] = place }
         places[sender] = nil
         holding.remove(sender)
     }
@@ -44,7 +42,7 @@ struct SenderTimelines {
     var nextDeadline: MonotonicTime? {
         var earliest: MonotonicTime?
         for sender in holding {
-            guard let place = places[sender], let hold = timelines[place].nextDeadline else { continue }
+            guard let place = places[sender], let hold = timelines[place].timeline.nextDeadline else { continue }
             earliest = min(earliest ?? hold, hold)
         }
         return earliest
@@ -58,11 +56,11 @@ struct SenderTimelines {
             place = known
         } else {
             place = timelines.count
-            timelines.append(SenderTimeline(maximumHold: maximumHold))
+            timelines.append((sender, SenderTimeline(maximumHold: maximumHold)))
             places[sender] = place
         }
         var change = HoldChange()
-        let result = change.observe(&timelines[place], body)
+        let result = change.observe(&timelines[place].timeline, body)
         heldBytes += change.bytes
         if change.startedHolding { holding.insert(sender) }
         if change.stoppedHolding { holding.remove(sender) }
