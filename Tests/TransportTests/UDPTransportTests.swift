@@ -60,12 +60,11 @@ import WireCoding
         let control = [0x10] + [UInt8](repeating: 0, count: 30)
         try await send(media, times: 8_000, from: sender, to: target)
         // Until the socket is empty: every media datagram read (waiting or dropped by the
-        // backlog) or dropped by the kernel. A settled drop count was not enough: CI's starved
-        // reader once stood still long enough to look settled, the control datagrams met a full
-        // kernel buffer, and none reached the core.
-        // Or until the kernel's queue of the socket reads empty three times in a row: in a
-        // busy suite the count above once stayed short of 8,000 for a minute (a datagram
-        // neither read nor counted as dropped), and the queue being empty is what matters.
+        // backlog) or dropped by the kernel, or the kernel's queue of the socket read empty
+        // three times in a row. A settled drop count was not enough (CI's starved reader once
+        // stood still long enough to look settled, and the control datagrams met a full kernel
+        // buffer), and amid the whole suite the exact count once stayed short of 8,000 for a
+        // minute: the empty queue is what the control datagrams need.
         let cost = media.count + ReceiveBacklog.overheadBytes
         let port = transport.localAddresses[0].port
         var emptyReads = 0
@@ -116,11 +115,10 @@ import WireCoding
         try await sender.writeAndFlush(AddressedEnvelope(remoteAddress: discard, data: sender.allocator.buffer(capacity: 0)))
     }
 
-    /// Waits (up to 60 s, then looks once more) until `condition` holds.
     /// What the kernel holds for the UDP socket bound to `port` (rx_queue of /proc/net/udp).
     private static func queuedBytes(port: UInt16) -> Int? {
         guard let table = try? String(contentsOfFile: "/proc/net/udp", encoding: .utf8) else { return nil }
-        let suffix = ":" + String(port, radix: 16, uppercase: true).leftPadded(to: 4)
+        let suffix = String(format: ":%04X", UInt32(port))
         for line in table.split(separator: "\n").dropFirst() {
             let fields = line.split(separator: " ")
             guard fields.count > 4, fields[1].hasSuffix(suffix) else { continue }
@@ -129,14 +127,11 @@ import WireCoding
         return nil
     }
 
+    /// Waits until `condition` holds, at most 60 s (the caller goes on either way).
     private func waitUntil(_ condition: () -> Bool) async throws {
         let deadline = ContinuousClock.now + .seconds(60)
         while !condition(), ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
     }
-}
-
-private extension String {
-    func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
 }
