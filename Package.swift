@@ -329,7 +329,7 @@ let package = Package(
             "SystemClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings"]),
+        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings", "Outcomes"]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignalingCore", "WireCoding"]),
         .testTarget(name: "InteropTests", dependencies: [
             "PeerConnection", "Transport", "DTLS", "ICE", "Keying", "RTP", "SDP", "SRTP", "STUN", "SCTP", "SystemClock", "TestSupport",

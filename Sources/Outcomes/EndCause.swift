@@ -32,6 +32,8 @@ public enum EndCause: Equatable, Sendable {
     case uploadCredentialsRefused
     /// A recording does not read or decode cleanly.
     case verificationFailed
+    /// `--wait-for-senders` ran out before any sender came: nothing was recorded.
+    case noSenders
     /// A session, recording or file that was asked for is not there.
     case notFound
     /// The command line cannot be run as written.
@@ -72,6 +74,7 @@ extension ExitStatus {
         case .uploadFailed: self = .uploadFailed
         case .uploadCredentialsRefused: self = .uploadCredentials
         case .verificationFailed: self = .dataError
+        case .noSenders: self = .noSenders
         case .notFound: self = .notFound
         case .badCommandLine: self = .usage
         case .internalFailure: self = .failure

@@ -22,6 +22,8 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
     case rejected = 77
     /// Configuration unusable (bad config file, missing channel).
     case configuration = 78
+    /// `join --wait-for-senders`: no sender came in time, so nothing was recorded.
+    case noSenders = 79
     /// The TURN relay the session needed could not be reached, refused the allocation, or lost it.
     case relayUnavailable = 80
     /// The TURN server refused the credentials (from the offer, or `--ice-servers`).
@@ -54,6 +56,7 @@ public enum ExitStatus: Int32, CaseIterable, Sendable {
         case .protocolError: "protocol error"
         case .rejected: "rejected by the server"
         case .configuration: "configuration error"
+        case .noSenders: "no sender came within --wait-for-senders (nothing recorded)"
         case .relayUnavailable: "TURN relay unreachable or lost"
         case .relayCredentials: "TURN credentials refused"
         case .catalogUnavailable: "PostgreSQL catalog unreachable"

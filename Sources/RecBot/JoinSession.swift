@@ -29,6 +29,8 @@ public final class JoinSession: Sendable {
         var phase = SessionPhase.starting
         var writer: CatalogWriter?
         var finalTotals: SessionTotals?
+        /// Why an empty room ended the session, when one did.
+        var presenceVerdict: SenderPresence.Verdict?
         /// The session's webhooks, while it has them (for the metrics).
         var webhooks: SessionWebhooks?
         /// Everything that reaches the current connection while it records; a stop jumps the
@@ -279,6 +281,11 @@ public final class JoinSession: Sendable {
             }
         }
         defer { timer?.cancel() }
+        // Cancelled (below) when the session ends, so holding the session is no cycle.
+        let presenceWatch = media.presence.isActive ? Task { [self] in
+            await PresenceWatch.run(presence: { media.presence }, clock: clock) { self.emptyRoomEnds($0) }
+        } : nil
+        defer { presenceWatch?.cancel() }
         var outcome = await connect(session, media: media)
         var dropped = outcome.inboxDropped
         // A first join that never recorded fails at once: that is a wrong URL, a firewall or
@@ -295,6 +302,7 @@ public final class JoinSession: Sendable {
                 dropped.bytes += next.inboxDropped.bytes
             }
         }
+        if state.withLock({ $0.presenceVerdict }) == .nobodyCame, outcome.ending.cause == .completed { outcome.ending.cause = .noSenders }
         let ending = Self.sessionEnding(outcome.ending, interruptions: media.interruptions.summary(now: clock.now()),
                                         failOnInterruption: options.failOnInterruption)
         setPhase(.finalizing)
@@ -305,6 +313,16 @@ public final class JoinSession: Sendable {
         state.withLock { $0.finalTotals = totals }
         await closeLoops(group)
         return final
+    }
+
+    /// `--stop-when-idle` or `--wait-for-senders` decided: the session stops as a signal would stop it.
+    private func emptyRoomEnds(_ verdict: SenderPresence.Verdict) {
+        state.withLock { $0.presenceVerdict = verdict }
+        switch verdict {
+        case .idle: logger.notice("no sender for --stop-when-idle; stopping")
+        case .nobodyCame: logger.notice("no sender came within --wait-for-senders; stopping")
+        }
+        stop(reason: verdict.reason)
     }
 
     /// Shuts the session's loops down once no sample waits on them. NIO drops a task submitted

@@ -103,6 +103,11 @@ public struct JoinOptions: Sendable {
     public var urls: [String]
     public var connect: ConnectOptions
     public var durationMilliseconds: Int64?
+    /// `--stop-when-idle`: the session ends (as done) once no sender has been present this long.
+    public var stopWhenIdleMilliseconds: Int64?
+    /// `--wait-for-senders`: the session ends (exit 79, nothing recorded) when no sender came this
+    /// long after the join.
+    public var waitForSendersMilliseconds: Int64?
     public var insecure = false
     /// Recordings, and the catalog unless `catalog` names another.
     public var dataDirectory: DataDirectory

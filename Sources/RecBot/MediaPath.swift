@@ -130,8 +130,10 @@ final class MediaPath: @unchecked Sendable {
         let (pipeline, refused, context, now) = (path.pipeline, path.refusals.bySender, path.context, session.clock.now())
         // The recordings live on the session's loop (the transport's): their senders change there.
         // The core has not started, so there is nothing to send yet.
-        try? await media.loop.submit(confined: pipeline) { pipeline in
-            pipeline.update(senders: pipeline.core.media?.senders ?? [:], refusedVideo: refused, context: context, now: now)
+        try? await media.loop.submit(confined: pipeline) { [media] pipeline in
+            let senders = pipeline.core.media?.senders ?? [:]
+            pipeline.update(senders: senders, refusedVideo: refused, context: context, now: now)
+            media.sendersChanged(to: senders.count, now: now)
         }.get()
         media.connectionStarted(context: path.context)
         return .success(path)
@@ -249,9 +251,12 @@ final class MediaPath: @unchecked Sendable {
         self.media.capture?.recordOffer(sdp, at: session.clock.now())
         refusals.note(media, eventLog: eventLog, logger: logger)
         let (refused, pipeline, context) = (refusals.bySender, LoopConfined(pipeline, eventLoop: transport.eventLoop), context)
+        let session = self.media
         await transport.perform { core, now in
             core.handle(.renegotiated(media), now: now)
-            pipeline.value.update(senders: core.media?.senders ?? [:], refusedVideo: refused, context: context, now: now)
+            let senders = core.media?.senders ?? [:]
+            pipeline.value.update(senders: senders, refusedVideo: refused, context: context, now: now)
+            session.sendersChanged(to: senders.count, now: now)
         }
         return answer.sdp.serialized
     }

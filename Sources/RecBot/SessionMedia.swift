@@ -34,6 +34,8 @@ final class SessionMedia: @unchecked Sendable {
     private var ended = ConnectionCounters()
     /// The newest connection's sidecar context (shared with the file-start callback).
     private let contextBox = NIOLockedValueBox<SidecarContext?>(nil)
+    /// Who is sending, across the session's connections (`--stop-when-idle`, `--wait-for-senders`).
+    private let presenceBox: NIOLockedValueBox<SenderPresence>
 
     /// The receive counters of the connections that ended, summed.
     struct ConnectionCounters: Sendable {
@@ -49,6 +51,8 @@ final class SessionMedia: @unchecked Sendable {
         self.loop = loop
         (webhooks, sessionStartedAt) = (session.webhooks, session.startedAt)
         self.signalingLoop = signalingLoop
+        presenceBox = NIOLockedValueBox(SenderPresence(idleMilliseconds: options.stopWhenIdleMilliseconds,
+                                                       waitForSendersMilliseconds: options.waitForSendersMilliseconds, joinedAt: session.startTime))
         let (writer, sessionID) = (session.writer, session.id)
         let layout = options.dataDirectory.layout(session: session.id)
         let (host, clock) = (options.host, session.clock)
@@ -119,6 +123,13 @@ final class SessionMedia: @unchecked Sendable {
         contextBox.withLockedValue { $0 = context }
         webhooks?.connectionStarted(context: context, sessionStartedAt: sessionStartedAt)
     }
+
+    /// An offer or re-offer named these senders.
+    func sendersChanged(to count: Int, now: MonotonicTime) {
+        presenceBox.withLockedValue { $0.sendersChanged(to: count, now: now) }
+    }
+
+    var presence: SenderPresence { presenceBox.withLockedValue { $0 } }
 
     /// A connection's final counters join the session's.
     func connectionEnded(transport: TransportCounters, received: ReceiveCounters, receiver: MediaReceiverCounters) {

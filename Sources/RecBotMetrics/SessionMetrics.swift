@@ -174,6 +174,7 @@ extension ExitStatus {
         case .protocolError: "protocol_error"
         case .rejected: "rejected"
         case .configuration: "configuration"
+        case .noSenders: "no_senders"
         case .relayUnavailable: "relay_unavailable"
         case .relayCredentials: "relay_credentials"
         case .catalogUnavailable: "catalog_unavailable"

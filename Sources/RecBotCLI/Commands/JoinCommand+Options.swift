@@ -25,6 +25,8 @@ extension JoinCommand {
         if let milliseconds = try settings.duration(duration, .duration, range: 1...DurationArgument.maximumMilliseconds) {
             options.durationMilliseconds = milliseconds
         }
+        options.stopWhenIdleMilliseconds = try settings.duration(stopWhenIdle, .stopWhenIdle, range: 1_000...DurationArgument.maximumMilliseconds)
+        options.waitForSendersMilliseconds = try settings.duration(waitForSenders, .waitForSenders, range: 1_000...DurationArgument.maximumMilliseconds)
         try applyTimingAndLimits(to: &options, settings: settings)
         func prefixes(_ flags: [String], _ name: SettingName) throws -> [IPPrefix] {
             let texts = !flags.isEmpty ? flags : settings.list(name)

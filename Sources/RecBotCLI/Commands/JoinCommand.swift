@@ -18,7 +18,7 @@ struct JoinCommand: AsyncParsableCommand {
             and S3 credentials (see `recbot upload --help`).
             Precedence: flag, then environment, then config file.
 
-            """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration,
+            """ + ExitStatus.helpLine([.success, .network, .storage, .protocolError, .rejected, .configuration, .noSenders,
                                  .relayUnavailable, .relayCredentials, .catalogUnavailable, .catalogCredentials,
                                  .uploadFailed, .uploadCredentials]))
 
@@ -39,6 +39,12 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Metadata for authentication: JSON text, or @file.", valueName: "json|@file")) var metadata: String?
     @Option(help: ArgumentHelp("Stop after this long (45s, 15m, 2h; a bare number is seconds).", valueName: "duration"))
     var duration: DurationArgument?
+    @Option(name: .customLong("stop-when-idle"), help: ArgumentHelp(
+        "Stop once no sender has been in the channel for this long (from the join, until the first comes).", valueName: "duration"))
+    var stopWhenIdle: DurationArgument?
+    @Option(name: .customLong("wait-for-senders"), help: ArgumentHelp(
+        "Stop with exit 79 when no sender came this long after the join (a job started before its meeting).", valueName: "duration"))
+    var waitForSenders: DurationArgument?
     @Option(name: .customLong("client-id")) var clientID: String?
     @Option(name: .customLong("bundle-id")) var bundleID: String?
     @Option(name: .customLong("signaling-notify-metadata"), help: ArgumentHelp("JSON text or @file.", valueName: "json|@file"))

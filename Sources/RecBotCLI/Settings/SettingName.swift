@@ -29,6 +29,8 @@ extension SettingName {
     static let urls = SettingName("RECBOT_URLS", flag: "--url", format: "space or comma separated")
     static let metadata = SettingName("RECBOT_METADATA", flag: "--metadata", format: "JSON or @file")
     static let duration = SettingName("RECBOT_DURATION", flag: "--duration")
+    static let stopWhenIdle = SettingName("RECBOT_STOP_WHEN_IDLE", flag: "--stop-when-idle")
+    static let waitForSenders = SettingName("RECBOT_WAIT_FOR_SENDERS", flag: "--wait-for-senders")
     static let clientID = SettingName("RECBOT_CLIENT_ID", flag: "--client-id")
     static let bundleID = SettingName("RECBOT_BUNDLE_ID", flag: "--bundle-id")
     // How to connect.
@@ -83,7 +85,7 @@ extension SettingName {
 
     /// Every setting, in the order `join --help` lists them.
     static let all: [SettingName] = [
-        config, dataDirectory, catalogURL, host, channel, urls, metadata, duration, clientID, bundleID, insecure, connectTimeout,
+        config, dataDirectory, catalogURL, host, channel, urls, metadata, duration, stopWhenIdle, waitForSenders, clientID, bundleID, insecure, connectTimeout,
         allowAddresses, denyAddresses, iceServers, iceTransportPolicy, turnCAFile, maxRecoveryDelay, shedVideoAfter, noVideoShedding, maxEvents, maxEventBytes,
         finalizeTimeout, rejoinAttempts, rejoinMaxDelay, noRejoin, failOnInterruption, metricsListen, metricsTextfile, splitDuration, splitOnly, recordingMetadata, webhookURLs, webhookCAFile,
         webhookRetryWindow, webhookSecret, webhookHeaders, export, uploadURL,
