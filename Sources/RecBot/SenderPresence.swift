@@ -9,6 +9,9 @@ import WireCoding
 /// - Once someone came, the room going empty starts the idle wait; a sender coming back stops it.
 /// - A lost connection changes nothing: the last offer's senders stand until the next one (a
 ///   rejoin's offer) says otherwise, so an outage never reads as an empty room.
+/// - Before the first offer nobody knows who is there: no verdict, however late (a server that
+///   does not answer is a network failure, not an empty room); the waits still count from the
+///   join, so an empty first offer past them ends the session at once.
 public struct SenderPresence: Sendable, Equatable {
     public enum Verdict: String, Sendable, Equatable {
         /// Nobody has sent for `--stop-when-idle`: the session ends as done.
@@ -24,6 +27,8 @@ public struct SenderPresence: Sendable, Equatable {
     public let waitForSendersNanoseconds: Int64?
     public private(set) var senders = 0
     public private(set) var anyoneCame = false
+    /// An offer has said who is sending.
+    private var roomSeen = false
     /// Since when nobody has been sending (the join, until the first offer names someone).
     private var emptySince: MonotonicTime?
 
@@ -39,6 +44,7 @@ public struct SenderPresence: Sendable, Equatable {
     /// An offer (or re-offer) names this many senders.
     public mutating func sendersChanged(to count: Int, now: MonotonicTime) {
         senders = max(0, count)
+        roomSeen = true
         if senders > 0 {
             anyoneCame = true
             emptySince = nil
@@ -50,7 +56,7 @@ public struct SenderPresence: Sendable, Equatable {
     /// When the verdict falls due, if nobody comes first; nil while someone is sending (or no
     /// setting applies).
     public var deadline: MonotonicTime? {
-        guard senders == 0, let emptySince, let wait = currentWait else { return nil }
+        guard roomSeen, senders == 0, let emptySince, let wait = currentWait else { return nil }
         let (end, overflow) = emptySince.nanoseconds.addingReportingOverflow(wait)
         return MonotonicTime(nanoseconds: overflow ? .max : end)
     }

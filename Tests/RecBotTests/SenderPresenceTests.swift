@@ -68,6 +68,14 @@ import WireCoding
         #expect(both.verdict(now: Self.at(175)) == .idle)
     }
 
+    @Test func beforeTheFirstOfferThereIsNoVerdictAndALateEmptyOfferEndsAtOnce() {
+        var presence = SenderPresence(idleMilliseconds: 5_000, waitForSendersMilliseconds: 10_000, joinedAt: joined)
+        #expect(presence.deadline == nil)
+        #expect(presence.verdict(now: Self.at(200)) == nil, "no offer yet: the room is unknown (the connect timeout decides)")
+        presence.sendersChanged(to: 0, now: Self.at(200))
+        #expect(presence.verdict(now: Self.at(200)) == .nobodyCame, "the waits count from the join")
+    }
+
     @Test func hugeWaitsSaturateInsteadOfTrapping() {
         var presence = SenderPresence(idleMilliseconds: .max, waitForSendersMilliseconds: nil, joinedAt: joined)
         presence.sendersChanged(to: 0, now: Self.at(101))
