@@ -7,9 +7,10 @@ import SRTP
 
 /// `recbot-floor`: the floor of recbot's packet path, for `bench/bench.sh`. It receives what
 /// `recbot-loadgen --floor` sends, with the same batched reads as recbot (recvmmsg, 32 per
-/// call), decrypts each packet in place with libsrtp and appends it to one file, and does
-/// nothing else: no parsing, no jitter buffer, no depacketizing, no muxing, no feedback. Its
-/// CPU per packet is what any recorder pays before it does its own work.
+/// call), decrypts each packet in place with recbot's own SRTP code (`SRTPSession`, AES-GCM as
+/// recbot and the generator negotiate), appends it to one file, and does nothing else: no
+/// parsing, no jitter buffer, no depacketizing, no muxing, no feedback. Its CPU per packet is
+/// what any recorder pays before it does its own work.
 @main
 struct FloorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
