@@ -9,12 +9,16 @@ public enum NegotiationError: Error, Equatable, Sendable, CustomStringConvertibl
     case sdp(SDPError)
     case dtls(DTLSError)
     case noTransport
+    /// The offer has no section at all (RFC 3264 §5: streams come later, in a re-offer), as an
+    /// empty room's may: the answer to send while waiting for one.
+    case nothingToReceive(answerSDP: String)
 
     public var description: String {
         switch self {
         case .sdp(let error): "\(error)"
         case .dtls(let error): "\(error)"
         case .noTransport: "the offer has no section recbot can receive, so there is no transport to set up"
+        case .nothingToReceive: "the offer has no section yet"
         }
     }
 }
@@ -52,6 +56,7 @@ public struct RecvOnlyNegotiation {
         } catch {
             throw .sdp(error)
         }
+        guard !answer.media.isEmpty else { throw .nothingToReceive(answerSDP: answer.sdp.serialized) }
         guard answer.media.contains(where: \.accepted), !answer.remote.iceUfrag.isEmpty else { throw .noTransport }
         var configuration = ICEConfiguration(
             localUfrag: local.iceUfrag, localPassword: local.icePwd, remoteUfrag: answer.remote.iceUfrag,

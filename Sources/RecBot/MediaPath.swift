@@ -67,21 +67,31 @@ final class MediaPath: @unchecked Sendable {
         context = SidecarContext(session: session.id, options: options, soraSessionID: offer.sessionID, botConnectionID: offer.connectionID)
     }
 
-    /// Binds the transport and answers the offer (the signaling session sends the answer,
-    /// `answered`); a failure is the session's end.
+    /// What answering an offer came to.
+    enum AnswerOutcome {
+        /// The transport is bound; the signaling session sends the answer (`answered`).
+        case answered(MediaPath)
+        /// The offer has no section yet (an empty room): this answer says so, and the media
+        /// path waits for a re-offer with sections (`EmptyRoomWait`).
+        case nothingToReceive(answerSDP: String)
+        /// The session's end.
+        case failed(SessionEnding)
+    }
+
+    /// Binds the transport and answers the offer.
     static func answer(_ start: SignalingStart, options: JoinOptions, session: JoinSession.SessionStart,
-                       media: SessionMedia) async -> Result<MediaPath, SessionEnding> {
+                       media: SessionMedia) async -> AnswerOutcome {
         let eventLog = media.eventLog
         let logger = session.logger
         let connection = start.connection
         let hosts: [IPAddress]
         do { hosts = try options.hostPolicy.hostAddresses() } catch {
             await connection.close()
-            return .failure(SessionEnding(.connectionLost, "network: cannot list local addresses: \(error)"))
+            return .failed(SessionEnding(.connectionLost, "network: cannot list local addresses: \(error)"))
         }
         guard !hosts.isEmpty else {
             await connection.close()
-            return .failure(SessionEnding(.connectionLost, "network: no usable local address for ICE (see the address allow/deny lists)"))
+            return .failed(SessionEnding(.connectionLost, "network: no usable local address for ICE (see the address allow/deny lists)"))
         }
         let plan = await RelayPlan.make(offer: start.offer, settings: options.relay, logger: logger)
         for reason in plan.skipped { logger.warning("ICE server not used", metadata: ["reason": "\(reason)"]) }
@@ -89,7 +99,7 @@ final class MediaPath: @unchecked Sendable {
             logger.error("relay-only, but no TURN server with credentials to use")
             connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
             await connection.close()
-            return .failure(SessionEnding(.relayUnavailable, "TURN: relay-only, but no usable TURN server (see --ice-servers)"))
+            return .failed(SessionEnding(.relayUnavailable, "TURN: relay-only, but no usable TURN server (see --ice-servers)"))
         }
         if !plan.servers.isEmpty {
             logger.info("TURN relays", metadata: ["servers": "\(plan.servers.map(\.name).joined(separator: " "))",
@@ -113,10 +123,15 @@ final class MediaPath: @unchecked Sendable {
                                                   random: { [random = options.random] in random.next() })
         } catch {
             await bound?.close()
+            if case .nothingToReceive(let answer) = error as? NegotiationError {
+                logger.info("the offer has no section yet (nobody sends): waiting for a re-offer")
+                media.sendersChanged(to: 0, now: session.clock.now())
+                return .nothingToReceive(answerSDP: answer)
+            }
             logger.error("cannot answer the offer", metadata: ["error": "\(error)"])
             connection.send(OutgoingMessage.disconnect(reason: "INTERNAL-ERROR"))
             await connection.close()
-            return .failure(SessionEnding(.protocolViolation, "offer: \(error)"))
+            return .failed(SessionEnding(.protocolViolation, "offer: \(error)"))
         }
         for media in negotiation.answer.media where !media.accepted {
             logger.info("section not received", metadata: ["mid": "\(media.mid ?? "-")", "reason": "\(media.rejectionReason ?? "-")"])
@@ -136,7 +151,7 @@ final class MediaPath: @unchecked Sendable {
             media.sendersChanged(to: senders.count, now: now)
         }.get()
         media.connectionStarted(context: path.context)
-        return .success(path)
+        return .answered(path)
     }
 
     /// Starts receiving: frames go to the recordings on the loop; data-channel messages and

@@ -65,22 +65,41 @@ struct SessionConnection {
         for message in start.earlier { eventLog.record(message) }
 
         // 2. Transport and answer.
-        let path: MediaPath
-        switch await MediaPath.answer(start, options: options, session: session, media: media) {
-        case .success(let answered): path = answered
-        case .failure(let ending): return ConnectionEndKind.outcome(ofAnswerFailure: ending)
-        }
-        host.setLive(path)
         let layers = LayerPreference(simulcastRID: options.connect.simulcastRID, spotlightFocusRID: options.connect.spotlightFocusRID,
                                      spotlightUnfocusRID: options.connect.spotlightUnfocusRID)
         var signaling = SignalingSession(offer: offer, layers: layers)
-        // The answer goes out as the session's action, before media starts.
-        for action in signaling.handle(path.answered, now: session.clock.now()) {
-            switch action {
-            case .send(let text, let route): path.send(text, via: route, connection: start.connection)
-            case .log(let line): Self.log(line, logger)
-            default: break
+        let reader = Task { [inbox, clock = session.clock] in
+            for await text in start.connection.messages { inbox.post(message: .webSocketMessage(text)) }
+            try? await clock.sleep(nanoseconds: 20_000_000)
+            inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
+        }
+        let path: MediaPath
+        var actions: [SignalingSession.Action]
+        switch await MediaPath.answer(start, options: options, session: session, media: media) {
+        case .answered(let answered):
+            path = answered
+            actions = signaling.handle(path.answered, now: session.clock.now())
+        case .nothingToReceive(let emptyAnswer):
+            let wait = EmptyRoomWait(session: session, options: options, media: media, inbox: inbox, stopRequest: stopRequest)
+            switch await wait.run(&signaling, start: start, emptyAnswer: emptyAnswer) {
+            case .media(let answered, let carried):
+                (path, actions) = (answered, carried)
+            case .ended(let end):
+                return await endWithoutMedia(end, signaling: signaling, connection: start.connection, reader: reader)
+            case .failed(let ending):
+                reader.cancel()
+                return ConnectionEndKind.outcome(ofAnswerFailure: ending)
             }
+        case .failed(let ending):
+            reader.cancel()
+            return ConnectionEndKind.outcome(ofAnswerFailure: ending)
+        }
+        host.setLive(path)
+        // The answer goes out as the session's action, before media starts; the rest of what
+        // came with it is the conversation's.
+        while let action = actions.first, case .send(let text, let route) = action {
+            path.send(text, via: route, connection: start.connection)
+            actions.removeFirst()
         }
 
         // 3. Media flows on the transport's loop; signaling and control come through the inbox.
@@ -90,11 +109,6 @@ struct SessionConnection {
             phase: { [weak host] in host?.setPhase($0) },
             recording: { onRecording(botConnectionID, $0) },
             firstFrame: onFirstFrame))
-        let reader = Task { [inbox, clock = session.clock] in
-            for await text in start.connection.messages { inbox.post(message: .webSocketMessage(text)) }
-            try? await clock.sleep(nanoseconds: 20_000_000)
-            inbox.post(message: .webSocketClosed(code: start.connection.closeCode), essential: true)
-        }
         // Progress lines and the liveness watch live exactly as long as the conversation.
         let end = await withDiscardingTaskGroup(returning: SignalingSessionEnd.self) { group in
             group.addTask { await path.reportProgress(every: 5) }
@@ -103,7 +117,7 @@ struct SessionConnection {
                     .run(path: path, connection: start.connection, loop: media.loop)
             }
             defer { group.cancelAll() }
-            return await converse(&signaling, path: path, connection: start.connection)
+            return await converse(&signaling, path: path, connection: start.connection, pending: actions)
         }
 
         // 4. Leave politely; this connection's files go to the finisher.
@@ -136,8 +150,9 @@ struct SessionConnection {
 
     /// Runs signaling until the connection ends: inputs from the inbox go through the sans-IO
     /// session, whose actions are carried out here.
-    private func converse(_ signaling: inout SignalingSession, path: MediaPath, connection: SignalingConnection) async -> SignalingSessionEnd {
-        var pending: [SignalingSession.Action] = []
+    private func converse(_ signaling: inout SignalingSession, path: MediaPath, connection: SignalingConnection,
+                          pending carried: [SignalingSession.Action]) async -> SignalingSessionEnd {
+        var pending = carried
         // What an input stores keeps the input's read time (a data-channel message's).
         var receivedAt: Int64?
         while true {
@@ -170,8 +185,29 @@ struct SessionConnection {
         }
     }
 
+    /// The conversation ended while the room was still empty: the goodbye, and what came in
+    /// behind the end stored. Nothing was recorded.
+    private func endWithoutMedia(_ end: SignalingSessionEnd, signaling: SignalingSession, connection: SignalingConnection,
+                                 reader: Task<Void, Never>) async -> Outcome {
+        var signaling = signaling
+        for case .send(let text, _) in signaling.leave() { connection.send(text) }
+        if !connection.isClosed { await connection.close() }
+        reader.cancel()
+        inbox.close()
+        for input in inbox.drainMessages() {
+            for action in signaling.handle(input, now: session.clock.now()) {
+                if case .store(let record) = action { media.eventLog.store(record, receivedAt: input.receivedAt) }
+            }
+        }
+        let rejoinable = ConnectionEndKind.isRejoinable(end, transportFailure: nil) && options.rejoin.maximumAttempts != 0 && stopRequest.requested == nil
+        var outcome = Outcome(ending: SessionEnding(end.isFailure ? .connectionLost : .completed, end.reason), rejoinable: rejoinable)
+        outcome.inboxDropped = inbox.dropped
+        outcome.inboxDropped.messages += connection.droppedMessages
+        return outcome
+    }
+
     /// A line the signaling session noted, in the session's log.
-    private static func log(_ line: SignalingLog, _ logger: Logger) {
+    static func log(_ line: SignalingLog, _ logger: Logger) {
         let metadata = line.metadata.mapValues { Logger.MetadataValue.string($0) }
         switch line.level {
         case .info: logger.info("\(line.message)", metadata: metadata)

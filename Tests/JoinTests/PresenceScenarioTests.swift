@@ -7,9 +7,9 @@ import Testing
 /// Start and stop with the room (issue 43): `--stop-when-idle` and `--wait-for-senders` against
 /// the test server, whose offers and re-offers say who is sending.
 @Suite struct PresenceScenarioTests {
-    /// With signaling on data channels an empty room's offer has their section, so there is a
-    /// transport before anyone sends. An offer with no section at all still ends the join with
-    /// exit 76 (docs/usage.md).
+    /// With signaling on data channels an empty room's offer has their section, so the transport
+    /// is up before anyone sends; on the WebSocket it has no section at all, and the transport
+    /// waits for the first sender's re-offer (`EmptyRoomWait`).
     static let dataChannelSignaling = ["--data-channel-signaling"]
 
     @Test func aRoomThatEmptiesEndsTheRecordingAfterTheIdleWait() async throws {
@@ -35,12 +35,12 @@ import Testing
 
     @Test func nobodyComingWithinTheSenderWaitExits79AndRecordsNothing() async throws {
         try await blocking {
-            // The only publisher comes 30 s in: long after the wait. Until then the offer has
-            // only the data channels' section (see `dataChannelSignaling`).
+            // The only publisher comes 30 s in: long after the wait. Until then the offer has no
+            // section at all, so there is no transport either.
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--late-publishers", "1", "--late-after", "30"])
             defer { scenario.stop() }
             let started = Date()
-            let result = try scenario.join(["--duration", "40s", "--wait-for-senders", "2s", "--stop-when-idle", "1s"] + Self.dataChannelSignaling)
+            let result = try scenario.join(["--duration", "40s", "--wait-for-senders", "2s", "--stop-when-idle", "1s"])
             #expect(result.status == ExitStatus.noSenders.rawValue, "recbot: \(result.stderr.suffix(3_000))")
             #expect(Date().timeIntervalSince(started) < 20, "the wait ended it, not the duration")
             let catalog = try scenario.catalog()
@@ -51,16 +51,22 @@ import Testing
         }
     }
 
-    @Test func aSenderWhoComesWithinTheWaitIsRecordedToTheEnd() async throws {
+    @Test(arguments: [false, true])
+    func aSenderWhoComesWithinTheWaitIsRecordedToTheEnd(signalingOnDataChannels: Bool) async throws {
         try await blocking {
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--late-publishers", "1", "--late-after", "1.5"])
             defer { scenario.stop() }
-            let result = try scenario.join(["--duration", "5s", "--wait-for-senders", "4s", "--stop-when-idle", "1s"] + Self.dataChannelSignaling)
+            let result = try scenario.join(["--duration", "6s", "--wait-for-senders", "4s", "--stop-when-idle", "1s"]
+                                           + (signalingOnDataChannels ? Self.dataChannelSignaling : []))
             #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
             let catalog = try scenario.catalog()
             let session = try #require(try catalog.sessions().first)
             #expect(session.endReason == "duration-elapsed", "a sender came, and stayed: neither wait ended it")
-            #expect(try catalog.recordings().count == 1)
+            let recordings = try catalog.recordings()
+            #expect(recordings.count == 1)
+            let probe = try Scenario.probe(scenario.dataDirectory + "/" + #require(recordings.first).path)
+            #expect(probe.streams.count == 2 && probe.streams.allSatisfy { $0.frames > 0 }, "\(probe.streams)")
+            #expect(probe.duration >= 3, "recorded from the sender's arrival (1.5 s) to the end (6 s): \(probe.duration) s")
         }
     }
 }
