@@ -302,7 +302,11 @@ public final class JoinSession: Sendable {
                 dropped.bytes += next.inboxDropped.bytes
             }
         }
-        if state.withLock({ $0.presenceVerdict }) == .nobodyCame, outcome.ending.cause == .completed { outcome.ending.cause = .noSenders }
+        // Only when that stop was the one obeyed (a duration or a signal at the same moment wins as it came first).
+        if state.withLock({ $0.presenceVerdict }) == .nobodyCame, stopRequest.requested == SenderPresence.Verdict.nobodyCame.reason,
+           outcome.ending.cause == .completed {
+            outcome.ending.cause = .noSenders
+        }
         let ending = Self.sessionEnding(outcome.ending, interruptions: media.interruptions.summary(now: clock.now()),
                                         failOnInterruption: options.failOnInterruption)
         setPhase(.finalizing)
