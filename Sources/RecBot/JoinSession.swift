@@ -29,8 +29,6 @@ public final class JoinSession: Sendable {
         var phase = SessionPhase.starting
         var writer: CatalogWriter?
         var finalTotals: SessionTotals?
-        /// Why an empty room ended the session, when one did.
-        var presenceVerdict: SenderPresence.Verdict?
         /// The session's webhooks, while it has them (for the metrics).
         var webhooks: SessionWebhooks?
         /// Everything that reaches the current connection while it records; a stop jumps the
@@ -303,8 +301,7 @@ public final class JoinSession: Sendable {
             }
         }
         // Only when that stop was the one obeyed (a duration or a signal at the same moment wins as it came first).
-        if state.withLock({ $0.presenceVerdict }) == .nobodyCame, stopRequest.requested == SenderPresence.Verdict.nobodyCame.reason,
-           outcome.ending.cause == .completed {
+        if stopRequest.requested == SenderPresence.Verdict.nobodyCame.reason, outcome.ending.cause == .completed {
             outcome.ending.cause = .noSenders
         }
         let ending = Self.sessionEnding(outcome.ending, interruptions: media.interruptions.summary(now: clock.now()),
@@ -321,7 +318,6 @@ public final class JoinSession: Sendable {
 
     /// `--stop-when-idle` or `--wait-for-senders` decided: the session stops as a signal would stop it.
     private func emptyRoomEnds(_ verdict: SenderPresence.Verdict) {
-        state.withLock { $0.presenceVerdict = verdict }
         switch verdict {
         case .idle: logger.notice("no sender for --stop-when-idle; stopping")
         case .nobodyCame: logger.notice("no sender came within --wait-for-senders; stopping")

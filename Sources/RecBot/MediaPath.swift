@@ -72,7 +72,7 @@ final class MediaPath: @unchecked Sendable {
         /// The transport is bound; the signaling session sends the answer (`answered`).
         case answered(MediaPath)
         /// The offer has no section yet (an empty room): this answer says so, and the media
-        /// path waits for a re-offer with sections (`EmptyRoomWait`).
+        /// path waits for a re-offer with sections (`SessionConnection.waitForFirstSender`).
         case nothingToReceive(answerSDP: String)
         /// The session's end.
         case failed(SessionEnding)

@@ -80,8 +80,7 @@ struct SessionConnection {
             path = answered
             actions = signaling.handle(path.answered, now: session.clock.now())
         case .nothingToReceive(let emptyAnswer):
-            let wait = EmptyRoomWait(session: session, options: options, media: media, inbox: inbox, stopRequest: stopRequest)
-            switch await wait.run(&signaling, start: start, emptyAnswer: emptyAnswer) {
+            switch await waitForFirstSender(&signaling, start: start, emptyAnswer: emptyAnswer) {
             case .media(let answered, let carried):
                 (path, actions) = (answered, carried)
             case .ended(let end):

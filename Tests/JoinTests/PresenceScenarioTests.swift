@@ -9,7 +9,7 @@ import Testing
 @Suite struct PresenceScenarioTests {
     /// With signaling on data channels an empty room's offer has their section, so the transport
     /// is up before anyone sends; on the WebSocket it has no section at all, and the transport
-    /// waits for the first sender's re-offer (`EmptyRoomWait`).
+    /// waits for the first sender's re-offer (`SessionConnection.waitForFirstSender`).
     static let dataChannelSignaling = ["--data-channel-signaling"]
 
     @Test func aRoomThatEmptiesEndsTheRecordingAfterTheIdleWait() async throws {

@@ -7,14 +7,8 @@ import SoraSignalingCore
 /// notify and push stored, a stop obeyed) and, at the first re-offer with sections, binds the
 /// transport and answers that re-offer as the connection's first media. Until then there is no
 /// transport, so nothing goes to a data channel and no candidate is used.
-struct EmptyRoomWait {
-    let session: JoinSession.SessionStart
-    let options: JoinOptions
-    let media: SessionMedia
-    let inbox: SessionInbox
-    let stopRequest: StopRequest
-
-    enum Outcome {
+extension SessionConnection {
+    enum EmptyRoomOutcome {
         /// The transport is up; `actions` (the re-answer and its candidates first) are the
         /// conversation's to carry out.
         case media(MediaPath, actions: [SignalingSession.Action])
@@ -24,7 +18,7 @@ struct EmptyRoomWait {
         case failed(SessionEnding)
     }
 
-    func run(_ signaling: inout SignalingSession, start: SignalingStart, emptyAnswer: String) async -> Outcome {
+    func waitForFirstSender(_ signaling: inout SignalingSession, start: SignalingStart, emptyAnswer: String) async -> EmptyRoomOutcome {
         let connection = start.connection
         var pending = signaling.handle(.answered(sdp: emptyAnswer, candidates: []), now: session.clock.now())
         var receivedAt: Int64?
