@@ -199,6 +199,10 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // MARK: The recording service (`recbot serve`)
+        // Sans-IO: Sora's webhooks, the API's requests, the rules and a job's options, parsed and checked.
+        .target(name: "ServiceCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: fuzzSwiftSettings),
+
         // MARK: Metrics (swift-metrics, exported by swift-prometheus): /metrics and node_exporter textfiles
         .target(name: "RecBotMetrics", dependencies: [
             "RecBot", "Media", "Outcomes",
@@ -308,6 +312,7 @@ let package = Package(
                                                         .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "Outcomes", "WebM", "CodecBindings", "TestSupport",
                                                            .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "WireCoding"]),
         .testTarget(name: "RecBotMetricsTests", dependencies: [
             "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),
