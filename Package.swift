@@ -34,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        // Without its default traits: recbot reads no swift-configuration files through it.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1", traits: []),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // MARK: System libraries (module maps over pkg-config; static inline shims for macros)
@@ -202,6 +205,16 @@ let package = Package(
         // MARK: The recording service (`recbot serve`)
         // Sans-IO: Sora's webhooks, the API's requests, the rules and a job's options, parsed and checked.
         .target(name: "ServiceCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: fuzzSwiftSettings),
+        // The HTTP side (Hummingbird: webhooks in, the API) and the worker that leases jobs and runs each as a child `recbot join`.
+        .target(name: "Service", dependencies: [
+            "Archive", "ServiceCore",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdTLS", package: "hummingbird"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
 
         // MARK: Metrics (swift-metrics, exported by swift-prometheus): /metrics and node_exporter textfiles
         .target(name: "RecBotMetrics", dependencies: [
@@ -267,8 +280,13 @@ let package = Package(
             dependencies: [
                 "SystemClock", "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
                 "Recorder", "SoraSignaling", "SoraSignalingCore", "WireCoding",
-                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks", "RecordingEvents",
+                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks", "RecordingEvents", "Service", "ServiceCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

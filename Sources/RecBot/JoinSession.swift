@@ -172,7 +172,7 @@ public final class JoinSession: Sendable {
             return JoinOutcome(cause: (error as? CatalogError)?.endCause ?? .storageFailed, endReason: "storage: \(error)", sessionID: nil)
         }
         let startedAt = clock.wallClockMilliseconds()
-        let sessionID = ULID.generate(now: UInt64(startedAt)).string
+        let sessionID = options.sessionID ?? ULID.generate(now: UInt64(startedAt)).string
         let writer = CatalogWriter(catalog: catalog, spoolPath: options.dataDirectory.spoolPath(session: sessionID), clock: clock, logger: logger)
         state.withLock { $0.writer = writer }
         do {

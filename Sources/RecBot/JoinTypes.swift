@@ -153,6 +153,10 @@ public struct JoinOptions: Sendable {
     /// (a debugging aid; see `PacketCapture`). nil: no capture.
     public var capturePath: String?
 
+    /// The session's id, when its caller chose it (`recbot serve` gives each job's recording
+    /// the job's id); nil: a new ULID. A session the catalog already has is refused.
+    public var sessionID: String?
+
     public init(urls: [String], connect: ConnectOptions, dataDirectory: DataDirectory, recbotVersion: String) {
         self.urls = urls
         self.connect = connect

@@ -14,7 +14,7 @@ public struct RecBotCommand: AsyncParsableCommand {
             """,
         version: version,
         subcommands: [JoinCommand.self, SessionsCommand.self, RecordingsCommand.self, EventsCommand.self, ExportCommand.self, WebhooksCommand.self, VerifyCommand.self, RepairCommand.self,
-                      UploadCommand.self]
+                      UploadCommand.self, ServeCommand.self, JobsCommand.self]
     )
 
     public init() {}

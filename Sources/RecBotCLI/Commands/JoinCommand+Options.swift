@@ -1,3 +1,4 @@
+import Archive
 import ArgumentParser
 import Foundation
 import RecBot
@@ -108,6 +109,10 @@ extension JoinCommand {
             options.finalizeTimeoutSeconds = Double(timeout) / 1000
         }
         options.capturePath = captureRTP
+        if let sessionID {
+            guard ULID(sessionID) != nil else { throw ValidationError("--session-id \(sessionID.prefix(40)) is not a ULID (26 characters of Crockford base32)") }
+            options.sessionID = sessionID
+        }
         if noRejoin && rejoinAttempts != nil { throw ValidationError("--no-rejoin and --rejoin-attempts contradict each other") }
         if let count = rejoinAttempts ?? settings[.rejoinAttempts].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }

@@ -108,6 +108,9 @@ struct JoinCommand: AsyncParsableCommand {
         "Debugging: write every RTP/RTCP packet as received (after SRTP) to this pcap file, the offers to FILE.offers.jsonl.",
         valueName: "file"))
     var captureRTP: String?
+    @Option(name: .customLong("session-id"), help: ArgumentHelp(
+        "The new session's id (a ULID; `recbot serve` gives each job's recording the job's id). Default: a fresh one.", valueName: "ulid"))
+    var sessionID: String?
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment

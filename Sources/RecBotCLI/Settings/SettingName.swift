@@ -93,3 +93,25 @@ extension SettingName {
         logLevel,
     ]
 }
+
+// `recbot serve`'s own settings: never passed on to the recordings it starts.
+extension SettingName {
+    static let serveListen = SettingName("RECBOT_SERVE_LISTEN", flag: "--listen")
+    static let serveRules = SettingName("RECBOT_SERVE_RULES", flag: "--rules")
+    static let serveCapacity = SettingName("RECBOT_SERVE_CAPACITY", flag: "--capacity")
+    static let serveLease = SettingName("RECBOT_SERVE_LEASE", flag: "--lease")
+    static let serveTLSCertificate = SettingName("RECBOT_SERVE_TLS_CERT", flag: "--tls-cert")
+    static let serveTLSKey = SettingName("RECBOT_SERVE_TLS_KEY", flag: "--tls-key")
+    static let serveTLSClientCA = SettingName("RECBOT_SERVE_TLS_CLIENT_CA", flag: "--tls-client-ca")
+    /// Secrets: never on the command line.
+    static let serveWebhookSecret = SettingName("RECBOT_SERVE_WEBHOOK_SECRET", flag: nil)
+    static let serveWebhookSecretHeader = SettingName("RECBOT_SERVE_WEBHOOK_SECRET_HEADER", flag: nil)
+    static let serveWebhookBasicAuth = SettingName("RECBOT_SERVE_WEBHOOK_BASIC_AUTH", flag: nil, format: "user:password")
+    static let serveAPIToken = SettingName("RECBOT_SERVE_API_TOKEN", flag: nil)
+
+    /// As `serve --help` lists them.
+    static let serve: [SettingName] = [
+        serveListen, serveRules, serveCapacity, serveLease, serveTLSCertificate, serveTLSKey, serveTLSClientCA,
+        serveWebhookSecret, serveWebhookSecretHeader, serveWebhookBasicAuth, serveAPIToken,
+    ]
+}

@@ -1,0 +1,104 @@
+import ArgumentParser
+import Foundation
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import NIOSSL
+import ServiceCore
+
+/// `recbot serve`'s flags and settings, checked before anything listens: a service that
+/// starts with a typo in its rules or no credentials fails at once, not at its first webhook.
+struct ServeConfiguration {
+    struct Address {
+        var host: String
+        var port: Int
+    }
+
+    var listen: Address
+    var rules: RecordingRules
+    var capacity: Int
+    var leaseMilliseconds: Int64
+    var webhookAuthentication: RequestAuthentication
+    var apiAuthentication: RequestAuthentication
+    var tls: TLSConfiguration?
+
+    static let defaultWebhookSecretHeader = "x-recbot-webhook-secret"
+    static let maximumRulesBytes = 1 << 20
+
+    init(command: ServeCommand, settings: Settings) throws {
+        listen = try Self.address(command.listen ?? settings[.serveListen] ?? "127.0.0.1:8480")
+        rules = try Self.rules(path: command.rules ?? settings[.serveRules])
+        let capacityText = command.capacity.map(String.init) ?? settings[.serveCapacity] ?? "4"
+        guard let capacity = Int(capacityText), (1...1_000).contains(capacity) else {
+            throw ValidationError("--capacity (\(SettingName.serveCapacity.variable)) must be a number from 1 to 1000, not \(capacityText.prefix(20))")
+        }
+        self.capacity = capacity
+        leaseMilliseconds = try settings.duration(command.lease, .serveLease, range: 2_000...600_000) ?? 10_000
+        var webhookMethods: [RequestAuthentication.Method] = []
+        if let secret = settings[.serveWebhookSecret], !secret.isEmpty {
+            let header = (settings[.serveWebhookSecretHeader] ?? Self.defaultWebhookSecretHeader).lowercased()
+            webhookMethods.append(.header(name: header, secret: secret))
+        }
+        if let pair = settings[.serveWebhookBasicAuth] {
+            guard let colon = pair.firstIndex(of: ":"), colon != pair.startIndex else {
+                throw ValidationError("\(SettingName.serveWebhookBasicAuth.variable) must be user:password")
+            }
+            webhookMethods.append(.basic(user: String(pair[..<colon]), password: String(pair[pair.index(after: colon)...])))
+        }
+        webhookAuthentication = RequestAuthentication(webhookMethods)
+        let token = settings[.serveAPIToken] ?? ""
+        apiAuthentication = RequestAuthentication(token.isEmpty ? [] : [.bearer(token: token)])
+        guard !webhookAuthentication.isEmpty || !apiAuthentication.isEmpty else {
+            throw ValidationError("""
+                recbot serve lets nobody in without credentials: set \(SettingName.serveWebhookSecret.variable) or \
+                \(SettingName.serveWebhookBasicAuth.variable) for Sora's webhooks, and \(SettingName.serveAPIToken.variable) for the API
+                """)
+        }
+        tls = try Self.tls(certificate: command.tlsCertificate ?? settings[.serveTLSCertificate], key: command.tlsKey ?? settings[.serveTLSKey],
+                           clientCA: command.tlsClientCA ?? settings[.serveTLSClientCA])
+    }
+
+    func serverBuilder() throws -> HTTPServerBuilder {
+        guard let tls else { return .http1() }
+        return try .tls(.http1(), tlsConfiguration: tls)
+    }
+
+    /// `host:port` or `[v6]:port`.
+    static func address(_ text: String) throws -> Address {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
+            throw ValidationError("--listen \(text.prefix(60)) is not host:port")
+        }
+        var host = String(text[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty else { throw ValidationError("--listen \(text.prefix(60)) has no host") }
+        return Address(host: host, port: port)
+    }
+
+    static func rules(path: String?) throws -> RecordingRules {
+        guard let path else { return RecordingRules(rules: []) }
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw ValidationError("cannot read the rules file \(path)") }
+        defer { try? handle.close() }
+        let data = (try? handle.read(upToCount: maximumRulesBytes + 1)) ?? nil
+        guard let data, data.count <= maximumRulesBytes else { throw ValidationError("the rules file \(path) is empty, unreadable or over 1 MiB") }
+        do { return try RecordingRules(json: Array(data)) } catch { throw ValidationError("\(path): \(error)") }
+    }
+
+    static func tls(certificate: String?, key: String?, clientCA: String?) throws -> TLSConfiguration? {
+        guard let certificate else {
+            if key != nil || clientCA != nil { throw ValidationError("--tls-key and --tls-client-ca need --tls-cert") }
+            return nil
+        }
+        guard let key else { throw ValidationError("--tls-cert needs --tls-key") }
+        do {
+            let chain = try NIOSSLCertificate.fromPEMFile(certificate).map { NIOSSLCertificateSource.certificate($0) }
+            var configuration = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(try NIOSSLPrivateKey(file: key, format: .pem)))
+            if let clientCA {
+                configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(clientCA))
+                configuration.certificateVerification = .noHostnameVerification
+            }
+            return configuration
+        } catch {
+            throw ValidationError("TLS: cannot load \(certificate), \(key)\(clientCA.map { " or \($0)" } ?? ""): \(error)")
+        }
+    }
+}

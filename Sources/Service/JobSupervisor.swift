@@ -1,0 +1,139 @@
+import Archive
+import Foundation
+import Logging
+import NIOPosix
+import ServiceCore
+
+/// Runs this worker's share of the jobs: every heartbeat it renews the leases of the jobs it
+/// runs (stopping the ones asked to stop, killing the ones another worker took over), ends
+/// jobs nobody will, and claims new ones up to its capacity, each as a child `recbot join`.
+/// When a child exits, its exit status and the session's end reason become the job's result.
+public actor JobSupervisor {
+    struct Running {
+        var lease: JobLease
+        let child: ChildJoin
+        var stopping = false
+        /// The last successful renewal: past `lease` without one, this worker may no longer hold it.
+        var renewedAt: Int64
+    }
+
+    private let store: any CatalogStore
+    private let settings: WorkerSettings
+    private let logger: Logger
+    private let now: @Sendable () -> Int64
+    private var running: [String: Running] = [:]
+    private var draining = false
+
+    public init(store: any CatalogStore, settings: WorkerSettings, logger: Logger,
+                now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
+        (self.store, self.settings, self.logger, self.now) = (store, settings, logger, now)
+    }
+
+    public var runningJobs: [String] { running.keys.sorted() }
+
+    /// Works until the task is cancelled, then stops every child and waits for them.
+    public func run() async {
+        while !Task.isCancelled {
+            await tick()
+            try? await Task.sleep(nanoseconds: UInt64(settings.heartbeatMilliseconds) * 1_000_000)
+        }
+        await drain()
+    }
+
+    /// One heartbeat: renew, expire, claim.
+    public func tick() async {
+        await renewLeases()
+        let time = now()
+        _ = try? await blocking { [store] in try store.expireJobs(now: time) }
+        guard !draining else { return }
+        await claim()
+    }
+
+    /// Stops every child (the recordings end as on a signal), waits for them, and stores
+    /// their results.
+    public func drain() async {
+        draining = true
+        for entry in running.values { entry.child.stop() }
+        for entry in running.values { _ = await entry.child.status() }
+        while !running.isEmpty { try? await Task.sleep(nanoseconds: 20_000_000) }
+    }
+
+    private func renewLeases() async {
+        for (id, entry) in running {
+            let time = now()
+            let until = time + settings.leaseMilliseconds
+            let lease = entry.lease
+            do {
+                switch try await blocking({ [store] in try store.renewJob(lease, until: until) }) {
+                case .lost:
+                    logger.warning("lease lost: another worker records this job now; stopping its recording", metadata: ["job": "\(id)"])
+                    running[id] = nil
+                    entry.child.kill()
+                case .held(let stopRequested):
+                    running[id]?.renewedAt = time
+                    if stopRequested, !entry.stopping {
+                        logger.notice("stopping job on request", metadata: ["job": "\(id)"])
+                        running[id]?.stopping = true
+                        entry.child.stop()
+                    }
+                }
+            } catch {
+                // Cut off from the catalog: past the lease another worker may take the job,
+                // so this one stops recording before it could write over the other's.
+                guard time - entry.renewedAt >= settings.leaseMilliseconds else { continue }
+                logger.error("cannot renew the lease within its time: stopping the recording", metadata: ["job": "\(id)", "error": "\(error)"])
+                running[id] = nil
+                entry.child.kill()
+            }
+        }
+    }
+
+    private func claim() async {
+        let free = settings.capacity - running.count
+        guard free > 0 else { return }
+        let time = now()
+        let claim = JobClaim(owner: settings.owner, host: settings.host, now: time, leaseUntil: time + settings.leaseMilliseconds, limit: free)
+        let jobs: [JobRecord]
+        do { jobs = try await blocking { [store] in try store.claimJobs(claim) } } catch {
+            logger.error("cannot claim jobs", metadata: ["error": "\(error)"])
+            return
+        }
+        for job in jobs { await start(job, at: time) }
+    }
+
+    private func start(_ job: JobRecord, at time: Int64) async {
+        let lease = JobLease(jobID: job.id, owner: settings.owner, fence: job.fence)
+        let options = (try? JobOptions(stored: job.options)) ?? JobOptions()
+        let secondsLeft = job.expiresAt.map { max(($0 - time) / 1000, 0) }
+        let arguments = settings.childArguments + ["--channel", job.channelID, "--session-id", job.id]
+            + options.joinArguments(secondsLeft: secondsLeft)
+        do {
+            let child = try ChildJoin(jobID: job.id, executable: settings.executable, arguments: arguments, environment: settings.childEnvironment)
+            running[job.id] = Running(lease: lease, child: child, renewedAt: time)
+            logger.notice("job started", metadata: ["job": "\(job.id)", "channel": "\(job.channelID)", "pid": "\(child.pid)", "fence": "\(job.fence)"])
+            Task { [weak self] in
+                let status = await child.status()
+                await self?.childEnded(job.id, lease: lease, status: status)
+            }
+        } catch {
+            logger.error("cannot start recbot join", metadata: ["job": "\(job.id)", "error": "\(error)"])
+            let result = JobResult(endedAt: time, exitStatus: nil, endReason: "worker: cannot start recbot join: \(error)")
+            _ = try? await blocking { [store] in try store.finishJob(lease, result: result) }
+        }
+    }
+
+    private func childEnded(_ id: String, lease: JobLease, status: Int32) async {
+        guard running[id]?.lease == lease else { return }  // lost meanwhile: the result is the new owner's
+        running[id] = nil
+        let session = try? await blocking { [store] in try store.session(id: id) }
+        let reason = session?.endReason ?? "exit \(status) before the session started"
+        let result = JobResult(endedAt: now(), exitStatus: Int(status), endReason: reason)
+        let stored = (try? await blocking { [store] in try store.finishJob(lease, result: result) }) ?? false
+        logger.notice("job ended", metadata: ["job": "\(id)", "exit": "\(status)", "reason": "\(reason)", "stored": "\(stored)"])
+    }
+
+    /// Catalog calls block: they run on NIO's thread pool, never on the cooperative pool.
+    private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+}
