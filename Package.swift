@@ -352,7 +352,11 @@ let package = Package(
             "SystemClock", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "JoinTests", dependencies: ["Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings", "Outcomes"]),
+        .testTarget(name: "JoinTests", dependencies: [
+            "Archive", "ArchivePostgres", "PostgresTestSupport", "SeaweedTestSupport", "TestSupport", "WebMReader", "CodecBindings", "Outcomes",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
         .testTarget(name: "SoraSignalingTests", dependencies: ["SoraSignalingCore", "WireCoding"]),
         .testTarget(name: "InteropTests", dependencies: [
             "PeerConnection", "Transport", "DTLS", "ICE", "Keying", "RTP", "SDP", "SRTP", "STUN", "SCTP", "SystemClock", "TestSupport",

@@ -23,6 +23,9 @@ public actor JobSupervisor {
     private let now: @Sendable () -> Int64
     private var running: [String: Running] = [:]
     private var draining = false
+    /// A heartbeat under way, and whether another was asked for meanwhile.
+    private var ticking = false
+    private var tickAgain = false
 
     public init(store: any CatalogStore, settings: WorkerSettings, logger: Logger,
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
@@ -40,8 +43,27 @@ public actor JobSupervisor {
         await drain()
     }
 
-    /// One heartbeat: renew, expire, claim.
+    /// A heartbeat now rather than at the next beat: a job was queued or asked to stop here.
+    public nonisolated func wake() {
+        Task { await self.tick() }
+    }
+
+    /// One heartbeat: renew, expire, claim. Never two at once (a claim computes the free
+    /// capacity before it starts children); one asked for meanwhile runs right after.
     public func tick() async {
+        if ticking {
+            tickAgain = true
+            return
+        }
+        ticking = true
+        defer { ticking = false }
+        repeat {
+            tickAgain = false
+            await beat()
+        } while tickAgain
+    }
+
+    private func beat() async {
         await renewLeases()
         let time = now()
         _ = try? await blocking { [store] in try store.expireJobs(now: time) }

@@ -16,6 +16,9 @@ public struct ServiceEndpoints: Sendable {
     public var apiAuthentication: RequestAuthentication
     public var logger: Logger
     public var now: @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }
+    /// Called when a job was queued or asked to stop: this process's worker looks at once
+    /// instead of at its next heartbeat.
+    public var jobsChanged: @Sendable () -> Void = {}
 
     public init(store: any CatalogStore, rules: RecordingRules, webhookAuthentication: RequestAuthentication,
                 apiAuthentication: RequestAuthentication, logger: Logger) {
@@ -54,6 +57,7 @@ public struct ServiceEndpoints: Sendable {
                 try store.requestJobStop(id: nil, soraSessionID: session.sessionID, at: now(), reason: "session.destroyed")
             }
             for job in stopped { logger.notice("session destroyed: job stopping", metadata: ["job": "\(job.id)", "channel": "\(job.channelID)"]) }
+            if !stopped.isEmpty { jobsChanged() }
         case .connectionCreated, .connectionDestroyed, .ignored:
             break
         }
@@ -71,6 +75,7 @@ public struct ServiceEndpoints: Sendable {
         let job = JobRecord(id: ULID.generate(now: UInt64(time)).string, channelID: session.channelID, soraSessionID: session.sessionID,
                             origin: .webhook, rule: rule.name, options: options.encoded(), createdAt: time)
         let inserted = try await blocking { [store] in try store.insertJob(job) }
+        if inserted { jobsChanged() }
         logger.notice(inserted ? "job queued" : "job already queued for this session",
                       metadata: ["job": "\(job.id)", "channel": "\(session.channelID)", "rule": "\(rule.name)", "sora_session": "\(session.sessionID)"])
     }
@@ -93,6 +98,7 @@ public struct ServiceEndpoints: Sendable {
         }
         guard let created = outcome else { return Self.problem(.conflict, "channel \(recording.channelID) is being recorded already") }
         logger.notice("job queued", metadata: ["job": "\(job.id)", "channel": "\(job.channelID)", "origin": "api"])
+        jobsChanged()
         return Self.json(.created, JobView.encode(JobView(created)))
     }
 
@@ -125,6 +131,7 @@ public struct ServiceEndpoints: Sendable {
         guard let job = existing else { return Self.problem(.notFound, "no job \(id.prefix(40))") }
         guard !stopped.isEmpty else { return Self.problem(.conflict, "job \(id) is \(job.state.rawValue) (or stopping already)") }
         logger.notice("job stopping on request", metadata: ["job": "\(id)", "origin": "api"])
+        jobsChanged()
         return Self.json(.accepted, JobView.encode(JobView(job)))
     }
 

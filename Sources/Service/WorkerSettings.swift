@@ -13,8 +13,10 @@ public struct WorkerSettings: Sendable {
     /// A lease lasts this long without renewal; a worker that cannot renew within it (killed,
     /// partitioned) loses its jobs to the others. Failover takes at most about this long.
     public var leaseMilliseconds: Int64 = 10_000
-    /// Renewals come this often: three chances per lease.
-    public var heartbeatMilliseconds: Int64 { max(leaseMilliseconds / 3, 100) }
+    /// Renewals (and looks for new jobs) come this often: three chances per lease, and at
+    /// least every second, so a stop asked on another worker (`session.destroyed` reaching
+    /// it) ends the recording within about a second.
+    public var heartbeatMilliseconds: Int64 { min(max(leaseMilliseconds / 3, 100), 1_000) }
     /// The `recbot` executable the children run (the service's own).
     public var executable: String
     /// Flags every child gets before its job's own (`--data-dir`, `--catalog`).

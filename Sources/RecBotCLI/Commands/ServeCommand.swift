@@ -48,7 +48,7 @@ struct ServeCommand: AsyncParsableCommand {
         let store: any CatalogStore
         do { store = try location.open(logger: Logger(label: "recbot.catalog")) } catch { throw Console.fail(error, cause: error.endCause) }
 
-        let endpoints = ServiceEndpoints(store: store, rules: configuration.rules, webhookAuthentication: configuration.webhookAuthentication,
+        var endpoints = ServiceEndpoints(store: store, rules: configuration.rules, webhookAuthentication: configuration.webhookAuthentication,
                                          apiAuthentication: configuration.apiAuthentication, logger: logger)
         let worker = WorkerSettings(host: settings[.host] ?? ProcessInfo.processInfo.hostName, capacity: configuration.capacity,
                                     executable: Self.ownExecutable(), childArguments: childArguments(location: location),
@@ -56,6 +56,7 @@ struct ServeCommand: AsyncParsableCommand {
         var workerWithLease = worker
         workerWithLease.leaseMilliseconds = configuration.leaseMilliseconds
         let supervisor = JobSupervisor(store: store, settings: workerWithLease, logger: logger)
+        endpoints.jobsChanged = { supervisor.wake() }
         let address = configuration.listen
         let serverBuilder = try configuration.serverBuilder()
         var application = Application(
