@@ -271,6 +271,9 @@ let package = Package(
         .executableTarget(name: "FuzzSCTPReassembly", dependencies: ["SCTP", "FuzzSupport", "WireCoding"], path: "Sources/Fuzz/FuzzSCTPReassembly", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
 
+        .executableTarget(name: "FuzzServiceInputs", dependencies: ["ServiceCore", "FuzzSupport"], path: "Sources/Fuzz/FuzzServiceInputs",
+                          swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
+
         // MARK: Benchmarks (`swift run -c release BenchSCTP`)
         .executableTarget(name: "BenchSCTP", dependencies: ["SCTP", "WireCoding"], path: "Sources/Bench/BenchSCTP"),
 

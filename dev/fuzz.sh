@@ -22,7 +22,7 @@ while [ $# -gt 0 ]; do
 done
 seconds="${1:-60}"
 only="${2:-}"
-targets=(stun:FuzzSTUN turn:FuzzTURN sdp:FuzzSDP rtp:FuzzRTP av1:FuzzAV1 sctp:FuzzSCTP sctp-reassembly:FuzzSCTPReassembly media-receiver:FuzzMediaReceiver vp9:FuzzVP9 verify:FuzzVerify signaling:FuzzSignaling depacketizers:FuzzDepacketizers repair:FuzzRepair srtp:FuzzSRTP)
+targets=(stun:FuzzSTUN turn:FuzzTURN sdp:FuzzSDP rtp:FuzzRTP av1:FuzzAV1 sctp:FuzzSCTP sctp-reassembly:FuzzSCTPReassembly media-receiver:FuzzMediaReceiver vp9:FuzzVP9 verify:FuzzVerify signaling:FuzzSignaling depacketizers:FuzzDepacketizers repair:FuzzRepair srtp:FuzzSRTP service:FuzzServiceInputs)
 export RECBOT_FUZZ=1  # Package.swift then instruments the parsers and links libFuzzer
 if [ "$long" = 1 ]; then
   scratch=.build-fuzz-long; build=(-c release); export RECBOT_FUZZ_SANITIZERS=fuzzer

@@ -181,6 +181,12 @@ public final class JoinSession: Sendable {
                 bundleID: options.connect.bundleID, recbotVersion: options.recbotVersion, hostname: ProcessInfo.processInfo.hostName,
                 pid: Int(getpid()))
             (record.splitDuration, record.splitOnly, record.recordingMetadata) = (options.split?.seconds, options.split?.only, options.recordingMetadata)
+            if options.sessionID != nil, try catalog.session(id: sessionID) != nil {
+                // Going on with a session another process recorded (a failover) needs its
+                // files and part numbers taken over: not built yet, so refused, not overwritten.
+                logger.error("the session exists already: a join never continues another's session", metadata: ["session": "\(sessionID)"])
+                return JoinOutcome(cause: .invalidConfiguration, endReason: "session \(sessionID) exists already", sessionID: nil)
+            }
             try catalog.insertSession(record)
         } catch {
             return JoinOutcome(cause: .storageFailed, endReason: "storage: \(error)", sessionID: nil)

@@ -15,6 +15,8 @@ public struct RecordingRequest: Sendable, Equatable {
     public init(body: [UInt8]) throws(RecordingRequestError) {
         guard body.count <= Self.maximumBodyBytes else { throw .invalid("body of \(body.count) bytes is over \(Self.maximumBodyBytes)") }
         guard let object = (try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any] else { throw .invalid("body is not a JSON object") }
+        let known = RecordingRules.optionKeys.union(["channel_id", "expire_time", "metadata"]).subtracting(["recording_metadata"])
+        if let unknown = Set(object.keys).subtracting(known).sorted().first { throw .invalid("unknown key \(unknown.prefix(64))") }
         do {
             channelID = try SoraWebhookError.identifier(object, "channel_id")
         } catch {

@@ -9,8 +9,7 @@ import Glibc
 ///
 /// ```json
 /// {"rules": [{"name": "meetings", "channel": {"prefix": "meet-"}, "metadata": {"record": true},
-///             "options": {"split_duration": 600, "stop_when_idle": 300, "data_channels": ["#chat"]},
-///             "retention_days": 30}]}
+///             "options": {"split_duration": 600, "stop_when_idle": 300, "data_channels": ["#chat"]}}]}
 /// ```
 public struct RecordingRules: Sendable, Equatable {
     public var rules: [RecordingRule]
@@ -28,13 +27,13 @@ public struct RecordingRules: Sendable, Equatable {
         } catch {
             throw .unreadable(String(describing: error).prefix(300).description)
         }
+        try Self.checkKeys(json)
         var names = Set<String>()
         for rule in file.rules {
             guard !rule.name.isEmpty, names.insert(rule.name).inserted else { throw .badRule(rule.name, "the name is empty or used twice") }
             let ways = [rule.channel.exact, rule.channel.prefix, rule.channel.pattern].compactMap { $0 }
             guard ways.count == 1 else { throw .badRule(rule.name, "channel needs exactly one of exact, prefix, pattern") }
             do { try (rule.options ?? JobOptions()).validate() } catch { throw .badRule(rule.name, "options: \(error)") }
-            if let days = rule.retentionDays, days < 1 { throw .badRule(rule.name, "retention_days must be at least 1") }
         }
         rules = file.rules
     }
@@ -46,6 +45,30 @@ public struct RecordingRules: Sendable, Equatable {
 
     private struct RulesFile: Decodable {
         var rules: [RecordingRule]
+    }
+
+    static let ruleKeys: Set<String> = ["name", "channel", "metadata", "options"]
+    static let channelKeys: Set<String> = ["exact", "prefix", "pattern"]
+    static let optionKeys: Set<String> = [
+        "duration", "split_duration", "split_only", "recording_metadata", "data_channels", "simulcast_rid", "stop_when_idle",
+        "wait_for_senders", "upload", "webhook_urls", "export",
+    ]
+
+    /// A misspelt key would otherwise be ignored, and a rule record other than what its
+    /// author meant: every key must be one recbot knows.
+    private static func checkKeys(_ json: [UInt8]) throws(RecordingRulesError) {
+        guard let file = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any] else { throw .unreadable("not a JSON object") }
+        if let unknown = Set(file.keys).subtracting(["rules"]).sorted().first { throw .unreadable("unknown key \(unknown)") }
+        for case let rule as [String: Any] in file["rules"] as? [Any] ?? [] {
+            let name = rule["name"] as? String ?? "?"
+            if let unknown = Set(rule.keys).subtracting(ruleKeys).sorted().first { throw .badRule(name, "unknown key \(unknown)") }
+            if let channel = rule["channel"] as? [String: Any], let unknown = Set(channel.keys).subtracting(channelKeys).sorted().first {
+                throw .badRule(name, "unknown channel key \(unknown)")
+            }
+            if let options = rule["options"] as? [String: Any], let unknown = Set(options.keys).subtracting(optionKeys).sorted().first {
+                throw .badRule(name, "unknown option \(unknown)")
+            }
+        }
     }
 }
 
@@ -67,11 +90,9 @@ public struct RecordingRule: Codable, Sendable, Equatable {
     /// A session webhook without metadata matches no rule that asks for some.
     public var metadata: [String: JSONScalar]?
     public var options: JobOptions?
-    /// `recbot serve` prunes this rule's sessions once they are this many days old.
-    public var retentionDays: Int?
 
-    public init(name: String, channel: ChannelMatch, metadata: [String: JSONScalar]? = nil, options: JobOptions? = nil, retentionDays: Int? = nil) {
-        (self.name, self.channel, self.metadata, self.options, self.retentionDays) = (name, channel, metadata, options, retentionDays)
+    public init(name: String, channel: ChannelMatch, metadata: [String: JSONScalar]? = nil, options: JobOptions? = nil) {
+        (self.name, self.channel, self.metadata, self.options) = (name, channel, metadata, options)
     }
 
     public func matches(_ session: SoraSessionInfo) -> Bool {

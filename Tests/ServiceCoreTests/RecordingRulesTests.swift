@@ -5,7 +5,7 @@ import Testing
 @Suite struct RecordingRulesTests {
     static let file = #"""
         {"rules": [
-          {"name": "board", "channel": {"exact": "board"}, "options": {"duration": 7200, "export": true}, "retention_days": 365},
+          {"name": "board", "channel": {"exact": "board"}, "options": {"duration": 7200, "export": true}},
           {"name": "tagged", "channel": {"prefix": "meet-"}, "metadata": {"record": true, "team": "red"},
            "options": {"split_duration": 600, "split_only": true, "data_channels": ["#chat"], "stop_when_idle": 300}},
           {"name": "meetings", "channel": {"pattern": "meet-*-[0-9]"}}
@@ -37,7 +37,10 @@ import Testing
         #"{"rules": [{"name": "a", "channel": {"exact": "x"}, "options": {"split_only": true}}]}"#,
         #"{"rules": [{"name": "a", "channel": {"exact": "x"}, "options": {"data_channels": ["chat"]}}]}"#,
         #"{"rules": [{"name": "a", "channel": {"exact": "x"}, "options": {"upload": "http://x"}}]}"#,
-        #"{"rules": [{"name": "a", "channel": {"exact": "x"}, "retention_days": 0}]}"#,
+        #"{"rules": [{"name": "a", "channel": {"exact": "x"}, "unknown_key": 1}]}"#,
+        #"{"rules": [{"name": "a", "channel": {"exact": "x"}, "options": {"split_duraton": 60}}]}"#,
+        #"{"rules": [{"name": "a", "channel": {"exactly": "x"}}]}"#,
+        #"{"rules": [], "rulez": []}"#,
         #"{"rules": "none"}"#,
         "not json",
     ])
@@ -82,7 +85,7 @@ import Testing
 
     @Test(arguments: [
         #"{"expire_time":10}"#, #"{"channel_id":""}"#, #"{"channel_id":"r","expire_time":"10"}"#, #"{"channel_id":"r","expire_time":0}"#,
-        #"{"channel_id":"r","expire_time":1.5}"#, #"{"channel_id":"r","split_only":true}"#, #"{"channel_id":"r","split_duration":true}"#,
+        #"{"channel_id":"r","expire_time":1.5}"#, #"{"channel_id":"r","split_duraton":60}"#, #"{"channel_id":"r","split_only":true}"#, #"{"channel_id":"r","split_duration":true}"#,
         ##"{"channel_id":"r","data_channels":"#chat"}"##, ##"{"channel_id":"r","expire_time":1e300}"##, "[]", "{",
     ])
     func badRequestsAreRefused(text: String) {
