@@ -15,11 +15,12 @@ final class ServeProcess {
     static let webhookSecret = "hook-secret"
     static let apiToken = "api-token"
 
-    init(scenario: Scenario, arguments: [String] = [], environment extra: [String: String] = [:], name: String = "serve") throws {
+    init(scenario: Scenario, arguments: [String] = [], environment extra: [String: String] = [:], name: String = "serve",
+         dataDirectory: String? = nil) throws {
         logPath = scenario.directory.appendingPathComponent("\(name).log").path
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.executableURL = URL(fileURLWithPath: Scenario.recbot)
-        process.arguments = ["serve", "--data-dir", scenario.dataDirectory, "--listen", "127.0.0.1:0"] + arguments
+        process.arguments = ["serve", "--data-dir", dataDirectory ?? scenario.dataDirectory, "--listen", "127.0.0.1:0"] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment.merge([
             "RECBOT_LOG_LEVEL": "info", "RECBOT_URLS": scenario.url, "RECBOT_ALLOW_ADDRESSES": "127.0.0.1/32",

@@ -27,7 +27,7 @@ import TestSupport
     /// Help texts, error messages, docs and deploy examples spell names out for people: each
     /// one must be a name recbot reads (a typo there sends an operator to a setting that does nothing).
     @Test func everyNameWrittenAnywhereIsInTheTable() throws {
-        let known = Set(SettingName.all.map(\.variable))
+        let known = Set((SettingName.all + SettingName.serve).map(\.variable))
         // Not settings: the config file's line format, and names the tests' own processes read.
         // A family (`RECBOT_WEBHOOK_*`) is not a name.
         let notSettings: Set<String> = ["RECBOT_NAME", "RECBOT_BINARY", "RECBOT_FUZZ", "RECBOT_FUZZ_SANITIZERS", "RECBOT_TEST_BLOCKING_WIDTH", "RECBOT_TEST_BODY_TIMES"]
@@ -47,10 +47,24 @@ import TestSupport
     }
 
     @Test func everyVariableAndFlagIsListedOnce() {
-        let variables = SettingName.all.map(\.variable)
-        #expect(Set(variables).count == variables.count)
-        let flags = SettingName.all.compactMap(\.flag)
-        #expect(Set(flags).count == flags.count)
+        for table in [SettingName.all, SettingName.serve] {
+            let variables = table.map(\.variable)
+            #expect(Set(variables).count == variables.count)
+            let flags = table.compactMap(\.flag)
+            #expect(Set(flags).count == flags.count)
+        }
+        #expect(Set(SettingName.all.map(\.variable)).isDisjoint(with: SettingName.serve.map(\.variable)))
+    }
+
+    /// `recbot serve`'s own settings are documented in docs/service.md, each with its flag.
+    @Test func theServiceDocumentsEveryServeSettingWithItsFlag() throws {
+        let text = try String(contentsOf: repositoryRoot.appendingPathComponent("docs/service.md"), encoding: .utf8)
+        let rows = text.split(separator: "\n").map(String.init).filter { $0.hasPrefix("|") }
+        for setting in SettingName.serve {
+            let row = rows.first { Self.matches(#"RECBOT_[A-Z0-9_]+"#, in: $0).contains(setting.variable) }
+            #expect(row != nil, "\(setting.variable) is not in docs/service.md's settings table")
+            if let flag = setting.flag, let row { #expect(row.contains(flag), "\(setting.variable) is documented without \(flag)") }
+        }
     }
 
     @Test func switchesTakeOneOrTrue() throws {
