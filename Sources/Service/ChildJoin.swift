@@ -13,6 +13,11 @@ public final class ChildJoin: @unchecked Sendable {
     private let exitContinuation: AsyncStream<Int32>.Continuation
 
     public var pid: Int32 { process.processIdentifier }
+    private let errors = ErrorLines()
+
+    /// The last `recbot: …` line the child wrote on standard error: why it ended when it
+    /// ended before its session did (its own session row then says nothing of it).
+    public var lastError: String? { errors.last }
 
     /// Starts `executable join <arguments>`.
     public init(jobID: String, executable: String, arguments: [String], environment: [String: String]) throws {
@@ -21,6 +26,20 @@ public final class ChildJoin: @unchecked Sendable {
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = ["join"] + arguments
         process.environment = environment
+        // The child's standard error goes on to the service's (the journal), read through a
+        // pipe so the service also learns the child's last error line.
+        let pipe = Pipe()
+        process.standardError = pipe
+        let errors = self.errors
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty {
+                handle.readabilityHandler = nil
+                return
+            }
+            FileHandle.standardError.write(data)
+            errors.append(data)
+        }
         (exit, exitContinuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
         let continuation = exitContinuation
         process.terminationHandler = { finished in
@@ -51,5 +70,27 @@ public final class ChildJoin: @unchecked Sendable {
     /// the service's credentials: it never answers webhooks or API calls).
     public static func environment(from service: [String: String]) -> [String: String] {
         service.filter { !$0.key.hasPrefix("RECBOT_SERVE_") }
+    }
+}
+
+/// The last line starting with `recbot: ` of a child's standard error, from its chunks.
+final class ErrorLines: @unchecked Sendable {
+    private let lock = NSLock()
+    private var partial = Data()
+    private var lastLine: String?
+
+    var last: String? { lock.withLock { lastLine } }
+
+    func append(_ data: Data) {
+        lock.withLock {
+            partial.append(data)
+            while let newline = partial.firstIndex(of: 0x0A) {
+                let line = String(decoding: partial[partial.startIndex..<newline], as: UTF8.self)
+                partial.removeSubrange(partial.startIndex...newline)
+                if line.hasPrefix("recbot: ") { lastLine = String(line.dropFirst(8).prefix(1_000)) }
+            }
+            // A line with no end in sight is not an error line recbot writes: keep memory bounded.
+            if partial.count > 4_096 { partial.removeAll() }
+        }
     }
 }

@@ -127,7 +127,7 @@ public actor JobSupervisor {
         let lease = JobLease(jobID: job.id, owner: settings.owner, fence: job.fence)
         let options = (try? JobOptions(stored: job.options)) ?? JobOptions()
         let secondsLeft = job.expiresAt.map { max(($0 - time) / 1000, 0) }
-        let arguments = settings.childArguments + ["--channel", job.channelID, "--session-id", job.id]
+        let arguments = settings.childArguments + ["--channel", job.channelID, "--session-id", job.id, "--exit-with-parent"]
             + options.joinArguments(secondsLeft: secondsLeft)
         do {
             let child = try ChildJoin(jobID: job.id, executable: settings.executable, arguments: arguments, environment: settings.childEnvironment)
@@ -146,9 +146,13 @@ public actor JobSupervisor {
 
     private func childEnded(_ id: String, lease: JobLease, status: Int32) async {
         guard running[id]?.lease == lease else { return }  // lost meanwhile: the result is the new owner's
+        let child = running[id]?.child
         running[id] = nil
         let session = try? await blocking { [store] in try store.session(id: id) }
-        let reason = session?.endReason ?? "exit \(status) before the session started"
+        // The session's end reason is this child's only when the row is its own (a child that
+        // refused to start leaves another's row, or none).
+        let own = session.flatMap { $0.pid.map(Int32.init) == child?.pid && $0.hostname == ProcessInfo.processInfo.hostName ? $0 : nil }
+        let reason = own?.endReason ?? child?.lastError ?? "exit \(status) before its session started"
         let result = JobResult(endedAt: now(), exitStatus: Int(status), endReason: reason)
         let stored = (try? await blocking { [store] in try store.finishJob(lease, result: result) }) ?? false
         logger.notice("job ended", metadata: ["job": "\(id)", "exit": "\(status)", "reason": "\(reason)", "stored": "\(stored)"])

@@ -51,7 +51,68 @@ struct ServeFleetScenarioTests {
             let session = try #require(try catalog.session(id: job.id))
             let stoppedAfter = Double(try #require(session.endedAt)) / 1000 - destroyed.timeIntervalSince1970
             #expect(stoppedAfter <= 2, "stopped \(stoppedAfter) s after session.destroyed reached the other worker")
+            print("serve fleet: ended \(stoppedAfter) s after session.destroyed reached the worker not recording")
             #expect(try catalog.recordings(RecordingFilter(sessionID: job.id)).count == 1)
+        }
+    }
+
+    /// SIGKILL of the worker that records: its recording ends by itself (`--exit-with-parent`:
+    /// files finished, nobody left to renew its lease), and after the lease another worker
+    /// claims the job with a higher fence. Continuing in the same session is not built yet:
+    /// the new worker's join refuses to write over the session, and the job says so.
+    @Test func aKilledWorkersRecordingEndsAndAnotherWorkerClaimsTheJob() async throws {
+        try await blocking {
+            let url = try PostgresServer.shared.get().makeDatabase()
+            let catalog = try CatalogLocation.parse(url).open()
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])
+            defer { scenario.stop() }
+            let environment = ["RECBOT_CATALOG_URL": url]
+            let first = try ServeProcess(scenario: scenario, arguments: ["--lease", "3s"], environment: environment, name: "first",
+                                         dataDirectory: scenario.directory.appendingPathComponent("data-first").path)
+            defer { first.stop() }
+            #expect(try first.api("POST", "/recordings", body: #"{"channel_id":"sora","expire_time":120}"#).status == 201)
+            var running: JobRecord?
+            for _ in 0..<100 where running == nil {
+                running = try catalog.jobs(JobFilter(states: [.running])).first
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            let job = try #require(running)
+            Thread.sleep(forTimeInterval: 3)
+            kill(first.process.processIdentifier, SIGKILL)
+            let killed = Date()
+            let second = try ServeProcess(scenario: scenario, arguments: ["--lease", "3s"], environment: environment, name: "second",
+                                          dataDirectory: scenario.directory.appendingPathComponent("data-second").path)
+            defer { second.stop() }
+
+            var orphanEnded: SessionRecord?
+            for _ in 0..<100 where orphanEnded == nil {
+                orphanEnded = try catalog.session(id: job.id).flatMap { $0.endedAt == nil ? nil : $0 }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            let session = try #require(orphanEnded, "the killed worker's recording ended by itself")
+            #expect(session.endReason?.hasPrefix("worker-lost") == true, "\(session.endReason ?? "")")
+            #expect(Double(try #require(session.endedAt)) / 1000 - killed.timeIntervalSince1970 < 3)
+            let recordings = try catalog.recordings(RecordingFilter(sessionID: job.id))
+            #expect(!recordings.isEmpty && recordings.allSatisfy { $0.status == .complete }, "\(recordings.map(\.status))")
+
+            var takenOver: JobRecord?
+            for _ in 0..<150 where takenOver == nil {
+                takenOver = try catalog.job(id: job.id).flatMap { $0.fence >= 2 ? $0 : nil }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            let claimed = try #require(takenOver, "\(second.log.suffix(2_000))")
+            let claimedAfter = Date().timeIntervalSince(killed)
+            #expect(claimedAfter < 3 + 2 + 1, "claimed \(claimedAfter) s after the kill (lease 3 s)")
+            let orphanAfter = Double(try #require(session.endedAt)) / 1000 - killed.timeIntervalSince1970
+            print("serve fleet: the killed worker's recording ended \(orphanAfter) s after the kill; the job was claimed again \(claimedAfter) s after it")
+            #expect(claimed.workerHost != nil)
+            var ended: JobRecord?
+            for _ in 0..<100 where ended == nil {
+                ended = try catalog.job(id: job.id).flatMap { $0.state == .ended ? $0 : nil }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            #expect(ended?.endReason?.contains("exists already") == true, "\(String(describing: ended?.endReason))")
+            #expect(try catalog.recordings(RecordingFilter(sessionID: job.id)).count == recordings.count, "nothing written over")
         }
     }
 }

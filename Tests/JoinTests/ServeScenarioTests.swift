@@ -123,6 +123,7 @@ final class ServeProcess {
             let session = try #require(try scenario.catalog().session(id: ended.id), "the job's recording has the job's id")
             let stoppedAfter = Double(try #require(session.endedAt)) / 1000 - destroyed.timeIntervalSince1970
             #expect(stoppedAfter <= 2, "the recording ended \(stoppedAfter) s after session.destroyed")
+            print("serve: started \(startedAfter) s after session.created, ended \(stoppedAfter) s after session.destroyed")
             #expect(ended.stopReason == "session.destroyed" && ended.exitStatus == 0 && ended.endReason == session.endReason)
             let recordings = try scenario.catalog().recordings(RecordingFilter(sessionID: ended.id))
             #expect(recordings.count == 1 && recordings.allSatisfy { $0.status == .complete })

@@ -111,6 +111,10 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("session-id"), help: ArgumentHelp(
         "The new session's id (a ULID; `recbot serve` gives each job's recording the job's id). Default: a fresh one.", valueName: "ulid"))
     var sessionID: String?
+    @Flag(name: .customLong("exit-with-parent"), help: ArgumentHelp(
+        "End the recording (files finished, end reason worker-lost) when the process that started it is gone; `recbot serve` sets it.",
+        visibility: .hidden))
+    var exitWithParent = false
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
@@ -138,11 +142,13 @@ struct JoinCommand: AsyncParsableCommand {
             }
         }
         let signals = SignalForwarder { name in session.stop(reason: "signal: \(name)") }
+        let parentWatch = exitWithParent ? ParentWatch { session.stop(reason: "worker-lost: the recbot serve that started it is gone") } : nil
         let status = LiveStatus()
         status.start(session: session, channel: options.connect.channelID, logger: logger)
         let outcome = await session.run()
         status.stop()
         signals.cancel()
+        parentWatch?.cancel()
         await metrics?.finish(session: session, outcome: outcome)
         await metrics?.close()
         if outcome.result != .success {
