@@ -8,9 +8,9 @@ import Logging
 public final class ChildJoin: @unchecked Sendable {
     private let process: Process
     public let jobID: String
-    /// Resumed once, with the exit status (a signal's is 128 + its number, as a shell reports it).
-    private let exit: AsyncStream<Int32>
-    private let exitContinuation: AsyncStream<Int32>.Continuation
+    /// The exit status, once there is one (a signal's is 128 + its number, as a shell
+    /// reports it); any number of tasks may wait for it.
+    private let exit = ExitStatusBox()
 
     public var pid: Int32 { process.processIdentifier }
     private let errors = ErrorLines()
@@ -40,12 +40,9 @@ public final class ChildJoin: @unchecked Sendable {
             FileHandle.standardError.write(data)
             errors.append(data)
         }
-        (exit, exitContinuation) = AsyncStream.makeStream(of: Int32.self, bufferingPolicy: .bufferingNewest(1))
-        let continuation = exitContinuation
+        let exit = self.exit
         process.terminationHandler = { finished in
-            let status = finished.terminationReason == .uncaughtSignal ? 128 + finished.terminationStatus : finished.terminationStatus
-            continuation.yield(status)
-            continuation.finish()
+            exit.set(finished.terminationReason == .uncaughtSignal ? 128 + finished.terminationStatus : finished.terminationStatus)
         }
         try process.run()
     }
@@ -62,8 +59,7 @@ public final class ChildJoin: @unchecked Sendable {
 
     /// Waits for the child to end and returns its exit status.
     public func status() async -> Int32 {
-        for await status in exit { return status }
-        return process.terminationStatus
+        await exit.value()
     }
 
     /// The service's environment for a child: its secrets removed (the child needs none of
@@ -91,6 +87,34 @@ final class ErrorLines: @unchecked Sendable {
             }
             // A line with no end in sight is not an error line recbot writes: keep memory bounded.
             if partial.count > 4_096 { partial.removeAll() }
+        }
+    }
+}
+
+/// A value set once and awaited by any number of tasks (an AsyncStream allows one).
+final class ExitStatusBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var status: Int32?
+    private var waiting: [CheckedContinuation<Int32, Never>] = []
+
+    func set(_ value: Int32) {
+        let resumed = lock.withLock { () -> [CheckedContinuation<Int32, Never>] in
+            guard status == nil else { return [] }
+            status = value
+            defer { waiting = [] }
+            return waiting
+        }
+        for continuation in resumed { continuation.resume(returning: value) }
+    }
+
+    func value() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            let ready = lock.withLock { () -> Int32? in
+                if let status { return status }
+                waiting.append(continuation)
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
         }
     }
 }

@@ -23,6 +23,9 @@ public actor JobSupervisor {
     private let now: @Sendable () -> Int64
     private var running: [String: Running] = [:]
     private var draining = false
+    private var shuttingDown = false
+    /// Each child's watcher: it stores the child's result. Draining waits for them.
+    private var completions: [JobLease: Task<Void, Never>] = [:]
     /// A heartbeat under way, and whether another was asked for meanwhile.
     private var ticking = false
     private var tickAgain = false
@@ -34,14 +37,22 @@ public actor JobSupervisor {
 
     public var runningJobs: [String] { running.keys.sorted() }
 
-    /// Works until the task is cancelled, then stops every child and waits for them.
+    /// Works until `shutDown()` (or the task's cancellation), then stops every child and
+    /// waits until their results are stored.
     public func run() async {
-        while !Task.isCancelled {
+        while !Task.isCancelled && !shuttingDown {
             await tick()
             try? await Task.sleep(nanoseconds: UInt64(settings.heartbeatMilliseconds) * 1_000_000)
         }
         await drain()
     }
+
+    /// Stops taking jobs; `run()` then ends the recordings (within a heartbeat) and returns.
+    public nonisolated func shutDown() {
+        Task { await self.beginShutdown() }
+    }
+
+    private func beginShutdown() { shuttingDown = true }
 
     /// A heartbeat now rather than at the next beat: a job was queued or asked to stop here.
     public nonisolated func wake() {
@@ -75,9 +86,9 @@ public actor JobSupervisor {
     /// their results.
     public func drain() async {
         draining = true
+        let watchers = Array(completions.values)
         for entry in running.values { entry.child.stop() }
-        for entry in running.values { _ = await entry.child.status() }
-        while !running.isEmpty { try? await Task.sleep(nanoseconds: 20_000_000) }
+        for watcher in watchers { await watcher.value }
     }
 
     private func renewLeases() async {
@@ -133,7 +144,7 @@ public actor JobSupervisor {
             let child = try ChildJoin(jobID: job.id, executable: settings.executable, arguments: arguments, environment: settings.childEnvironment)
             running[job.id] = Running(lease: lease, child: child, renewedAt: time)
             logger.notice("job started", metadata: ["job": "\(job.id)", "channel": "\(job.channelID)", "pid": "\(child.pid)", "fence": "\(job.fence)"])
-            Task { [weak self] in
+            completions[lease] = Task { [weak self] in
                 let status = await child.status()
                 await self?.childEnded(job.id, lease: lease, status: status)
             }
@@ -145,6 +156,7 @@ public actor JobSupervisor {
     }
 
     private func childEnded(_ id: String, lease: JobLease, status: Int32) async {
+        defer { completions[lease] = nil }
         guard running[id]?.lease == lease else { return }  // lost meanwhile: the result is the new owner's
         let child = running[id]?.child
         running[id] = nil

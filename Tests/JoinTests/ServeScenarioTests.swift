@@ -176,6 +176,28 @@ final class ServeProcess {
         }
     }
 
+    /// SIGTERM (a deploy, `systemctl stop`): the service stops taking jobs, ends every
+    /// recording the way a signal ends a join, stores their results, and exits 0.
+    @Test func aStoppedServiceEndsItsRecordingsAndStoresTheirResults() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])
+            defer { scenario.stop() }
+            let serve = try ServeProcess(scenario: scenario)
+            defer { serve.stop() }
+            #expect(try serve.api("POST", "/recordings", body: #"{"channel_id":"sora","expire_time":120}"#).status == 201)
+            _ = try #require(try Self.waitForJob(scenario) { $0.state == .running })
+            Thread.sleep(forTimeInterval: 3)
+            serve.process.terminate()
+            let deadline = Date().addingTimeInterval(60)
+            while serve.process.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.1) }
+            #expect(!serve.process.isRunning && serve.process.terminationStatus == 0, "\(serve.log.suffix(2_000))")
+            let job = try #require(try scenario.catalog().jobs(JobFilter()).first)
+            #expect(job.state == .ended && job.exitStatus == 0 && job.endReason == "signal: SIGTERM", "\(job)")
+            let recordings = try scenario.catalog().recordings(RecordingFilter(sessionID: job.id))
+            #expect(recordings.count == 1 && recordings.allSatisfy { $0.status == .complete })
+        }
+    }
+
     @Test func serveRefusesToStartWithoutCredentialsOrWithABadRulesFile() throws {
         let scenario = Scenario(existingDirectory: FileManager.default.temporaryDirectory.appendingPathComponent("recbot-serve-\(UUID())"))
         try FileManager.default.createDirectory(at: scenario.directory, withIntermediateDirectories: true)

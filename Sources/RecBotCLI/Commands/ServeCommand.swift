@@ -88,14 +88,16 @@ struct ServeCommand: AsyncParsableCommand {
     }
 }
 
-/// The supervisor as a service of the application's group: it runs until SIGTERM or SIGINT,
-/// then stops its children and waits for their results before the process exits.
+/// The supervisor as a service of the application's group: on SIGTERM or SIGINT it stops
+/// taking jobs, ends its recordings and waits for their results before the process exits.
 struct SupervisorService: ServiceLifecycle.Service {
     let supervisor: JobSupervisor
 
     func run() async {
-        await cancelWhenGracefulShutdown {
+        await withGracefulShutdownHandler {
             await supervisor.run()
+        } onGracefulShutdown: {
+            supervisor.shutDown()
         }
     }
 }
