@@ -83,12 +83,21 @@ public actor JobSupervisor {
     }
 
     /// Stops every child (the recordings end as on a signal), waits for them, and stores
-    /// their results.
+    /// their results. The leases stay renewed meanwhile: finishing the files can take longer
+    /// than a lease, and no other worker may take a job that is still ending here.
     public func drain() async {
         draining = true
         let watchers = Array(completions.values)
-        for entry in running.values { entry.child.stop() }
-        for watcher in watchers { await watcher.value }
+        for (id, entry) in running where !entry.stopping {
+            running[id]?.stopping = true  // one SIGTERM: a second would mean "exit now"
+            entry.child.stop()
+        }
+        let finished = Task { for watcher in watchers { await watcher.value } }
+        while !running.isEmpty && !Task.isCancelled {
+            await renewLeases()
+            try? await Task.sleep(nanoseconds: UInt64(settings.heartbeatMilliseconds) * 1_000_000)
+        }
+        await finished.value
     }
 
     private func renewLeases() async {
