@@ -207,7 +207,7 @@ let package = Package(
         .target(name: "ServiceCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: fuzzSwiftSettings),
         // The HTTP side (Hummingbird: webhooks in, the API) and the worker that leases jobs and runs each as a child `recbot join`.
         .target(name: "Service", dependencies: [
-            "Archive", "ServiceCore",
+            "Archive", "DiskLayout", "ServiceCore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),

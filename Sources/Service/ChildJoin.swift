@@ -1,6 +1,5 @@
 import Foundation
 import Glibc
-import Logging
 
 /// One job's `recbot join`, as a child process: a crash takes that recording, not the
 /// service. Started with the service's own executable and environment (its RECBOT_* settings

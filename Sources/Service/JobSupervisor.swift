@@ -1,7 +1,6 @@
 import Archive
 import Foundation
 import Logging
-import NIOPosix
 import ServiceCore
 
 /// Runs this worker's share of the jobs: every heartbeat it renews the leases of the jobs it
@@ -34,8 +33,6 @@ public actor JobSupervisor {
                 now: @escaping @Sendable () -> Int64 = { Int64(Date().timeIntervalSince1970 * 1000) }) {
         (self.store, self.settings, self.logger, self.now) = (store, settings, logger, now)
     }
-
-    public var runningJobs: [String] { running.keys.sorted() }
 
     /// Works until `shutDown()` (or the task's cancellation), then stops every child and
     /// waits until their results are stored.
@@ -77,7 +74,7 @@ public actor JobSupervisor {
     private func beat() async {
         await renewLeases()
         let time = now()
-        _ = try? await blocking { [store] in try store.expireJobs(now: time) }
+        _ = try? await catalogCall { [store] in try store.expireJobs(now: time) }
         guard !draining else { return }
         await claim()
     }
@@ -106,7 +103,7 @@ public actor JobSupervisor {
             let until = time + settings.leaseMilliseconds
             let lease = entry.lease
             do {
-                switch try await blocking({ [store] in try store.renewJob(lease, until: until) }) {
+                switch try await catalogCall({ [store] in try store.renewJob(lease, until: until) }) {
                 case .lost:
                     logger.warning("lease lost: another worker records this job now; stopping its recording", metadata: ["job": "\(id)"])
                     running[id] = nil
@@ -136,7 +133,7 @@ public actor JobSupervisor {
         let time = now()
         let claim = JobClaim(owner: settings.owner, host: settings.host, now: time, leaseUntil: time + settings.leaseMilliseconds, limit: free)
         let jobs: [JobRecord]
-        do { jobs = try await blocking { [store] in try store.claimJobs(claim) } } catch {
+        do { jobs = try await catalogCall { [store] in try store.claimJobs(claim) } } catch {
             logger.error("cannot claim jobs", metadata: ["error": "\(error)"])
             return
         }
@@ -160,7 +157,7 @@ public actor JobSupervisor {
         } catch {
             logger.error("cannot start recbot join", metadata: ["job": "\(job.id)", "error": "\(error)"])
             let result = JobResult(endedAt: time, exitStatus: nil, endReason: "worker: cannot start recbot join: \(error)")
-            _ = try? await blocking { [store] in try store.finishJob(lease, result: result) }
+            _ = try? await catalogCall { [store] in try store.finishJob(lease, result: result) }
         }
     }
 
@@ -169,18 +166,14 @@ public actor JobSupervisor {
         guard running[id]?.lease == lease else { return }  // lost meanwhile: the result is the new owner's
         let child = running[id]?.child
         running[id] = nil
-        let session = try? await blocking { [store] in try store.session(id: id) }
+        let session = try? await catalogCall { [store] in try store.session(id: id) }
         // The session's end reason is this child's only when the row is its own (a child that
         // refused to start leaves another's row, or none).
         let own = session.flatMap { $0.pid.map(Int32.init) == child?.pid && $0.hostname == ProcessInfo.processInfo.hostName ? $0 : nil }
         let reason = own?.endReason ?? child?.lastError ?? "exit \(status) before its session started"
         let result = JobResult(endedAt: now(), exitStatus: Int(status), endReason: reason)
-        let stored = (try? await blocking { [store] in try store.finishJob(lease, result: result) }) ?? false
+        let stored = (try? await catalogCall { [store] in try store.finishJob(lease, result: result) }) ?? false
         logger.notice("job ended", metadata: ["job": "\(id)", "exit": "\(status)", "reason": "\(reason)", "stored": "\(stored)"])
     }
 
-    /// Catalog calls block: they run on NIO's thread pool, never on the cooperative pool.
-    private func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive(body)
-    }
 }

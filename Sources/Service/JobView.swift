@@ -1,4 +1,5 @@
 import Archive
+import DiskLayout
 import Foundation
 import ServiceCore
 
@@ -32,11 +33,7 @@ public struct JobView: Codable, Sendable, Equatable {
         options = try? JobOptions(stored: job.options)
     }
 
-    static func time(_ milliseconds: Int64) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: Date(timeIntervalSince1970: Double(milliseconds) / 1000))
-    }
+    static func time(_ milliseconds: Int64) -> String { rfc3339(milliseconds: milliseconds) }
 
     public static func encode(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()

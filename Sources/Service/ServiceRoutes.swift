@@ -3,7 +3,6 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import NIOPosix
 import ServiceCore
 
 /// What the HTTP side of `recbot serve` answers, and with what it checks callers.
@@ -53,7 +52,7 @@ public struct ServiceEndpoints: Sendable {
         case .sessionCreated(let session):
             try await sessionCreated(session)
         case .sessionDestroyed(let session):
-            let stopped = try await blocking { [store, now] in
+            let stopped = try await catalogCall { [store, now] in
                 try store.requestJobStop(id: nil, soraSessionID: session.sessionID, at: now(), reason: "session.destroyed")
             }
             for job in stopped { logger.notice("session destroyed: job stopping", metadata: ["job": "\(job.id)", "channel": "\(job.channelID)"]) }
@@ -74,7 +73,7 @@ public struct ServiceEndpoints: Sendable {
         let options = rule.options ?? JobOptions()
         let job = JobRecord(id: ULID.generate(now: UInt64(time)).string, channelID: session.channelID, soraSessionID: session.sessionID,
                             origin: .webhook, rule: rule.name, options: options.encoded(), createdAt: time)
-        let inserted = try await blocking { [store] in try store.insertJob(job) }
+        let inserted = try await catalogCall { [store] in try store.insertJob(job) }
         if inserted { jobsChanged() }
         logger.notice(inserted ? "job queued" : "job already queued for this session",
                       metadata: ["job": "\(job.id)", "channel": "\(session.channelID)", "rule": "\(rule.name)", "sora_session": "\(session.sessionID)"])
@@ -90,7 +89,7 @@ public struct ServiceEndpoints: Sendable {
         let time = now()
         let job = JobRecord(id: ULID.generate(now: UInt64(time)).string, channelID: recording.channelID, origin: .api,
                             options: recording.options.encoded(), createdAt: time, expiresAt: recording.expireTime.map { time + $0 * 1000 })
-        let outcome: JobRecord? = try await blocking { [store] in
+        let outcome: JobRecord? = try await catalogCall { [store] in
             // One recording per channel, as Sora's own API has it.
             guard try store.jobs(JobFilter(states: [.queued, .running], channelID: recording.channelID, limit: 1)).isEmpty else { return nil }
             _ = try store.insertJob(job)
@@ -113,19 +112,19 @@ public struct ServiceEndpoints: Sendable {
             filter.states = states.compactMap { $0 }
         }
         filter.channelID = request.uri.queryParameters.get("channel_id")
-        let jobs = try await blocking { [store, filter] in try store.jobs(filter) }
+        let jobs = try await catalogCall { [store, filter] in try store.jobs(filter) }
         return Self.json(.ok, JobView.encode(jobs.map(JobView.init)))
     }
 
     func showRecording(_ request: Request, id: String) async throws -> Response {
         guard apiAuthentication.accepts(headers: Self.headers(request)) else { return Self.unauthorized() }
-        guard let job = try await blocking({ [store] in try store.job(id: id) }) else { return Self.problem(.notFound, "no job \(id.prefix(40))") }
+        guard let job = try await catalogCall({ [store] in try store.job(id: id) }) else { return Self.problem(.notFound, "no job \(id.prefix(40))") }
         return Self.json(.ok, JobView.encode(JobView(job)))
     }
 
     func stopRecording(_ request: Request, id: String) async throws -> Response {
         guard apiAuthentication.accepts(headers: Self.headers(request)) else { return Self.unauthorized() }
-        let (stopped, existing) = try await blocking { [store, now] in
+        let (stopped, existing) = try await catalogCall { [store, now] in
             (try store.requestJobStop(id: id, soraSessionID: nil, at: now(), reason: "api"), try store.job(id: id))
         }
         guard let job = existing else { return Self.problem(.notFound, "no job \(id.prefix(40))") }
@@ -155,8 +154,4 @@ public struct ServiceEndpoints: Sendable {
         return response
     }
 
-    /// Catalog calls block: they run on NIO's thread pool, never on an event loop.
-    func blocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive(body)
-    }
 }

@@ -12,7 +12,7 @@ public struct WorkerSettings: Sendable {
     public var capacity: Int
     /// A lease lasts this long without renewal; a worker that cannot renew within it (killed,
     /// partitioned) loses its jobs to the others. Failover takes at most about this long.
-    public var leaseMilliseconds: Int64 = 10_000
+    public var leaseMilliseconds: Int64
     /// Renewals (and looks for new jobs) come this often: three chances per lease, and at
     /// least every second, so a stop asked on another worker (`session.destroyed` reaching
     /// it) ends the recording within about a second.
@@ -24,9 +24,11 @@ public struct WorkerSettings: Sendable {
     /// The children's environment: the service's own, minus its secrets.
     public var childEnvironment: [String: String]
 
-    public init(host: String, capacity: Int, executable: String, childArguments: [String], childEnvironment: [String: String]) {
+    public init(host: String, capacity: Int, leaseMilliseconds: Int64 = 10_000, executable: String, childArguments: [String],
+                childEnvironment: [String: String]) {
         self.host = host
         self.capacity = capacity
+        self.leaseMilliseconds = leaseMilliseconds
         self.executable = executable
         self.childArguments = childArguments
         self.childEnvironment = ChildJoin.environment(from: childEnvironment)

@@ -51,11 +51,9 @@ struct ServeCommand: AsyncParsableCommand {
         var endpoints = ServiceEndpoints(store: store, rules: configuration.rules, webhookAuthentication: configuration.webhookAuthentication,
                                          apiAuthentication: configuration.apiAuthentication, logger: logger)
         let worker = WorkerSettings(host: settings[.host] ?? ProcessInfo.processInfo.hostName, capacity: configuration.capacity,
-                                    executable: Self.ownExecutable(), childArguments: childArguments(location: location),
-                                    childEnvironment: ProcessInfo.processInfo.environment)
-        var workerWithLease = worker
-        workerWithLease.leaseMilliseconds = configuration.leaseMilliseconds
-        let supervisor = JobSupervisor(store: store, settings: workerWithLease, logger: logger)
+                                    leaseMilliseconds: configuration.leaseMilliseconds, executable: Self.ownExecutable(),
+                                    childArguments: childArguments(location: location), childEnvironment: ProcessInfo.processInfo.environment)
+        let supervisor = JobSupervisor(store: store, settings: worker, logger: logger)
         endpoints.jobsChanged = { supervisor.wake() }
         let address = configuration.listen
         let serverBuilder = try configuration.serverBuilder()
@@ -70,7 +68,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger: logger)
         application.addServices(SupervisorService(supervisor: supervisor))
         logger.notice("serving", metadata: ["listen": "\(address.host):\(address.port)", "capacity": "\(configuration.capacity)",
-                                            "rules": "\(configuration.rules.rules.count)", "owner": "\(workerWithLease.owner)"])
+                                            "rules": "\(configuration.rules.rules.count)", "owner": "\(worker.owner)"])
         try await application.runService()
     }
 
