@@ -195,7 +195,7 @@ let package = Package(
 
         // MARK: The session orchestrator
         .target(name: "RecBot", dependencies: [
-            "SystemClock", "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "SoraSignalingCore", "Webhooks", "RecordingEvents", "Recorder", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
+            "SystemClock", "Archive", "DiskLayout", "Outcomes", "PeerConnection", "Transport", "SoraSignaling", "SoraSignalingCore", "Webhooks", "RecordingEvents", "Recorder", "Repair", "Media", "SDP", "DTLS", "ICE", "RTP", "STUN", "TURN", "WebM", "WireCoding",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

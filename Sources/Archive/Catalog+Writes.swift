@@ -3,7 +3,11 @@ import GRDB
 /// Writes made by a recording session.
 extension Catalog {
     public func insertSession(_ session: SessionRecord) throws(CatalogError) {
-        try write { db in try session.catalogStored.insert(db) }
+        try write { db in
+            try session.catalogStored.insert(db)
+            try SessionSegmentRecord(sessionID: session.id, segment: session.segment ?? SessionSegmentRecord.first, hostname: session.hostname,
+                                     pid: session.pid, jobFence: nil, recbotVersion: session.recbotVersion, startedAt: session.startedAt).insert(db)
+        }
     }
 
     /// `exitStatus` is nil when no process reported one (a session `recbot repair` ended).
@@ -12,7 +16,12 @@ extension Catalog {
             try db.execute(
                 sql: "UPDATE sessions SET ended_at = ?, end_reason = ?, exit_status = ? WHERE id = ?",
                 arguments: [endedAt, CatalogText.stored(endReason), exitStatus, id])
-            return db.changesCount
+            let changed = db.changesCount
+            try db.execute(sql: """
+                UPDATE session_segments SET ended_at = ?, end_reason = ?, exit_status = ?
+                WHERE session_id = ? AND segment = (SELECT coalesce(segment, 1) FROM sessions WHERE id = ?)
+                """, arguments: [endedAt, CatalogText.stored(endReason), exitStatus, id, id])
+            return changed
         }
         if changed == 0 { throw CatalogError(path: path, reason: .notFound("session \(id)")) }
     }

@@ -11,6 +11,8 @@ extension CatalogError {
         case .badLocation: .invalidConfiguration
         case .notFound: .notFound
         case .notSQLite, .corrupt, .newerSchema, .olderSchema, .cannotCreateDirectory, .sqlite, .server, .rowsRefused: .storageFailed
+        // Another worker holds the job now: this one must not record it (a configuration of the fleet, not storage).
+        case .superseded: .invalidConfiguration
         }
     }
 }

@@ -28,6 +28,9 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
         case server(String)
         /// Some rows of a batch were refused for good; the others were stored.
         case rowsRefused(String)
+        /// The write came from a process whose turn is over: its job was claimed again (a newer
+        /// fencing token) or another process continues its session (a newer segment).
+        case superseded(String)
     }
 
     /// The catalog's file, or its URL without the password.
@@ -79,6 +82,8 @@ public struct CatalogError: Error, CustomStringConvertible, Sendable {
             "catalog \(path) refused the credentials: \(why)"
         case .server(let why), .rowsRefused(let why):
             "catalog \(path): \(why)"
+        case .superseded(let why):
+            "catalog \(path): refused, superseded: \(why)"
         }
     }
 }

@@ -6,13 +6,15 @@
 /// Synchronous on purpose: writes run on the join's catalog-writer queue and the query
 /// commands are one-shot, so neither gains from async, and a blocking call keeps the two
 /// implementations interchangeable for every caller.
-public protocol CatalogStore: JobStore {
+public protocol CatalogStore: JobStore, SessionSegmentStore {
     /// Where the catalog lives, for messages: a file path, or a URL without its password.
     var location: String { get }
 
     // MARK: Writes made by a recording session
     func insertSession(_ session: SessionRecord) throws(CatalogError)
-    /// `exitStatus` is nil when no process reported one (a session `recbot repair` ended).
+    /// Ends the session and its current segment, whichever process that is (`recbot repair`,
+    /// writes spooled by versions without segments). `exitStatus` is nil when no process
+    /// reported one (a session `recbot repair` ended).
     func endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?) throws(CatalogError)
     /// Fills in what signaling learned after the session row was created (nil keeps a value).
     func updateSession(id: String, soraSessionID: String?, connectionID: String?, clientID: String?, bundleID: String?,

@@ -11,10 +11,16 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
     case completeRecording(RecordingRecord, createdPath: String)
     case recordingProgress(sessionID: String, path: String, RecordingProgress)
     case events([EventRecord])
-    case sessionCounters(id: String, SessionCounters)
+    /// `segment`: the process's segment of the session; counters of a segment another process
+    /// continued after are not stored (nil: written by a version without segments).
+    case sessionCounters(id: String, SessionCounters, segment: Int? = nil)
+    /// Ends the session's current segment, whichever it is (`recbot repair`; older spools).
     case endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?)
-    /// An outage began, or ended (the same row, by session and ordinal).
-    case interruption(InterruptionRecord)
+    /// Ends this process's segment, and the session only while no other process continues it.
+    case endSegment(id: String, segment: Int, endedAt: Int64, endReason: String, exitStatus: Int?)
+    /// An outage began, or ended (the same row, by session and ordinal). Not stored when
+    /// `segment` is one another process continued after: its ordinals are the new process's now.
+    case interruption(InterruptionRecord, segment: Int? = nil)
     /// Webhook events into the outbox (a replay adds none twice: event id and URL are unique).
     case webhooks([WebhookRecord])
 
@@ -22,7 +28,7 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
     /// flood of events must not cost the catalog its record of the files).
     public var isEssential: Bool {
         switch self {
-        case .updateSession, .startRecording, .completeRecording, .sessionCounters, .endSession, .interruption, .webhooks: true
+        case .updateSession, .startRecording, .completeRecording, .sessionCounters, .endSession, .endSegment, .interruption, .webhooks: true
         case .upsertConnection, .recordingProgress, .events: false
         }
     }
@@ -45,7 +51,7 @@ public enum CatalogWrite: Codable, Sendable, Equatable {
         case .startRecording, .completeRecording: "recording"
         case .recordingProgress: "progress"
         case .events: "events"
-        case .sessionCounters, .endSession: "session end"
+        case .sessionCounters, .endSession, .endSegment: "session end"
         case .interruption: "interruption"
         case .webhooks: "webhooks"
         }
@@ -74,15 +80,28 @@ extension CatalogStore {
             let missing = replay ? try eventsNotStored(events) : events
             if missing.isEmpty { return }
             try insertEventsSalvaging(missing)
-        case .sessionCounters(let id, let counters):
+        case .sessionCounters(let id, let counters, let segment):
+            guard try isCurrent(segment, of: id) else { return }
             try recordSessionCounters(id: id, counters: counters)
         case .endSession(let id, let endedAt, let reason, let status):
             try endSession(id: id, endedAt: endedAt, endReason: reason, exitStatus: status)
-        case .interruption(let record):
+        case .endSegment(let id, let segment, let endedAt, let reason, let status):
+            try endSegment(id: id, segment: segment, endedAt: endedAt, endReason: reason, exitStatus: status)
+        case .interruption(let record, let segment):
+            guard try isCurrent(segment, of: record.sessionID) else { return }
             try saveInterruption(record)  // an upsert: a replay rewrites the same row
         case .webhooks(let rows):
             try enqueueWebhooks(rows)
         }
+    }
+
+    /// Whether a write of `segment` still speaks for the session: nil (a version without
+    /// segments) always does. A stale one is skipped, not refused: a spool holding it must not
+    /// stall on it, and what it says is no longer the session's.
+    private func isCurrent(_ segment: Int?, of sessionID: String) throws(CatalogError) -> Bool {
+        guard let segment else { return true }
+        guard let session = try session(id: sessionID) else { return true }  // the write itself reports the missing row
+        return (session.segment ?? SessionSegmentRecord.first) == segment
     }
 
     private func recordingExists(_ record: RecordingRecord) throws(CatalogError) -> Bool {

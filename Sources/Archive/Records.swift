@@ -39,6 +39,8 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
     public var splitOnly: Bool?
     /// The operator's `recording_metadata` (JSON text).
     public var recordingMetadata: String?
+    /// The process recording it now, or last (`session_segments`): nil is segment 1.
+    public var segment: Int?
 
     public init(
         id: String, channelID: String, startedAt: Int64, soraSessionID: String? = nil, connectionID: String? = nil,
@@ -69,7 +71,7 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
         case endReason = "end_reason", exitStatus = "exit_status"
         case eventsStored = "events_stored", eventsRefused = "events_refused", eventsRefusedBytes = "events_refused_bytes"
         case messagesDropped = "messages_dropped", catalogWritesDropped = "catalog_writes_dropped"
-        case splitDuration = "split_duration", splitOnly = "split_only", recordingMetadata = "recording_metadata"
+        case splitDuration = "split_duration", splitOnly = "split_only", recordingMetadata = "recording_metadata", segment
     }
 }
 
@@ -177,6 +179,8 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var host: String?
     /// When `recbot verify` last looked for the file on its host and did not find it.
     public var missingAt: Int64?
+    /// The session's segment (process) that wrote the file: nil is segment 1.
+    public var segment: Int?
 
     public init(
         sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
@@ -215,7 +219,7 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
         case framesDroppedKeyframeWait = "frames_dropped_keyframe_wait", framesDroppedMalformed = "frames_dropped_malformed"
         case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes", videoRefused = "video_refused"
         case verification, verifiedAt = "verified_at", verificationReport = "verification_report", error
-        case host, missingAt = "missing_at"
+        case host, missingAt = "missing_at", segment
     }
 }
 

@@ -6,14 +6,24 @@ import PostgresNIO
 extension PostgresCatalog {
     public func insertSession(_ session: SessionRecord) throws(CatalogError) {
         let columns = session.postgresColumns
-        try link.withConnection { db in
+        try link.transaction { db in
             try db.query(PostgresQuery(unsafeSQL: "INSERT INTO sessions \(columns.insertClause)", binds: columns.binds))
+            try db.query("""
+                INSERT INTO session_segments (session_id, segment, hostname, pid, recbot_version, started_at)
+                VALUES (\(session.id), \(Int64(session.segment ?? SessionSegmentRecord.first)), \(session.hostname), \(session.pid.map(Int64.init)),
+                \(session.recbotVersion), \(session.startedAt))
+                """)
         }
     }
 
     public func endSession(id: String, endedAt: Int64, endReason: String, exitStatus: Int?) throws(CatalogError) {
-        let changed = try link.withConnection { db in
-            try db.changes("UPDATE sessions SET ended_at = \(endedAt), end_reason = \(CatalogText.stored(endReason)), exit_status = \(exitStatus) WHERE id = \(id)")
+        let changed = try link.transaction { db in
+            let changed = try db.changes("UPDATE sessions SET ended_at = \(endedAt), end_reason = \(CatalogText.stored(endReason)), exit_status = \(exitStatus) WHERE id = \(id)")
+            try db.query("""
+                UPDATE session_segments SET ended_at = \(endedAt), end_reason = \(CatalogText.stored(endReason)), exit_status = \(exitStatus)
+                WHERE session_id = \(id) AND segment = (SELECT coalesce(segment, 1) FROM sessions WHERE id = \(id))
+                """)
+            return changed
         }
         if changed == 0 { throw CatalogError(path: location, reason: .notFound("session \(id)")) }
     }

@@ -58,7 +58,7 @@ extension SessionRecord {
     static let selectColumns = """
         id, channel_id, sora_session_id, connection_id, client_id, bundle_id, signaling_url, recbot_version, hostname, pid,
         started_at, ended_at, end_reason, exit_status, events_stored, events_refused, events_refused_bytes, messages_dropped,
-        catalog_writes_dropped, split_duration, split_only, recording_metadata
+        catalog_writes_dropped, split_duration, split_only, recording_metadata, segment
         """
 
     init(postgres row: PostgresRow) throws {
@@ -76,6 +76,7 @@ extension SessionRecord {
         splitDuration = try value("split_duration")
         splitOnly = try value("split_only", as: Int64?.self).map { $0 != 0 }
         recordingMetadata = try value("recording_metadata")
+        segment = try value("segment", as: Int64?.self).map { Int($0) }
         self = catalogLoaded
     }
 
@@ -106,6 +107,7 @@ extension SessionRecord {
         columns.add("split_duration", splitDuration)
         columns.add("split_only", splitOnly.map { $0 ? Int64(1) : 0 })
         columns.add("recording_metadata", recordingMetadata)
+        columns.add("segment", segment)
         return columns
     }
 }
@@ -153,7 +155,7 @@ extension RecordingRecord {
         video_frames, audio_frames, packets_received, packets_lost, nacks_sent, packets_recovered, frames_dropped,
         keyframe_requests, status, pli_sent, fir_sent, packets_late, packets_duplicate, jitter_ms, frames_dropped_incomplete,
         frames_dropped_keyframe_wait, frames_dropped_malformed, frames_dropped_recorder, video_sizes, video_refused,
-        verification, verified_at, verification_report, error, host, missing_at
+        verification, verified_at, verification_report, error, host, missing_at, segment
         """
 
     init(postgres row: PostgresRow) throws {
@@ -179,6 +181,7 @@ extension RecordingRecord {
         verification = verificationText.flatMap(VerificationStatus.init(rawValue:))
         (verifiedAt, verificationReport, error) = (try value("verified_at"), try value("verification_report"), try value("error"))
         (host, missingAt) = (try value("host"), try value("missing_at"))
+        segment = try value("segment", as: Int64?.self).map { Int($0) }
         self = catalogLoaded
     }
 
@@ -217,6 +220,7 @@ extension RecordingRecord {
         columns.add("error", error)
         columns.add("host", host)
         columns.add("missing_at", missingAt)
+        columns.add("segment", segment)
         return columns
     }
 }

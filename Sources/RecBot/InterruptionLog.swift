@@ -47,6 +47,11 @@ final class InterruptionLog: Sendable {
         /// A rejoin records again; its first frame refines the media lost: from `from` to that
         /// frame, at least `lost`.
         var awaitingFirstFrame: (ordinal: Int, from: MonotonicTime, lost: Int64)?
+        /// The failover this process began with (`failover`), until its first connection records.
+        var failover: (ordinal: Int, lastMediaWallClock: Int64)?
+
+        /// Ordinals continue after the previous segments' rows, which may have holes.
+        var nextOrdinal: Int { (rows.map(\.ordinal).max() ?? 0) + 1 }
 
         mutating func update(ordinal: Int, _ change: (inout InterruptionRecord) -> Void) -> InterruptionRecord? {
             guard let index = rows.firstIndex(where: { $0.ordinal == ordinal }) else { return nil }
@@ -60,12 +65,43 @@ final class InterruptionLog: Sendable {
     private let writer: CatalogWriter
     private let logger: Logger
 
-    init(sessionID: String, settings: RejoinSchedule.Settings, writer: CatalogWriter, logger: Logger, random: any RandomSource) {
+    private let segment: Int?
+
+    /// `previous`: the outages earlier segments of the session stored (a failover); they count
+    /// in the summary, and new ordinals follow theirs. `segment`: this process's, which its rows carry.
+    init(sessionID: String, settings: RejoinSchedule.Settings, writer: CatalogWriter, logger: Logger, random: any RandomSource,
+         previous: [InterruptionRecord] = [], segment: Int? = nil) {
         self.sessionID = sessionID
         self.writer = writer
         self.logger = logger
-        book = Mutex(Book(schedule: RejoinSchedule(settings: settings, random: { random.unitInterval() })))
+        self.segment = segment
+        var book = Book(schedule: RejoinSchedule(settings: settings, random: { random.unitInterval() }))
+        book.rows = previous.sorted { $0.ordinal < $1.ordinal }
+        for row in previous {
+            book.mediaLost += (row.mediaLostMs ?? 0) * 1_000_000
+            if let ended = row.endedAt { book.endedNanoseconds += max(0, ended - row.startedAt) * 1_000_000 }
+            if row.endedAt != nil, row.connectionID != nil { book.rejoins += 1 }
+        }
+        self.book = Mutex(book)
     }
+
+    private func store(_ row: InterruptionRecord) { writer.submit(.interruption(row, segment: segment)) }
+
+    /// This process continues a session whose previous process died (`join --continue-session`):
+    /// an outage with cause `failover` began at that process's last media (Unix ms), and ends
+    /// when this process's first connection records (`recovered`).
+    func failover(lastMediaWallClock: Int64) {
+        let row = book.withLock { book -> InterruptionRecord in
+            var row = InterruptionRecord(sessionID: sessionID, ordinal: book.nextOrdinal, startedAt: lastMediaWallClock, cause: Self.failoverCause)
+            row.attempts = 1
+            book.rows.append(row)
+            book.failover = (row.ordinal, lastMediaWallClock)
+            return row
+        }
+        store(row)
+    }
+
+    static let failoverCause = "failover"
 
     /// The recording connection failed (a cause rejoining may cure): an outage begins, or the
     /// stall it ended becomes the rejoin's outage (it began when the connection went quiet).
@@ -77,12 +113,12 @@ final class InterruptionLog: Sendable {
                 book.rejoinOrdinal = open.ordinal
                 return (decision, book.update(ordinal: open.ordinal) { $0.cause = "\(open.cause); then \(cause)" })
             }
-            let row = InterruptionRecord(sessionID: sessionID, ordinal: book.rows.count + 1, startedAt: wallClock, cause: cause)
+            let row = InterruptionRecord(sessionID: sessionID, ordinal: book.nextOrdinal, startedAt: wallClock, cause: cause)
             book.rows.append(row)
             book.rejoinOrdinal = row.ordinal
             return (decision, row)
         }
-        if let row { writer.submit(.interruption(row)) }
+        if let row { store(row) }
         return decision
     }
 
@@ -90,12 +126,12 @@ final class InterruptionLog: Sendable {
     func stalled(cause: String, lastMediaAt: MonotonicTime?, now: MonotonicTime, wallClock: Int64) {
         let row = book.withLock { book -> InterruptionRecord? in
             guard book.stall == nil, book.schedule.outage == nil else { return nil }
-            let row = InterruptionRecord(sessionID: sessionID, ordinal: book.rows.count + 1, startedAt: wallClock, cause: cause)
+            let row = InterruptionRecord(sessionID: sessionID, ordinal: book.nextOrdinal, startedAt: wallClock, cause: cause)
             book.rows.append(row)
             book.stall = Stall(ordinal: row.ordinal, startedAt: now, cause: cause, lastMediaAt: lastMediaAt)
             return row
         }
-        if let row { writer.submit(.interruption(row)) }
+        if let row { store(row) }
     }
 
     /// The quiet connection came back by itself: the outage ends, no rejoin was needed.
@@ -114,7 +150,7 @@ final class InterruptionLog: Sendable {
             }
         }
         guard let row else { return }
-        writer.submit(.interruption(row))
+        store(row)
         logger.notice("the connection came back by itself: recording again, no rejoin needed", metadata: [
             "interruption": "\(row.ordinal)", "cause": "\(row.cause)", "outage_ms": "\(row.endedAt.map { $0 - row.startedAt } ?? 0)",
         ])
@@ -127,7 +163,7 @@ final class InterruptionLog: Sendable {
             let attempts = book.schedule.outage?.attempts
             return book.update(ordinal: ordinal) { $0.attempts = attempts ?? $0.attempts }
         }
-        if let row { writer.submit(.interruption(row)) }
+        if let row { store(row) }
     }
 
     func attemptFailed(now: MonotonicTime) -> RejoinSchedule.Decision {
@@ -136,6 +172,7 @@ final class InterruptionLog: Sendable {
 
     /// The rejoined connection records (DTLS is up): the outage ends now.
     func recovered(connectionID: String?, now: MonotonicTime, wallClock: Int64) {
+        if endFailover(connectionID: connectionID, now: now, wallClock: wallClock) { return }
         let row = book.withLock { book -> InterruptionRecord? in
             guard let recovery = book.schedule.recovered(now: now), let ordinal = book.rejoinOrdinal else { return nil }
             book.rejoinOrdinal = nil
@@ -153,11 +190,36 @@ final class InterruptionLog: Sendable {
             }
         }
         guard let row else { return }
-        writer.submit(.interruption(row))
+        store(row)
         logger.notice("rejoined: recording again", metadata: [
             "interruption": "\(row.ordinal)", "attempts": "\(row.attempts)", "cause": "\(row.cause)",
             "outage_ms": "\(row.endedAt.map { $0 - row.startedAt } ?? 0)", "connection_id": "\(connectionID ?? "-")",
         ])
+    }
+
+    /// The failover ends as this process records: lost from the previous process's last media
+    /// to now, refined by the first frame. False when no failover is open.
+    private func endFailover(connectionID: String?, now: MonotonicTime, wallClock: Int64) -> Bool {
+        let row = book.withLock { book -> InterruptionRecord? in
+            guard let (ordinal, lastMedia) = book.failover else { return nil }
+            book.failover = nil
+            book.rejoins += 1
+            let lost = max(0, wallClock - lastMedia) * 1_000_000
+            book.endedNanoseconds += lost
+            book.mediaLost += lost
+            book.awaitingFirstFrame = (ordinal, MonotonicTime(nanoseconds: now.nanoseconds - lost), lost)
+            return book.update(ordinal: ordinal) {
+                $0.endedAt = wallClock
+                $0.connectionID = connectionID
+                $0.mediaLostMs = lost / 1_000_000
+            }
+        }
+        guard let row else { return false }
+        store(row)
+        logger.notice("recording again after a failover", metadata: [
+            "interruption": "\(row.ordinal)", "media_lost_ms": "\(row.mediaLostMs ?? 0)", "connection_id": "\(connectionID ?? "-")",
+        ])
+        return true
     }
 
     /// The first frame after an outage ended: media was lost up to it, not just up to the
@@ -170,7 +232,7 @@ final class InterruptionLog: Sendable {
             book.mediaLost += lost - counted
             return book.update(ordinal: ordinal) { $0.mediaLostMs = lost / 1_000_000 }
         }
-        if let row { writer.submit(.interruption(row)) }
+        if let row { store(row) }
     }
 
     /// A connection ended: a first frame that never came refines nothing later.
@@ -180,7 +242,8 @@ final class InterruptionLog: Sendable {
     func summary(now: MonotonicTime) -> Summary {
         book.withLock { book in
             var summary = Summary(count: book.rows.count, rejoins: book.rejoins, mediaLostNanoseconds: book.mediaLost,
-                                  interruptedNanoseconds: book.endedNanoseconds, current: book.schedule.outage?.cause ?? book.stall?.cause,
+                                  interruptedNanoseconds: book.endedNanoseconds,
+                                  current: book.schedule.outage?.cause ?? book.stall?.cause ?? book.failover.map { _ in Self.failoverCause },
                                   currentIsStall: book.schedule.outage == nil && book.stall != nil, rows: book.rows)
             let open = book.schedule.outage.map { ($0.startedAt, $0.lastMediaAt) } ?? book.stall.map { ($0.startedAt, $0.lastMediaAt) }
             if let (startedAt, lastMediaAt) = open {

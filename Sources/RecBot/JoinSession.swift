@@ -175,34 +175,31 @@ public final class JoinSession: Sendable {
         let sessionID = options.sessionID ?? ULID.generate(now: UInt64(startedAt)).string
         let writer = CatalogWriter(catalog: catalog, spoolPath: options.dataDirectory.spoolPath(session: sessionID), clock: clock, logger: logger)
         state.withLock { $0.writer = writer }
+        let opening: SessionOpening
         do {
-            var record = SessionRecord(
-                id: sessionID, channelID: options.connect.channelID, startedAt: startedAt, clientID: options.connect.clientID,
-                bundleID: options.connect.bundleID, recbotVersion: options.recbotVersion, hostname: ProcessInfo.processInfo.hostName,
-                pid: Int(getpid()))
-            (record.splitDuration, record.splitOnly, record.recordingMetadata) = (options.split?.seconds, options.split?.only, options.recordingMetadata)
-            if options.sessionID != nil, try catalog.session(id: sessionID) != nil {
-                // Going on with a session another process recorded (a failover) needs its
-                // files and part numbers taken over: not built yet, so refused, not overwritten.
-                logger.error("the session exists already: a join never continues another's session", metadata: ["session": "\(sessionID)"])
-                return JoinOutcome(cause: .invalidConfiguration, endReason: "session \(sessionID) exists already", sessionID: nil)
-            }
-            try catalog.insertSession(record)
+            opening = try SessionOpening.open(catalog: catalog, options: options, id: sessionID, now: startedAt)
         } catch {
-            return JoinOutcome(cause: .storageFailed, endReason: "storage: \(error)", sessionID: nil)
+            logger.error("cannot open the session", metadata: ["session": "\(sessionID)", "reason": "\(error.reason)"])
+            return JoinOutcome(cause: error.cause, endReason: error.reason, sessionID: nil)
         }
         var logger = self.logger
         logger[metadataKey: "session"] = "\(sessionID)"
         logger[metadataKey: "channel"] = "\(options.connect.channelID)"
-        logger.notice("joining", metadata: ["urls": "\(options.urls.joined(separator: ","))"])
+        if opening.prior != nil { logger[metadataKey: "segment"] = "\(opening.segment)" }
+        logger.notice(opening.prior == nil ? "joining" : "joining to continue the session another process recorded",
+                      metadata: ["urls": "\(options.urls.joined(separator: ","))"])
 
         let webhooks = options.webhooks.map {
             SessionWebhooks(settings: $0, host: options.host, version: options.recbotVersion, writer: writer, catalog: catalog, clock: clock, logger: logger)
         }
         webhooks?.start()
         state.withLock { $0.webhooks = webhooks }
-        let start = SessionStart(id: sessionID, startedAt: startedAt, startTime: clock.now(), writer: writer, logger: logger, clock: clock,
-                                 webhooks: webhooks)
+        // A continued session keeps its start: its split grid, file offsets and report go on
+        // from there (a monotonic time before this process began is fine: it is a number).
+        let joinedAt = clock.now()
+        let sessionStart = joinedAt.adding(milliseconds: -(startedAt - opening.record.startedAt))
+        let start = SessionStart(id: sessionID, startedAt: opening.record.startedAt, startTime: sessionStart, joinedAt: joinedAt,
+                                 segment: opening.segment, prior: opening.prior, writer: writer, logger: logger, clock: clock, webhooks: webhooks)
         var ending = await record(start)
         stopRequest.close()
         state.withLock { $0.inbox }.close()
@@ -219,8 +216,9 @@ public final class JoinSession: Sendable {
         }
         ending.counters.catalogWritesDropped = Int64(writer.dropped)
         // Through the writer, so an unreachable catalog gets them from the spool later.
-        writer.submit(.sessionCounters(id: sessionID, ending.counters))
-        writer.submit(.endSession(id: sessionID, endedAt: clock.wallClockMilliseconds(), endReason: ending.reason, exitStatus: Int(ending.result.rawValue)))
+        writer.submit(.sessionCounters(id: sessionID, ending.counters, segment: opening.segment))
+        writer.submit(.endSegment(id: sessionID, segment: opening.segment, endedAt: clock.wallClockMilliseconds(), endReason: ending.reason,
+                                  exitStatus: Int(ending.result.rawValue)))
         let drained = writer.finish(timeoutSeconds: options.finalizeTimeoutSeconds)
         await webhooks?.finish(seconds: JoinSession.webhookFlushSeconds)
         if let webhooks {
@@ -253,8 +251,15 @@ public final class JoinSession: Sendable {
     /// What every phase of one session needs to know about it.
     struct SessionStart {
         var id: String
+        /// When the session started (Unix ms, and on this process's clock): its first
+        /// segment's start, before this process began when it continues the session.
         var startedAt: Int64
         var startTime: MonotonicTime
+        /// When this process began recording the session.
+        var joinedAt: MonotonicTime
+        /// This process's segment of the session, and what earlier ones left (a failover).
+        var segment: Int
+        var prior: SessionOpening.PriorSession?
         var writer: CatalogWriter
         var logger: Logger
         var clock: any TimeSource

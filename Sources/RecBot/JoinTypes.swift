@@ -154,8 +154,14 @@ public struct JoinOptions: Sendable {
     public var capturePath: String?
 
     /// The session's id, when its caller chose it (`recbot serve` gives each job's recording
-    /// the job's id); nil: a new ULID. A session the catalog already has is refused.
+    /// the job's id); nil: a new ULID. A session the catalog already has is refused, unless
+    /// `continuation` says to go on with it.
     public var sessionID: String?
+
+    /// `--continue-session`: go on recording `sessionID`, which another process recorded and
+    /// no longer does (its worker died): a new segment of the same session, whose parts
+    /// continue the numbering and whose gap is an interruption with cause `failover`.
+    public var continuation: SessionContinuation?
 
     public init(urls: [String], connect: ConnectOptions, dataDirectory: DataDirectory, recbotVersion: String) {
         self.urls = urls
@@ -195,4 +201,14 @@ extension SidecarContext {
         splitOnly = options.split?.only
         recordingMetadata = options.recordingMetadata
     }
+}
+
+/// How a join continues a session another process recorded (`JoinOptions.continuation`).
+public struct SessionContinuation: Sendable, Equatable {
+    /// `--job-fence`: the fencing token under which `recbot serve` claimed the session's job;
+    /// the catalog refuses the continuation once another worker holds a newer one. Nil for an
+    /// operator's continuation, which is refused while the session is still open.
+    public var jobFence: Int64?
+
+    public init(jobFence: Int64?) { self.jobFence = jobFence }
 }

@@ -40,7 +40,11 @@ final class RecordingFinisher: Sendable {
 
     private let clock: any TimeSource
 
-    init(sessionID: String, host: String, writer: CatalogWriter, clock: any TimeSource, hooks: Hooks = Hooks()) {
+    /// The session's segment this process records (its rows carry it).
+    private let segment: Int
+
+    init(sessionID: String, host: String, segment: Int, writer: CatalogWriter, clock: any TimeSource, hooks: Hooks = Hooks()) {
+        self.segment = segment
         self.clock = clock
         self.hooks = hooks
         self.sessionID = sessionID
@@ -150,7 +154,7 @@ final class RecordingFinisher: Sendable {
                                   startedAt: done.startedAtMilliseconds,
                                   status: done.error == nil && done.interruption == nil ? .complete : .interrupted)
         row.error = done.error ?? done.interruption
-        row.host = host
+        (row.host, row.segment) = (host, segment)
         row.endedAt = done.stoppedAtMilliseconds
         row.durationMs = done.durationMilliseconds
         row.bytes = Int64(done.size)

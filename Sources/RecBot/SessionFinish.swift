@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Outcomes
 import Recorder
+import Repair
 
 /// The end of a recording session, after its last connection closed: every file finished
 /// within a deadline (what is not done by then is left to `recbot repair`), the end markers
@@ -69,7 +70,8 @@ struct SessionFinish {
     private func writeReport(finished: [FinishedRecording], failed: [String], context: SidecarContext, stoppedAt: Int64) throws {
         let layout = media.layout
         try layout.createDirectory()
-        var report = Sidecar.report(finished, failed: failed, context: context, layout: layout,
+        let earlier = earlierSegments(besides: finished)
+        var report = Sidecar.report(earlier.finished + finished, failed: earlier.failed + failed, context: context, layout: layout,
                                     startedAtMilliseconds: session.startedAt, stoppedAtMilliseconds: stoppedAt)
         let eventLog = media.eventLog
         report["events_stored"] = eventLog.stored - session.writer.droppedAdmittedEvents
@@ -80,6 +82,24 @@ struct SessionFinish {
         report["interruptions"] = interruptions.map(Self.reportEntry)
         try ArchiveLayout.writeJSON(report, to: layout.reportPath)
         session.webhooks?.recordingReport(report, context: context, layout: layout, interruptions: interruptions.count)
+    }
+
+    /// The files earlier segments of a continued session recorded (from the catalog, as the
+    /// session was reopened), for the report that covers the whole session. Without split, a
+    /// sender's part 0 that this process's parts follow is named as the part 1 it becomes.
+    private func earlierSegments(besides finished: [FinishedRecording]) -> (finished: [FinishedRecording], failed: [String]) {
+        guard let prior = session.prior else { return ([], []) }
+        let continued = Set(finished.map(\.connectionID))
+        let written = prior.recordings.filter { $0.status != .interrupted }
+        let rows = options.split != nil ? written : written.map { row in
+            let followed = continued.contains(row.connectionID) || written.contains { $0.connectionID == row.connectionID && $0.part > 0 }
+            return followed ? CatalogRecordings.asPartOne(row, layout: media.layout) : row
+        }
+        let nextStarts = CatalogRecordings.nextPartStarts(rows)
+        let recordings = rows.map {
+            CatalogRecordings.finished($0, file: nil, sessionStartedAt: session.startedAt, layout: media.layout, nextPartStart: nextStarts[$0.path])
+        }
+        return (recordings, prior.recordings.filter { $0.status == .interrupted }.map(\.connectionID))
     }
 
     /// One outage in the report: times as Unix milliseconds and RFC 3339, like the archives'.

@@ -52,14 +52,16 @@ final class SessionMedia: @unchecked Sendable {
         (webhooks, sessionStartedAt) = (session.webhooks, session.startedAt)
         self.signalingLoop = signalingLoop
         presenceBox = NIOLockedValueBox(SenderPresence(idleMilliseconds: options.stopWhenIdleMilliseconds,
-                                                       waitForSendersMilliseconds: options.waitForSendersMilliseconds, joinedAt: session.startTime))
+                                                       waitForSendersMilliseconds: options.waitForSendersMilliseconds, joinedAt: session.joinedAt))
         let (writer, sessionID) = (session.writer, session.id)
         let layout = options.dataDirectory.layout(session: session.id)
         let (host, clock) = (options.host, session.clock)
         self.layout = layout
         eventLog = SignalingEventLog(sessionID: session.id, writer: writer, logger: session.logger, clock: session.clock, limits: options.eventLimits)
         interruptions = InterruptionLog(sessionID: session.id, settings: options.rejoin, writer: writer, logger: session.logger,
-                                        random: options.random)
+                                        random: options.random, previous: session.prior?.interruptions ?? [], segment: session.segment)
+        if let prior = session.prior { interruptions.failover(lastMediaWallClock: prior.lastMediaWallClock) }
+        let segment = session.segment
         capture = options.capturePath.flatMap { path in
             do {
                 return try PacketCapture(path: path, clock: session.clock, logger: session.logger)
@@ -76,7 +78,7 @@ final class SessionMedia: @unchecked Sendable {
                                       path: layout.catalogPath(recorder.filename), videoCodec: recorder.tracks.videoCodec?.rawValue,
                                       audioCodec: recorder.tracks.audioChannels != nil ? "OPUS" : nil, startedAt: recorder.fileStartMilliseconds,
                                       status: .recording)
-            row.host = host
+            (row.host, row.segment) = (host, segment)
             writer.submit(.startRecording(row))
             if let webhooks = session.webhooks, let context = contextBox.withLockedValue({ $0 }) { webhooks.archiveStarted(recorder, context: context, sessionStartedAt: session.startedAt) }
         }
@@ -92,7 +94,8 @@ final class SessionMedia: @unchecked Sendable {
         }
         recordings = Recordings(archive: layout, recordingStartMilliseconds: session.startedAt, recordingStartTime: session.startTime,
                                 interleaveNanoseconds: options.recovery.maximumRecoveryDelayNanoseconds + 400_000_000,
-                                split: options.split, clock: session.clock, random: options.random, hooks: hooks)
+                                split: options.split, clock: session.clock, random: options.random, hooks: hooks,
+                                continuing: session.prior?.parts ?? PriorParts())
         recorderStarted = { recorder in
             writer.submit(.upsertConnection(ConnectionRecord(sessionID: sessionID, connectionID: recorder.connectionID,
                                                              firstSeenAt: clock.wallClockMilliseconds(), role: "sendonly")))
@@ -105,7 +108,7 @@ final class SessionMedia: @unchecked Sendable {
             finished.archive = { done, context, layout in webhooks.archiveFinished(done, context: context, layout: layout) }
             finished.splitEnd = { done, context, layout in webhooks.splitArchiveEnd(done, context: context, layout: layout) }
         }
-        finisher = RecordingFinisher(sessionID: session.id, host: options.host, writer: writer, clock: session.clock, hooks: finished)
+        finisher = RecordingFinisher(sessionID: session.id, host: options.host, segment: segment, writer: writer, clock: session.clock, hooks: finished)
         eventLog.onParticipant = { [finisher] record in
             finisher.noteParticipant(connectionID: record.connectionID, clientID: record.clientID, bundleID: record.bundleID)
         }

@@ -96,7 +96,7 @@ public struct SessionRepair {
             row.host = storageHost
             return row
         }
-        let nextStarts = Self.nextPartStarts(rows + unknown)
+        let nextStarts = CatalogRecordings.nextPartStarts(rows + unknown)
         for index in rows.indices where rows[index].status == .recording {
             outcome.files.append(repairRow(&rows[index], session: session, layout: layout, context: context, nextStarts: nextStarts))
             try catalog.updateRecording(rows[index])
@@ -114,19 +114,6 @@ public struct SessionRepair {
             try catalog.endSession(id: session.id, endedAt: end, endReason: "crashed", exitStatus: nil)
         }
         return outcome
-    }
-
-    /// Per file (its catalog path): where the same sender's next split part starts. A part cut
-    /// at a boundary holds video past it until the next keyframe, so its own length would
-    /// overlap the next part; it stops where that one starts, as a finished join's does. Part 0
-    /// (the whole file beside the parts) is not one of them.
-    static func nextPartStarts(_ rows: [RecordingRecord]) -> [String: Int64] {
-        var starts: [String: Int64] = [:]
-        for (_, parts) in Dictionary(grouping: rows.filter { $0.part > 0 }, by: \.connectionID) {
-            let ordered = parts.sorted { $0.part < $1.part }
-            for (part, next) in zip(ordered, ordered.dropFirst()) { starts[part.path] = next.startedAt }
-        }
-        return starts
     }
 
     /// Rewrites one row's file and fills the row in from what the file holds.
@@ -161,19 +148,7 @@ public struct SessionRepair {
 
     private func finished(_ row: RecordingRecord, file: RepairedFile?, session: SessionRecord, layout: ArchiveLayout,
                           nextPartStart: Int64?) -> FinishedRecording {
-        var statistics = RecordingStatistics()
-        statistics.videoFrames = Int(row.videoFrames)
-        statistics.audioFrames = Int(row.audioFrames)
-        statistics.bytes = UInt64(max(0, row.bytes))
-        statistics.videoSizes = (row.videoSizes ?? "").split(separator: ",").map(String.init)
-        let name = (row.path as NSString).lastPathComponent
-        let tracks = SenderTracks(videoCodec: row.videoCodec.flatMap { WebMVideoCodec(rawValue: $0) }, audioChannels: row.audioCodec == nil ? nil : file?.audioChannels ?? 2)
-        return FinishedRecording.known(
-            connectionID: row.connectionID, part: row.part, filename: name, layout: layout, tracks: tracks,
-            videoSize: file.flatMap { f in f.videoWidth.flatMap { w in f.videoHeight.map { (w, $0) } } },
-            recordingStartMilliseconds: session.startedAt, fileStartMilliseconds: row.startedAt,
-            firstFrameMilliseconds: file?.firstMilliseconds ?? 0, durationMilliseconds: row.durationMs ?? 0,
-            size: UInt64(max(0, row.bytes)), statistics: statistics, refusedVideoCodec: row.videoRefused, nextPartStartMilliseconds: nextPartStart)
+        CatalogRecordings.finished(row, file: file, sessionStartedAt: session.startedAt, layout: layout, nextPartStart: nextPartStart)
     }
 
     private func writeSidecar(_ recording: FinishedRecording, context: SidecarContext, layout: ArchiveLayout) throws {

@@ -145,7 +145,7 @@ public actor JobSupervisor {
         let options = (try? JobOptions(stored: job.options)) ?? JobOptions()
         let secondsLeft = job.expiresAt.map { max(($0 - time) / 1000, 0) }
         let arguments = settings.childArguments + ["--channel", job.channelID, "--session-id", job.id, "--exit-with-parent"]
-            + options.joinArguments(secondsLeft: secondsLeft)
+            + Self.continuation(job) + options.joinArguments(secondsLeft: secondsLeft, secondsRecorded: job.startedAt.map { (time - $0) / 1000 } ?? 0)
         do {
             let child = try ChildJoin(jobID: job.id, executable: settings.executable, arguments: arguments, environment: settings.childEnvironment)
             running[job.id] = Running(lease: lease, child: child, renewedAt: time)
@@ -159,6 +159,12 @@ public actor JobSupervisor {
             let result = JobResult(endedAt: time, exitStatus: nil, endReason: "worker: cannot start recbot join: \(error)")
             _ = try? await catalogCall { [store] in try store.finishJob(lease, result: result) }
         }
+    }
+
+    /// A job claimed before (its worker died, or lost its lease) goes on in the same session,
+    /// under this claim's fence: the catalog refuses the continuation once a newer claim exists.
+    static func continuation(_ job: JobRecord) -> [String] {
+        job.fence > 1 ? ["--continue-session", "--job-fence", "\(job.fence)"] : []
     }
 
     private func childEnded(_ id: String, lease: JobLease, status: Int32) async {

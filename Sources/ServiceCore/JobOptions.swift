@@ -45,9 +45,12 @@ public struct JobOptions: Codable, Sendable, Equatable {
     }
 
     /// The `recbot join` flags for these options, with the time left until the job's expiry.
-    public func joinArguments(secondsLeft: Int64?) -> [String] {
+    /// `secondsRecorded`: how long the job has been recording already (a worker that took it
+    /// over continues it): the duration cap counts from the job's start, not this worker's.
+    public func joinArguments(secondsLeft: Int64?, secondsRecorded: Int64 = 0) -> [String] {
         var arguments: [String] = []
-        if let limit = [duration, secondsLeft].compactMap({ $0 }).min() { arguments += ["--duration", "\(max(limit, 1))s"] }
+        let durationLeft = duration.map { $0 - max(0, secondsRecorded) }
+        if let limit = [durationLeft, secondsLeft].compactMap({ $0 }).min() { arguments += ["--duration", "\(max(limit, 1))s"] }
         if let splitDuration { arguments += ["--split-duration", "\(splitDuration)"] }
         if splitOnly == true { arguments.append("--split-only") }
         if let recordingMetadata { arguments += ["--recording-metadata", recordingMetadata] }

@@ -548,7 +548,7 @@ class Channel:
                                           seconds=args.hostile_seconds, flood_rate=args.flood_rate)
         self.faults = sorted((dict(f) for f in args.fault), key=lambda f: f["at"])
         # A client's connection that drops without `disconnect` may come back: keep serving.
-        self.serves_rejoins = args.serve_rejoins or bool(self.faults)
+        self.serves_rejoins = args.serve_rejoins or bool(self.faults) or args.channel_outlives_clients
         self.started = None  # when the first session was set up (faults are timed from it)
         self.current = None  # the session being served; a newer one supersedes it
         self.restart = None  # set to the seconds a `restart` fault keeps the server away
@@ -788,8 +788,10 @@ class Session:
 
     def leaves_for_good(self, disconnect):
         """A client that says goodbye after a failure (`INTERNAL-ERROR`) may join again: with
-        rejoins served, only a clean `disconnect` ends the channel."""
-        if self.channel.serves_rejoins and disconnect.get("reason") != "NO-ERROR":
+        rejoins served, only a clean `disconnect` ends the channel; with --channel-outlives-clients
+        not even that (as in Sora, where the publishers keep the channel alive)."""
+        goodbye_ends = disconnect.get("reason") == "NO-ERROR" and not self.channel.args.channel_outlives_clients
+        if self.channel.serves_rejoins and not goodbye_ends:
             self.faulted = self.faulted or f"client-disconnect: {disconnect.get('reason')}"
             self.done.set()
             return False
@@ -1167,6 +1169,9 @@ async def main():
     parser.add_argument("--serve-rejoins", action="store_true",
                         help="a client connection that drops without `disconnect` does not end the channel: serve its rejoin "
                              "(implied by --fault)")
+    parser.add_argument("--channel-outlives-clients", action="store_true",
+                        help="no client's end, not even a clean `disconnect`, ends the channel: the next client (another "
+                             "recorder taking over, say) meets the same publishers; implies --serve-rejoins")
     parser.add_argument("--max-seconds", type=float, default=120)
     parser.add_argument("--truth", help="write the ground truth here when the session ends")
     parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",

@@ -18,7 +18,7 @@ import WireCoding
         let catalog = try Catalog(path: root + "/catalog.sqlite")
         let layout = DataDirectory(path: root).layout(session: "01JD0000000000000000000000")
         let writer = CatalogWriter(catalog: catalog, clock: SystemTimeSource(), logger: Logger(label: "test"))
-        let finisher = RecordingFinisher(sessionID: layout.recordingID, host: "test-host", writer: writer, clock: SystemTimeSource())
+        let finisher = RecordingFinisher(sessionID: layout.recordingID, host: "test-host", segment: 1, writer: writer, clock: SystemTimeSource())
         let context = SidecarContext(recordingID: layout.recordingID, channelID: "c", soraSessionID: nil, botConnectionID: nil, recbotVersion: "t")
         func recorder(_ id: String) throws -> SenderRecorder {
             let recorder = try SenderRecorder(connectionID: id, tracks: SenderTracks(videoCodec: nil, audioChannels: 1), layout: layout,

@@ -113,6 +113,12 @@ extension JoinCommand {
             guard ULID(sessionID) != nil else { throw ValidationError("--session-id \(sessionID.prefix(40)) is not a ULID (26 characters of Crockford base32)") }
             options.sessionID = sessionID
         }
+        if continueSession {
+            guard options.sessionID != nil else { throw ValidationError("--continue-session needs --session-id: the session to go on with") }
+            options.continuation = SessionContinuation(jobFence: jobFence)
+        } else if jobFence != nil {
+            throw ValidationError("--job-fence only goes with --continue-session")
+        }
         if noRejoin && rejoinAttempts != nil { throw ValidationError("--no-rejoin and --rejoin-attempts contradict each other") }
         if let count = rejoinAttempts ?? settings[.rejoinAttempts].flatMap({ Int($0) }) {
             guard count >= 0 else { throw ValidationError("--rejoin-attempts must not be negative") }

@@ -111,6 +111,13 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("session-id"), help: ArgumentHelp(
         "The new session's id (a ULID; `recbot serve` gives each job's recording the job's id). Default: a fresh one.", valueName: "ulid"))
     var sessionID: String?
+    @Flag(name: .customLong("continue-session"), help: ArgumentHelp(
+        "Go on recording the session --session-id names, which a process that died recorded: a new segment of it, parts numbered on, the gap an interruption with cause failover. Refused while that session is open, unless --job-fence is the job's current token."))
+    var continueSession = false
+    @Option(name: .customLong("job-fence"), help: ArgumentHelp(
+        "The fencing token `recbot serve` claimed the session's job under: the catalog refuses the continuation once another worker holds a newer one.",
+        valueName: "n", visibility: .hidden))
+    var jobFence: Int64?
     @Flag(name: .customLong("exit-with-parent"), help: ArgumentHelp(
         "End the recording (files finished, end reason worker-lost) when the process that started it is gone; `recbot serve` sets it.",
         visibility: .hidden))

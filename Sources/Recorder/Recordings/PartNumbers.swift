@@ -11,6 +11,16 @@ struct PartNumbers {
 
     init(first: Int) { self.first = first }
 
+    /// Numbers continue after `prior`'s (a session another process recorded before this one).
+    init(first: Int, continuing prior: PriorParts) {
+        self.first = first
+        for (sender, part) in prior.newest {
+            // Part 0 of a session without split is renamed part 1 once later parts exist (as
+            // a rejoin does here), by `recbot repair` where its file is: 1 stays reserved for it.
+            newest[sender] = first == 0 ? max(part, 1) : max(part, first - 1)
+        }
+    }
+
     /// Whether a number was handed out to `sender` and is in use (a part with media, or the
     /// current one).
     func hasNumbered(_ sender: String) -> Bool { newest[sender] != nil }
@@ -31,4 +41,22 @@ struct PartNumbers {
         guard newest[sender] == part else { return }
         newest[sender] = part == first ? nil : part - 1
     }
+}
+
+/// What earlier processes recorded of a session this process continues (a failover), from the
+/// catalog: per sender, the newest part number.
+public struct PriorParts: Sendable, Equatable {
+    public var newest: [String: Int] = [:]
+
+    public init(newest: [String: Int] = [:]) { self.newest = newest }
+
+    /// From the session's recording rows (any part, any status: a number in the catalog is taken).
+    public init(parts: [(connectionID: String, part: Int)]) {
+        for (sender, part) in parts { newest[sender] = max(newest[sender] ?? part, part) }
+        hadWholeFile = Set(parts.filter { $0.part == 0 }.map(\.connectionID))
+    }
+
+    /// Senders that have a part 0: with a split beside it, that whole-file archive ended with
+    /// the process that wrote it (its name is taken), so the split parts carry on alone.
+    public var hadWholeFile: Set<String> = []
 }

@@ -115,7 +115,7 @@ public final class Recordings {
 
     public init(archive: ArchiveLayout, recordingStartMilliseconds: Int64, recordingStartTime: MonotonicTime, interleaveNanoseconds: Int64,
                 split: SplitPolicy? = nil, clock: any TimeSource, random: any RandomSource,
-                hooks: RecorderHooks = RecorderHooks()) {
+                hooks: RecorderHooks = RecorderHooks(), continuing prior: PriorParts = PriorParts()) {
         self.archive = archive
         self.split = split
         self.clock = clock
@@ -124,7 +124,8 @@ public final class Recordings {
         self.recordingStartMilliseconds = recordingStartMilliseconds
         self.recordingStartTime = recordingStartTime
         self.interleaveNanoseconds = interleaveNanoseconds
-        partNumbers = PartNumbers(first: split == nil ? 0 : 1)
+        partNumbers = PartNumbers(first: split == nil ? 0 : 1, continuing: prior)
+        wholeFileEnded = prior.hadWholeFile
     }
 
     /// Hands out what the input produced.
