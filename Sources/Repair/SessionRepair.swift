@@ -25,6 +25,8 @@ public struct SessionRepairOutcome: Sendable {
         public var path: String
         public var repaired: RepairedFile?
         public var error: String?
+        /// The file's name before a repair renamed it (a dead process's part 0 after a failover).
+        public var renamedFrom: String?
     }
 }
 
@@ -57,12 +59,17 @@ public struct SessionRepair {
     /// Whether `pid` is a live process on this host (`LocalProcess.isAlive`).
     public static func processExists(_ pid: Int) -> Bool { LocalProcess.isAlive(pid: pid) }
 
-    /// Sessions that never ended, or still have recordings in state `recording`.
+    /// Sessions that never ended, still have recordings in state `recording`, or have a dead
+    /// process's part 0 to renumber after a failover (`PartZeroRenumbering`).
     public func unfinishedSessions() throws(CatalogError) -> [SessionRecord] {
         let open = try catalog.sessions().filter { $0.endedAt == nil }
-        let withOpenFiles = Set(try catalog.recordings().filter { $0.status == .recording }.map(\.sessionID))
+        let rows = try catalog.recordings()
+        var ids = Set(rows.filter { $0.status == .recording }.map(\.sessionID))
+        for (id, session) in Dictionary(grouping: rows, by: \.sessionID) where !PartZeroRenumbering.candidates(session, storageHost: storageHost).isEmpty {
+            ids.insert(id)
+        }
         var sessions = open
-        for id in withOpenFiles.subtracting(open.map(\.id)) {
+        for id in ids.subtracting(open.map(\.id)) {
             if let session = try catalog.session(id: id) { sessions.append(session) }
         }
         return sessions.sorted { $0.startedAt < $1.startedAt }
@@ -70,17 +77,17 @@ public struct SessionRepair {
 
     public func repair(_ session: SessionRecord, force: Bool = false) throws(CatalogError) -> SessionRepairOutcome {
         var outcome = SessionRepairOutcome(sessionID: session.id, action: .repaired)
-        if session.endedAt == nil, !force {
-            if session.hostname == hostname, let pid = session.pid, isProcessAlive(pid) {
-                outcome.action = .stillRecording
-                outcome.detail = "pid \(pid) is alive"
+        let current = session.segment ?? SessionSegmentRecord.first
+        let continued = current > SessionSegmentRecord.first
+        // Another process records the session now (it took over after a failover): only the
+        // earlier segments' files here are finished, and the session stays open.
+        var busy: (action: SessionRepairOutcome.Action, detail: String)?
+        if session.endedAt == nil, !force, let live = liveness(session) {
+            guard continued else {
+                (outcome.action, outcome.detail) = live
                 return outcome
             }
-            if let other = session.hostname, other != hostname {
-                outcome.action = .otherHost
-                outcome.detail = "recorded on \(other); --force repairs it from here"
-                return outcome
-            }
+            busy = (live.action, "segment \(current) records it now (\(live.detail)); only earlier segments' files were looked at")
         }
         guard let layout = dataDirectory.confinedLayout(session: session.id) else {
             outcome.action = .refused
@@ -89,7 +96,12 @@ public struct SessionRepair {
         }
         let context = try sidecarContext(session)
         var rows = try catalog.recordings(RecordingFilter(sessionID: session.id))
-        let unknown = unknownFiles(layout: layout, rows: rows).map { name, sender in
+        // In a session more than one process recorded, each repairs its own host's files.
+        let ours = { (row: RecordingRecord) in
+            (!continued || row.host == nil || row.host == storageHost) && (busy == nil || (row.segment ?? SessionSegmentRecord.first) != current)
+        }
+        // A live process's newest file may not be cataloged yet: files are only adopted when none is.
+        let unknown: [RecordingRecord] = busy != nil ? [] : unknownFiles(layout: layout, rows: rows).map { name, sender in
             var row = RecordingRecord(sessionID: session.id, connectionID: sender.connectionID, part: sender.part,
                                       path: layout.catalogPath(name), videoCodec: nil, audioCodec: nil, startedAt: session.startedAt)
             row.startedAt = estimatedFileStart(layout.path(of: name), session: session)
@@ -97,7 +109,7 @@ public struct SessionRepair {
             return row
         }
         let nextStarts = CatalogRecordings.nextPartStarts(rows + unknown)
-        for index in rows.indices where rows[index].status == .recording {
+        for index in rows.indices where rows[index].status == .recording && ours(rows[index]) {
             outcome.files.append(repairRow(&rows[index], session: session, layout: layout, context: context, nextStarts: nextStarts))
             try catalog.updateRecording(rows[index])
         }
@@ -105,8 +117,20 @@ public struct SessionRepair {
             outcome.files.append(repairRow(&row, session: session, layout: layout, context: context, nextStarts: nextStarts))
             rows.append(try catalog.insertRecording(row))
         }
+        let renumbering = PartZeroRenumbering(catalog: catalog, dataDirectory: dataDirectory)
+        for index in PartZeroRenumbering.candidates(rows, storageHost: storageHost) where ours(rows[index]) {
+            outcome.files.append(try renumbering.rename(&rows[index], layout: layout))
+        }
+        if let busy {
+            if outcome.files.isEmpty { outcome.action = busy.action }
+            outcome.detail = busy.detail
+            return outcome
+        }
         if outcome.files.isEmpty && session.endedAt != nil { outcome.action = .nothingToDo }
-        if let problem = writeReport(rows, session: session, layout: layout, context: context, nextStarts: nextStarts) {
+        // A continued session's report is its last process's, where that process wrote it;
+        // one is written here only when this repair ends the session.
+        if !continued || session.endedAt == nil,
+           let problem = writeReport(rows, session: session, layout: layout, context: context, nextStarts: nextStarts) {
             (outcome.action, outcome.detail) = (.failed, problem)
         }
         if session.endedAt == nil {
@@ -114,6 +138,14 @@ public struct SessionRepair {
             try catalog.endSession(id: session.id, endedAt: end, endReason: "crashed", exitStatus: nil)
         }
         return outcome
+    }
+
+    /// Why the session's current process is not this repair's to finish (nil: it is): alive
+    /// here, or on another host.
+    private func liveness(_ session: SessionRecord) -> (action: SessionRepairOutcome.Action, detail: String)? {
+        if session.hostname == hostname, let pid = session.pid, isProcessAlive(pid) { return (.stillRecording, "pid \(pid) is alive") }
+        if let other = session.hostname, other != hostname { return (.otherHost, "recorded on \(other); --force repairs it from here") }
+        return nil
     }
 
     /// Rewrites one row's file and fills the row in from what the file holds.

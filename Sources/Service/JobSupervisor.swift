@@ -37,11 +37,40 @@ public actor JobSupervisor {
     /// Works until `shutDown()` (or the task's cancellation), then stops every child and
     /// waits until their results are stored.
     public func run() async {
+        let watchdog = Task { [weak self, settings] in
+            while !Task.isCancelled {
+                await self?.giveUpExpiringLeases()
+                try? await Task.sleep(nanoseconds: UInt64(settings.heartbeatMilliseconds) * 500_000)
+            }
+        }
+        defer { watchdog.cancel() }
         while !Task.isCancelled && !shuttingDown {
             await tick()
             try? await Task.sleep(nanoseconds: UInt64(settings.heartbeatMilliseconds) * 1_000_000)
         }
         await drain()
+    }
+
+    /// A worker cut off from the catalog (partitioned, or its server hangs) cannot renew, and
+    /// a renewal may hang rather than fail: apart from the heartbeat, every recording whose
+    /// lease was not renewed for its time less a heartbeat is stopped, so it has stopped
+    /// before another worker may claim the job. Its files are finished; its late catalog
+    /// writes carry a superseded segment and change nothing of the session another worker
+    /// continues.
+    private func giveUpExpiringLeases() {
+        let time = now()
+        for (id, entry) in running where time - entry.renewedAt >= settings.leaseMilliseconds - settings.heartbeatMilliseconds {
+            logger.error("cannot renew the lease in time: stopping the recording before another worker may take it over",
+                         metadata: ["job": "\(id)", "unrenewed_ms": "\(time - entry.renewedAt)"])
+            abandon(id, entry)
+        }
+    }
+
+    /// This worker no longer holds the job: its recording stops (files finished, as on a
+    /// signal) and its result is not this worker's to store.
+    private func abandon(_ id: String, _ entry: Running) {
+        running[id] = nil
+        if !entry.stopping { entry.child.stop() }  // one SIGTERM: a second would mean "exit now"
     }
 
     /// Stops taking jobs; `run()` then ends the recordings (within a heartbeat) and returns.
@@ -102,27 +131,27 @@ public actor JobSupervisor {
             let time = now()
             let until = time + settings.leaseMilliseconds
             let lease = entry.lease
-            do {
-                switch try await catalogCall({ [store] in try store.renewJob(lease, until: until) }) {
-                case .lost:
-                    logger.warning("lease lost: another worker records this job now; stopping its recording", metadata: ["job": "\(id)"])
-                    running[id] = nil
-                    entry.child.kill()
-                case .held(let stopRequested):
-                    running[id]?.renewedAt = time
-                    if stopRequested, !entry.stopping {
-                        logger.notice("stopping job on request", metadata: ["job": "\(id)"])
-                        running[id]?.stopping = true
-                        entry.child.stop()
-                    }
+            let renewal: Result<JobRenewal, any Error>
+            do { renewal = .success(try await catalogCall { [store] in try store.renewJob(lease, until: until) }) } catch { renewal = .failure(error) }
+            // The call may have taken long (a catalog that hangs): the job may have been given up meanwhile.
+            guard let current = running[id], current.lease == lease else { continue }
+            switch renewal {
+            case .success(.lost):
+                logger.warning("lease lost: another worker records this job now; stopping its recording", metadata: ["job": "\(id)"])
+                abandon(id, current)
+            case .success(.held(let stopRequested)):
+                running[id]?.renewedAt = time
+                if stopRequested, !current.stopping {
+                    logger.notice("stopping job on request", metadata: ["job": "\(id)"])
+                    running[id]?.stopping = true
+                    current.child.stop()
                 }
-            } catch {
+            case .failure(let error):
                 // Cut off from the catalog: past the lease another worker may take the job,
                 // so this one stops recording before it could write over the other's.
-                guard time - entry.renewedAt >= settings.leaseMilliseconds else { continue }
-                logger.error("cannot renew the lease within its time: stopping the recording", metadata: ["job": "\(id)", "error": "\(error)"])
-                running[id] = nil
-                entry.child.kill()
+                guard time - current.renewedAt >= settings.leaseMilliseconds - settings.heartbeatMilliseconds else { continue }
+                logger.error("cannot renew the lease in time: stopping the recording", metadata: ["job": "\(id)", "error": "\(error)"])
+                abandon(id, current)
             }
         }
     }

@@ -130,10 +130,94 @@ struct ServeFleetScenarioTests {
             #expect(archives.count == 1 && archives.first?["filename"] as? String == "split-archive-\(sender)_0001.webm", "\(archives)")
             #expect(archives.first?["split_last_index"] as? String == "0002")
             #expect((report["interruptions"] as? [[String: Any]])?.last?["cause"] as? String == "failover")
+
+            // The first worker's host is back: its part 0 becomes the part 1 the report names.
+            let repair = try scenario.recbot(["repair", "--all", "--data-dir", firstData, "--host", "worker-first", "--json"], environment: environment)
+            #expect(repair.status == 0 && repair.stdout.contains("renamed_from"), "\(repair.stdout)\(repair.stderr)")
+            let firstFolder = try FileManager.default.contentsOfDirectory(atPath: firstData + "/recordings/\(job.id)")
+            #expect(firstFolder.contains("split-archive-\(sender)_0001.webm") && firstFolder.contains("split-archive-\(sender)_0001.json"))
+            #expect(!firstFolder.contains("archive-\(sender).webm") && !firstFolder.contains("archive-\(sender).json"), "\(firstFolder)")
+            let renamed = try catalog.recordings(RecordingFilter(sessionID: job.id))
+            #expect(renamed.map(\.part).sorted() == [1] + secondRows.map(\.part).sorted())
+            #expect(renamed.filter { $0.segment == 2 } == secondRows, "the second worker's rows untouched")
+            #expect(try catalog.session(id: job.id) == session, "the session's end untouched")
+            let again = try scenario.recbot(["repair", "--all", "--data-dir", firstData, "--host", "worker-first"], environment: environment)
+            let elsewhere = try scenario.recbot(["repair", "--all", "--data-dir", secondData, "--host", "worker-second"], environment: environment)
+            #expect(again.status == 0 && elsewhere.status == 0 && !again.stdout.contains("renamed") && !elsewhere.stdout.contains("renamed"),
+                    "\(again.stdout)\(elsewhere.stdout)")
             for (directory, host) in [(firstData, "worker-first"), (secondData, "worker-second")] {
                 let verify = try scenario.recbot(["verify", job.id, "--data-dir", directory, "--host", host], environment: environment)
                 #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
             }
+        }
+    }
+
+    /// A worker cut off from PostgreSQL (its connections hang, as in a partition) stops its
+    /// recording before its lease runs out, so before another worker may take the job over;
+    /// the other worker continues the session; and once the partition heals, the cut-off
+    /// worker's late writes (its end, its counters) land on its own segment only.
+    @Test func aWorkerCutOffFromTheCatalogStopsWithinItsLeaseAndItsLateWritesChangeNothing() async throws {
+        try await blocking {
+            let server = try PostgresServer.shared.get()
+            let url = try server.makeDatabase()
+            let relay = try TCPRelay(targetPort: server.port)
+            defer { relay.close() }
+            let relayed = url.replacingOccurrences(of: "127.0.0.1:\(server.port)/", with: "127.0.0.1:\(relay.port)/")
+            let catalog = try CatalogLocation.parse(url).open()
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--channel-outlives-clients"])
+            defer { scenario.stop() }
+            let (cutData, otherData) = (scenario.directory.appendingPathComponent("data-cut").path, scenario.directory.appendingPathComponent("data-other").path)
+            let cut = try ServeProcess(scenario: scenario, arguments: ["--lease", "3s"], environment: ["RECBOT_CATALOG_URL": relayed, "RECBOT_HOST": "worker-cut"],
+                                       name: "cut", dataDirectory: cutData)
+            defer { cut.stop() }
+            #expect(try cut.api("POST", "/recordings", body: #"{"channel_id":"sora","expire_time":120}"#).status == 201)
+            let job = try #require(try Self.poll(100) { try catalog.jobs(JobFilter(states: [.running])).first })
+            _ = try #require(try Self.poll(100) { try catalog.recordings(RecordingFilter(sessionID: job.id)).first }, "\(cut.log.suffix(2_000))")
+            let other = try ServeProcess(scenario: scenario, arguments: ["--lease", "3s"], environment: ["RECBOT_CATALOG_URL": url, "RECBOT_HOST": "worker-other"],
+                                         name: "other", dataDirectory: otherData)
+            defer { other.stop() }
+            Thread.sleep(forTimeInterval: 2)
+
+            relay.freeze()
+            let frozen = Date()
+            Thread.sleep(forTimeInterval: 0.3)
+            let leaseEnd = try #require(try catalog.job(id: job.id)?.leaseUntil, "the cut-off worker's last renewal")
+            _ = try #require(try Self.poll(60) { cut.log.contains("cannot renew the lease in time") ? true : nil }, "\(cut.log.suffix(2_000))")
+            let stoppedAfter = Date().timeIntervalSince(frozen)
+            let claimed = try #require(try Self.poll(100) { try catalog.job(id: job.id).flatMap { $0.fence >= 2 ? $0 : nil } }, "\(other.log.suffix(2_000))")
+            #expect(claimed.leaseOwner != job.leaseOwner)
+            _ = try #require(try Self.poll(150) {
+                try catalog.interruptions(sessionID: job.id).last.flatMap { $0.cause == "failover" && $0.endedAt != nil ? $0 : nil }
+            }, "\(other.log.suffix(3_000))")
+            let media = try Self.snapshot(cutData).keys.filter { $0.hasSuffix(".webm") }
+            let lastWrite = try media.map { name -> Int64 in
+                let date = try #require(try FileManager.default.attributesOfItem(atPath: cutData + "/" + name)[.modificationDate] as? Date)
+                return Int64(date.timeIntervalSince1970 * 1000)
+            }.max() ?? 0
+            #expect(!media.isEmpty && lastWrite < leaseEnd, "the cut-off worker's files were last written \(lastWrite - leaseEnd) ms after its lease ended")
+            print("serve partition: the cut-off worker stopped \(stoppedAfter) s after the partition, its files last written \(leaseEnd - lastWrite) ms before its lease ended")
+
+            relay.heal()  // its writes held up in the partition go through now
+            let lateEnd = try #require(try Self.poll(100) { try catalog.segments(sessionID: job.id).first.flatMap { $0.endedAt == nil ? nil : $0 } },
+                                       "the cut-off worker's own end reaches its segment: \(cut.log.suffix(3_000))")
+            #expect(lateEnd.endReason?.hasPrefix("signal") == true, "\(lateEnd)")
+            let open = try #require(try catalog.session(id: job.id))
+            #expect(open.endedAt == nil && open.segment == 2, "the late end did not end the session the other worker records")
+            #expect(try other.api("DELETE", "/recordings/\(job.id)").status == 202)
+            let ended = try #require(try Self.poll(200) { try catalog.job(id: job.id).flatMap { $0.state == .ended ? $0 : nil } })
+            #expect(ended.exitStatus == 0 && ended.fence == 2, "\(String(describing: ended.endReason))")
+            // Whatever the cut-off worker spooled goes in now: still nothing of the session's changes.
+            let repair = try scenario.recbot(["repair", "--all", "--data-dir", cutData, "--host", "worker-cut"], environment: ["RECBOT_CATALOG_URL": url])
+            #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
+            Thread.sleep(forTimeInterval: 1)
+            let session = try #require(try catalog.session(id: job.id))
+            #expect(session.segment == 2 && session.endedAt != nil && session.endReason == ended.endReason, "\(session.endReason ?? "")")
+            #expect(try catalog.interruptions(sessionID: job.id).map(\.cause) == ["failover"])
+            let segments = try catalog.segments(sessionID: job.id)
+            #expect(segments.map(\.segment) == [1, 2] && segments.map(\.jobFence) == [nil, 2])
+            let rows = try catalog.recordings(RecordingFilter(sessionID: job.id))
+            #expect(rows.filter { $0.host == "worker-cut" }.allSatisfy { ($0.segment ?? 1) == 1 && $0.status != .recording }, "\(rows.map { ($0.host, $0.status) })")
+            #expect(rows.contains { $0.host == "worker-other" && $0.segment == 2 && $0.part >= 2 })
         }
     }
 

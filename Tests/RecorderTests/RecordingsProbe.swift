@@ -14,9 +14,10 @@ final class RecordingsProbe {
     private(set) var framesLost: [FrameSource] = []
     private(set) var events: [RecordingsEvent] = []
 
-    init(archive: ArchiveLayout, split: SplitPolicy? = nil) {
+    init(archive: ArchiveLayout, split: SplitPolicy? = nil, continuing prior: PriorParts = PriorParts()) {
         recordings = Recordings(archive: archive, recordingStartMilliseconds: 0, recordingStartTime: .milliseconds(0),
-                                interleaveNanoseconds: 400_000_000, split: split, clock: SystemTimeSource(), random: SeededRandom(seed: 5))
+                                interleaveNanoseconds: 400_000_000, split: split, clock: SystemTimeSource(), random: SeededRandom(seed: 5),
+                                continuing: prior)
     }
 
     var recorders: [String: SenderRecorder] { recordings.recorders }

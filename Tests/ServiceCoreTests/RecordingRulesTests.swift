@@ -62,6 +62,9 @@ import Testing
         #expect(options.joinArguments(secondsLeft: nil).prefix(2) == ["--duration", "3600s"])
         #expect(JobOptions().joinArguments(secondsLeft: nil).isEmpty)
         #expect(JobOptions().joinArguments(secondsLeft: 0) == ["--duration", "1s"], "an expiry just passed still gives a valid flag")
+        #expect(options.joinArguments(secondsLeft: nil, secondsRecorded: 600).prefix(2) == ["--duration", "3000s"],
+                "a worker that takes a job over records what is left of its duration, not all of it again")
+        #expect(options.joinArguments(secondsLeft: nil, secondsRecorded: 7_200).prefix(2) == ["--duration", "1s"])
     }
 
     @Test func optionsSurviveTheirRow() throws {

@@ -49,9 +49,12 @@ struct RepairCommand: AsyncParsableCommand {
     func run() async throws {
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
-        let repair = SessionRepair(catalog: catalog, dataDirectory: directory, random: SystemRandom(), storageHost: try hostOptions.name(settings: try common.settings()))
+        let storageHost = try hostOptions.name(settings: try common.settings())
+        let repair = SessionRepair(catalog: catalog, dataDirectory: directory, random: SystemRandom(), storageHost: storageHost)
         let held = try replaySpools(repair, catalog: catalog)
-        var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in try SessionRepair(catalog: c, dataDirectory: directory, random: SystemRandom()).unfinishedSessions() }
+        var targets: [SessionRecord] = try catalog.query { c throws(CatalogError) in
+            try SessionRepair(catalog: c, dataDirectory: directory, random: SystemRandom(), storageHost: storageHost).unfinishedSessions()
+        }
         if let channel { targets = targets.filter { $0.channelID == channel } }
         if !sessions.isEmpty {
             targets = try sessions.map { id in
@@ -158,6 +161,7 @@ struct RepairCommand: AsyncParsableCommand {
                     ("video_frames", .int(file.repaired?.videoFrames)), ("audio_frames", .int(file.repaired?.audioFrames)),
                     ("bytes", .int(file.repaired.map { Int64(clamping: $0.size) })),
                     ("frames_out_of_range", .int(file.repaired.map { $0.framesOutOfRange })), ("error", .string(file.error)),
+                    ("renamed_from", .string(file.renamedFrom)),
                 ])
             })),
         ])
@@ -168,7 +172,8 @@ struct RepairCommand: AsyncParsableCommand {
         for outcome in outcomes {
             if outcome.files.isEmpty { table.add([outcome.sessionID, outcome.action.rawValue, nil, nil, outcome.detail]) }
             for (index, file) in outcome.files.enumerated() {
-                var result = file.error ?? (file.repaired?.wasComplete == true ? "already finalized" : "finalized")
+                var result = file.error ?? file.renamedFrom.map { "renamed from \($0): it is part 1 now" }
+                    ?? (file.repaired?.wasComplete == true ? "already finalized" : "finalized")
                 if let skipped = file.repaired?.framesOutOfRange, skipped > 0 {
                     result += " (\(skipped) frames left out: their time is beyond what WebM holds)"
                 }
