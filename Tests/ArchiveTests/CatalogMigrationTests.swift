@@ -35,7 +35,7 @@ func snapshot(_ path: String) throws -> (bytes: Data, siblings: [String]) {
         let mode = try catalog.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
         let tables = try catalog.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' ORDER BY name") }
-        #expect(tables == ["connections", "events", "interruptions", "jobs", "recordings", "sessions", "uploads", "webhook_outbox"])
+        #expect(tables == ["connections", "events", "interruptions", "jobs", "recordings", "session_segments", "sessions", "uploads", "webhook_outbox"])
     }
 
     @Test func upgradesAnOlderSchemaKeepingItsData() throws {
@@ -53,6 +53,7 @@ func snapshot(_ path: String) throws -> (bytes: Data, siblings: [String]) {
         let catalog = try Catalog(path: path)
         #expect(try catalog.appliedMigrations() == Catalog.knownMigrations)
         #expect(try catalog.sessions().map(\.channelID) == ["old"])
+        #expect(try catalog.segments(sessionID: "01JD0000000000000000000000").map(\.segment) == [1], "0014 gives every session its first segment")
         let indexes = try catalog.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'sessions_by_channel_started'") }
         #expect(indexes == ["sessions_by_channel_started"])
     }
