@@ -103,6 +103,8 @@ let package = Package(
         // `recbot verify`: libwebm's reading of a file, every frame decoded.
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
+        // Retention: which old sessions `recbot prune` (and the service) may remove, and removing them.
+        .target(name: "Retention", dependencies: ["Archive", "DiskLayout"]),
         .target(name: "Repair", dependencies: ["Archive", "DiskLayout", "Recorder", "Media", "WebM", "WebMReader", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         // Webhooks with Sora's event names and payloads, from a durable outbox in the catalog.
         .target(name: "Webhooks", dependencies: [
@@ -207,7 +209,7 @@ let package = Package(
         .target(name: "ServiceCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: fuzzSwiftSettings),
         // The HTTP side (Hummingbird: webhooks in, the API) and the worker that leases jobs and runs each as a child `recbot join`.
         .target(name: "Service", dependencies: [
-            "Archive", "DiskLayout", "ServiceCore",
+            "Archive", "DiskLayout", "Retention", "ServiceCore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -283,7 +285,7 @@ let package = Package(
             dependencies: [
                 "SystemClock", "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
                 "Recorder", "SoraSignaling", "SoraSignalingCore", "WireCoding",
-                "Transport", "Verification", "Repair", "SessionExport", "TLSFailure", "Webhooks", "RecordingEvents", "Service", "ServiceCore",
+                "Transport", "Verification", "Repair", "Retention", "SessionExport", "TLSFailure", "Webhooks", "RecordingEvents", "Service", "ServiceCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -324,7 +326,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"), .product(name: "NIOCore", package: "swift-nio"),
         ]),
         .testTarget(name: "ArchivePostgresTests", dependencies: [
-            "Archive", "ArchivePostgres", "PostgresTestSupport", .product(name: "GRDB", package: "GRDB.swift"),
+            "Archive", "ArchivePostgres", "DiskLayout", "PostgresTestSupport", "Retention", .product(name: "GRDB", package: "GRDB.swift"),
         ]),
         .testTarget(name: "VerificationTests", dependencies: ["Verification", "WebM", "CodecBindings", "TestSupport"]),
         .testTarget(name: "RecBotTests", dependencies: ["SystemClock", "RecBot", "DiskLayout", "Recorder", "Media", "SoraSignaling", "SoraSignalingCore", "WebMReader", "CodecBindings", "Webhooks", "WireCoding",

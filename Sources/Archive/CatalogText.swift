@@ -63,6 +63,7 @@ extension SessionRecord: CatalogTextFields {
         var record = self
         (record.soraSessionID, record.connectionID) = (transform(soraSessionID), transform(connectionID))
         (record.clientID, record.bundleID, record.endReason) = (transform(clientID), transform(bundleID), transform(endReason))
+        record.holdReason = transform(holdReason)
         return record
     }
 }

@@ -41,6 +41,13 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
     public var recordingMetadata: String?
     /// The process recording it now, or last (`session_segments`): nil is segment 1.
     public var segment: Int?
+    /// `recbot sessions hold`: kept from every prune while set.
+    public var heldAt: Int64?
+    public var holdReason: String?
+    /// The session's own retention (`join --retention`): `recbot prune --expired` removes it after this.
+    public var retainUntil: Int64?
+    /// When `recbot prune` removed its files (every host's).
+    public var prunedAt: Int64?
 
     public init(
         id: String, channelID: String, startedAt: Int64, soraSessionID: String? = nil, connectionID: String? = nil,
@@ -72,6 +79,7 @@ public struct SessionRecord: Codable, Sendable, Equatable, FetchableRecord, Pers
         case eventsStored = "events_stored", eventsRefused = "events_refused", eventsRefusedBytes = "events_refused_bytes"
         case messagesDropped = "messages_dropped", catalogWritesDropped = "catalog_writes_dropped"
         case splitDuration = "split_duration", splitOnly = "split_only", recordingMetadata = "recording_metadata", segment
+        case heldAt = "held_at", holdReason = "hold_reason", retainUntil = "retain_until", prunedAt = "pruned_at"
     }
 }
 
@@ -181,6 +189,8 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
     public var missingAt: Int64?
     /// The session's segment (process) that wrote the file: nil is segment 1.
     public var segment: Int?
+    /// When `recbot prune` removed the file.
+    public var prunedAt: Int64?
 
     public init(
         sessionID: String, connectionID: String, part: Int = 0, path: String, videoCodec: String?, audioCodec: String?,
@@ -219,7 +229,7 @@ public struct RecordingRecord: Codable, Sendable, Equatable, FetchableRecord, Mu
         case framesDroppedKeyframeWait = "frames_dropped_keyframe_wait", framesDroppedMalformed = "frames_dropped_malformed"
         case framesDroppedRecorder = "frames_dropped_recorder", videoSizes = "video_sizes", videoRefused = "video_refused"
         case verification, verifiedAt = "verified_at", verificationReport = "verification_report", error
-        case host, missingAt = "missing_at", segment
+        case host, missingAt = "missing_at", segment, prunedAt = "pruned_at"
     }
 }
 

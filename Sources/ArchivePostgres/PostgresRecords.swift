@@ -58,7 +58,7 @@ extension SessionRecord {
     static let selectColumns = """
         id, channel_id, sora_session_id, connection_id, client_id, bundle_id, signaling_url, recbot_version, hostname, pid,
         started_at, ended_at, end_reason, exit_status, events_stored, events_refused, events_refused_bytes, messages_dropped,
-        catalog_writes_dropped, split_duration, split_only, recording_metadata, segment
+        catalog_writes_dropped, split_duration, split_only, recording_metadata, segment, held_at, hold_reason, retain_until, pruned_at
         """
 
     init(postgres row: PostgresRow) throws {
@@ -77,6 +77,8 @@ extension SessionRecord {
         splitOnly = try value("split_only", as: Int64?.self).map { $0 != 0 }
         recordingMetadata = try value("recording_metadata")
         segment = try value("segment", as: Int64?.self).map { Int($0) }
+        (heldAt, holdReason) = (try value("held_at"), try value("hold_reason"))
+        (retainUntil, prunedAt) = (try value("retain_until"), try value("pruned_at"))
         self = catalogLoaded
     }
 
@@ -108,6 +110,10 @@ extension SessionRecord {
         columns.add("split_only", splitOnly.map { $0 ? Int64(1) : 0 })
         columns.add("recording_metadata", recordingMetadata)
         columns.add("segment", segment)
+        columns.add("held_at", heldAt)
+        columns.add("hold_reason", holdReason)
+        columns.add("retain_until", retainUntil)
+        columns.add("pruned_at", prunedAt)
         return columns
     }
 }
@@ -155,7 +161,7 @@ extension RecordingRecord {
         video_frames, audio_frames, packets_received, packets_lost, nacks_sent, packets_recovered, frames_dropped,
         keyframe_requests, status, pli_sent, fir_sent, packets_late, packets_duplicate, jitter_ms, frames_dropped_incomplete,
         frames_dropped_keyframe_wait, frames_dropped_malformed, frames_dropped_recorder, video_sizes, video_refused,
-        verification, verified_at, verification_report, error, host, missing_at, segment
+        verification, verified_at, verification_report, error, host, missing_at, segment, pruned_at
         """
 
     init(postgres row: PostgresRow) throws {
@@ -182,6 +188,7 @@ extension RecordingRecord {
         (verifiedAt, verificationReport, error) = (try value("verified_at"), try value("verification_report"), try value("error"))
         (host, missingAt) = (try value("host"), try value("missing_at"))
         segment = try value("segment", as: Int64?.self).map { Int($0) }
+        prunedAt = try value("pruned_at")
         self = catalogLoaded
     }
 
@@ -221,6 +228,7 @@ extension RecordingRecord {
         columns.add("host", host)
         columns.add("missing_at", missingAt)
         columns.add("segment", segment)
+        columns.add("pruned_at", prunedAt)
         return columns
     }
 }
