@@ -158,6 +158,10 @@ public struct JoinOptions: Sendable {
     /// `continuation` says to go on with it.
     public var sessionID: String?
 
+    /// `--retention`: how long the session is kept; `recbot prune --expired` may remove its
+    /// files after that (nil: until an operator prunes it).
+    public var retentionMilliseconds: Int64?
+
     /// `--continue-session`: go on recording `sessionID`, which another process recorded and
     /// no longer does (its worker died): a new segment of the same session, whose parts
     /// continue the numbering and whose gap is an interruption with cause `failover`.

@@ -36,6 +36,7 @@ struct SessionOpening {
             bundleID: options.connect.bundleID, recbotVersion: options.recbotVersion, hostname: ProcessInfo.processInfo.hostName,
             pid: Int(getpid()))
         (record.splitDuration, record.splitOnly, record.recordingMetadata) = (options.split?.seconds, options.split?.only, options.recordingMetadata)
+        record.retainUntil = options.retentionMilliseconds.map { now + $0 }
         do {
             if options.sessionID != nil, try catalog.session(id: id) != nil {
                 guard let continuation = options.continuation else {

@@ -10,6 +10,9 @@ public struct PruneOutcome: Sendable {
     public var bytesFreed: Int64 = 0
     public var mark: PruneMark?
     public var error: String?
+
+    /// Nothing done yet (what a dry run reports).
+    public init(decision: PruneDecision) { self.decision = decision }
 }
 
 /// Removes what `PruneSelection` chose. The catalog is marked first, in a transaction that

@@ -21,6 +21,9 @@ public struct JobOptions: Codable, Sendable, Equatable {
     public var webhookUrls: [String]?
     /// Write events.jsonl and the WebVTT captions when the session ends.
     public var export: Bool?
+    /// Keep the recording this many days: then the service's retention pass (or
+    /// `recbot prune --expired`) removes its files, once it is verified (and uploaded).
+    public var retentionDays: Int64?
 
     public init() {}
 
@@ -32,6 +35,7 @@ public struct JobOptions: Codable, Sendable, Equatable {
             if let seconds, !(1...Self.maximumSeconds).contains(seconds) { throw .outOfRange(key) }
         }
         if let splitDuration, !(1...86_400).contains(splitDuration) { throw .outOfRange("split_duration") }
+        if let retentionDays, !(1...3_650).contains(retentionDays) { throw .outOfRange("retention_days") }
         if splitOnly == true, splitDuration == nil { throw .invalid("split_only", "needs split_duration") }
         if let recordingMetadata, recordingMetadata.utf8.count > 65_536 { throw .invalid("recording_metadata", "is over 64 KiB") }
         for label in dataChannels ?? [] where !(label.hasPrefix("#") && (2...64).contains(label.utf8.count)) {
@@ -61,6 +65,7 @@ public struct JobOptions: Codable, Sendable, Equatable {
         if let upload { arguments += ["--upload", upload] }
         for url in webhookUrls ?? [] { arguments += ["--webhook-url", url] }
         if export == true { arguments.append("--export") }
+        if let retentionDays { arguments += ["--retention", "\(retentionDays)d"] }
         return arguments
     }
 

@@ -35,13 +35,22 @@ public struct RecordingRequest: Sendable, Equatable {
         options.upload = try Self.value(object, "upload", as: String.self)
         options.webhookUrls = try Self.value(object, "webhook_urls", as: [String].self)
         options.export = try Self.value(object, "export", as: Bool.self)
+        options.retentionDays = try Self.seconds(object, "retention_days")  // a whole number, as the seconds are
         if let expireTime, !(1...JobOptions.maximumSeconds).contains(expireTime) { throw .invalid("expire_time is out of range") }
         do { try options.validate() } catch { throw .invalid(error.description) }
         self.options = options
     }
 
+    /// JSON's true and false. On Linux `raw is Bool` also holds for the numbers 0 and 1, so the
+    /// number's own type decides (a boolean is stored as a char).
+    static func isBoolean(_ raw: Any) -> Bool {
+        guard let number = raw as? NSNumber else { return false }
+        return String(cString: number.objCType) == "c"
+    }
+
     private static func value<T>(_ object: [String: Any], _ key: String, as type: T.Type) throws(RecordingRequestError) -> T? {
         guard let raw = object[key], !(raw is NSNull) else { return nil }
+        if T.self == Bool.self, !isBoolean(raw) { throw .invalid("\(key) has the wrong type") }
         guard let value = raw as? T else { throw .invalid("\(key) has the wrong type") }
         return value
     }
@@ -49,7 +58,7 @@ public struct RecordingRequest: Sendable, Equatable {
     /// A whole number of seconds (JSON integers arrive as Int; 3600.0 is accepted too).
     private static func seconds(_ object: [String: Any], _ key: String) throws(RecordingRequestError) -> Int64? {
         guard let raw = object[key], !(raw is NSNull) else { return nil }
-        if raw is Bool { throw .invalid("\(key) is not a number of seconds") }
+        if isBoolean(raw) { throw .invalid("\(key) is not a number of seconds") }
         if let integer = raw as? Int { return Int64(integer) }
         if let double = raw as? Double, double.rounded() == double, abs(double) <= Double(JobOptions.maximumSeconds) { return Int64(double) }
         throw .invalid("\(key) is not a number of seconds")

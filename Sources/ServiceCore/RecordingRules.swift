@@ -51,7 +51,7 @@ public struct RecordingRules: Sendable, Equatable {
     static let channelKeys: Set<String> = ["exact", "prefix", "pattern"]
     static let optionKeys: Set<String> = [
         "duration", "split_duration", "split_only", "recording_metadata", "data_channels", "simulcast_rid", "stop_when_idle",
-        "wait_for_senders", "upload", "webhook_urls", "export",
+        "wait_for_senders", "upload", "webhook_urls", "export", "retention_days",
     ]
 
     /// A misspelt key would otherwise be ignored, and a rule record other than what its

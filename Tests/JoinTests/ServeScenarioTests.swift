@@ -178,6 +178,41 @@ final class ServeProcess {
 
     /// SIGTERM (a deploy, `systemctl stop`): the service stops taking jobs, ends every
     /// recording the way a signal ends a join, stores their results, and exits 0.
+    /// A recording asked for with `retention_days` keeps that long; once verified and past it,
+    /// the service's retention pass removes its files and marks the catalog (its clock is
+    /// days long, so the test moves the session's `retain_until` into the past).
+    @Test func theRetentionPassRemovesAVerifiedRecordingPastItsRetention() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])
+            defer { scenario.stop() }
+            let serve = try ServeProcess(scenario: scenario, arguments: ["--prune-every", "1s"])
+            defer { serve.stop() }
+            let created = try serve.api("POST", "/recordings", body: #"{"channel_id":"sora","duration":3,"retention_days":1}"#)
+            #expect(created.status == 201, "\(created.body)")
+            let job = try #require(try Self.waitForJob(scenario) { $0.state == .ended }, "\(serve.log.suffix(2_000))")
+            let session = try #require(try scenario.catalog().session(id: job.id))
+            let retention = try #require(session.retainUntil) - session.startedAt
+            #expect(abs(retention - 86_400_000) < 5_000, "one day from its start: \(retention) ms")
+            let folder = scenario.dataDirectory + "/recordings/\(job.id)"
+            Thread.sleep(forTimeInterval: 2)
+            #expect(FileManager.default.fileExists(atPath: folder), "within its retention, kept")
+            let script = "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute('UPDATE sessions SET retain_until = 1 WHERE id = ?', (sys.argv[2],)); c.commit()"
+            #expect(try runProcess("/usr/bin/env", ["python3", "-c", script, scenario.dataDirectory + "/catalog.sqlite", job.id]).status == 0)
+            Thread.sleep(forTimeInterval: 2)
+            #expect(FileManager.default.fileExists(atPath: folder), "past it but not verified: kept")
+            #expect(serve.log.contains("retention: kept past its retention"), "\(serve.log.suffix(1_500))")
+            #expect(try scenario.recbot(["verify", job.id, "--data-dir", scenario.dataDirectory]).status == 0)
+            var gone = false
+            for _ in 0..<50 where !gone {
+                gone = !FileManager.default.fileExists(atPath: folder)
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            #expect(gone, "\(serve.log.suffix(1_500))")
+            #expect(try scenario.catalog().session(id: job.id)?.prunedAt != nil)
+            #expect(try scenario.catalog().recordings(RecordingFilter(sessionID: job.id)).allSatisfy { $0.prunedAt != nil })
+        }
+    }
+
     @Test func aStoppedServiceEndsItsRecordingsAndStoresTheirResults() async throws {
         try await blocking {
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])

@@ -5,7 +5,7 @@ import Testing
 @Suite struct RecordingRulesTests {
     static let file = #"""
         {"rules": [
-          {"name": "board", "channel": {"exact": "board"}, "options": {"duration": 7200, "export": true}},
+          {"name": "board", "channel": {"exact": "board"}, "options": {"duration": 7200, "export": true, "retention_days": 90}},
           {"name": "tagged", "channel": {"prefix": "meet-"}, "metadata": {"record": true, "team": "red"},
            "options": {"split_duration": 600, "split_only": true, "data_channels": ["#chat"], "stop_when_idle": 300}},
           {"name": "meetings", "channel": {"pattern": "meet-*-[0-9]"}}
@@ -17,6 +17,7 @@ import Testing
     @Test func theFirstMatchingRuleDecidesAndUnmatchedChannelsAreNotRecorded() throws {
         let rules = try rules()
         #expect(rules.match(SoraSessionInfo(channelID: "board", sessionID: "S"))?.name == "board")
+        #expect(rules.match(SoraSessionInfo(channelID: "board", sessionID: "S"))?.options?.retentionDays == 90)
         #expect(rules.match(SoraSessionInfo(channelID: "board2", sessionID: "S")) == nil)
         #expect(rules.match(SoraSessionInfo(channelID: "meet-a-1", sessionID: "S"))?.name == "meetings")
         #expect(rules.match(SoraSessionInfo(channelID: "meet-a-x", sessionID: "S")) == nil)
@@ -65,6 +66,11 @@ import Testing
         #expect(options.joinArguments(secondsLeft: nil, secondsRecorded: 600).prefix(2) == ["--duration", "3000s"],
                 "a worker that takes a job over records what is left of its duration, not all of it again")
         #expect(options.joinArguments(secondsLeft: nil, secondsRecorded: 7_200).prefix(2) == ["--duration", "1s"])
+        var kept = JobOptions()
+        kept.retentionDays = 30
+        #expect(kept.joinArguments(secondsLeft: nil) == ["--retention", "30d"])
+        kept.retentionDays = 0
+        #expect(throws: JobOptionsError.outOfRange("retention_days")) { try kept.validate() }
     }
 
     @Test func optionsSurviveTheirRow() throws {
@@ -84,6 +90,11 @@ import Testing
         #expect(request.options.splitOnly == true && request.options.splitDuration == 360 && request.options.recordingMetadata == #"{"k":"v"}"#)
         let own = try parse(##"{"channel_id":"r","stop_when_idle":5,"data_channels":["#chat"],"duration":60.0}"##)
         #expect(own.options.stopWhenIdle == 5 && own.options.dataChannels == ["#chat"] && own.options.duration == 60 && own.expireTime == nil)
+        // On Linux the numbers 0 and 1 also pass for booleans: 1 second is a number, and 1 is not true.
+        let one = try parse(#"{"channel_id":"r","duration":1,"retention_days":1}"#)
+        #expect(one.options.duration == 1 && one.options.retentionDays == 1)
+        #expect(throws: RecordingRequestError.self) { try parse(#"{"channel_id":"r","export":1}"#) }
+        #expect(throws: RecordingRequestError.self) { try parse(#"{"channel_id":"r","duration":true}"#) }
     }
 
     @Test(arguments: [

@@ -113,6 +113,10 @@ extension JoinCommand {
             guard ULID(sessionID) != nil else { throw ValidationError("--session-id \(sessionID.prefix(40)) is not a ULID (26 characters of Crockford base32)") }
             options.sessionID = sessionID
         }
+        if let retention {
+            guard retention.milliseconds >= 3_600_000 else { throw ValidationError("--retention must be at least an hour") }
+            options.retentionMilliseconds = retention.milliseconds
+        }
         if continueSession {
             guard options.sessionID != nil else { throw ValidationError("--continue-session needs --session-id: the session to go on with") }
             options.continuation = SessionContinuation(jobFence: jobFence)

@@ -111,6 +111,10 @@ struct JoinCommand: AsyncParsableCommand {
     @Option(name: .customLong("session-id"), help: ArgumentHelp(
         "The new session's id (a ULID; `recbot serve` gives each job's recording the job's id). Default: a fresh one.", valueName: "ulid"))
     var sessionID: String?
+    @Option(name: .customLong("retention"), help: ArgumentHelp(
+        "Keep the session this long (30d…); then `recbot prune --expired` (or `recbot serve`) removes its files, once verified and uploaded.",
+        valueName: "duration"))
+    var retention: DurationArgument?
     @Flag(name: .customLong("continue-session"), help: ArgumentHelp(
         "Go on recording the session --session-id names, which a process that died recorded: a new segment of it, parts numbered on, the gap an interruption with cause failover. Refused while that session is open, unless --job-fence is the job's current token."))
     var continueSession = false

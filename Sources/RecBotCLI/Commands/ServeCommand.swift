@@ -32,6 +32,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Recordings this worker runs at once (default 4).", valueName: "n")) var capacity: Int?
     @Option(help: ArgumentHelp("How long a job's lease lasts without renewal (default 10s): failover takes about this long.",
                                valueName: "duration")) var lease: DurationArgument?
+    @Option(name: .customLong("prune-every"), help: ArgumentHelp(
+        "How often to remove the files of sessions whose retention (a rule's retention_days) ended (default 1h; 0: never).",
+        valueName: "duration")) var pruneEvery: DurationArgument?
     @Option(name: .customLong("tls-cert"), help: ArgumentHelp("Serve HTTPS with this PEM certificate chain.", valueName: "file")) var tlsCertificate: String?
     @Option(name: .customLong("tls-key"), help: ArgumentHelp("The certificate's PEM private key.", valueName: "file")) var tlsKey: String?
     @Option(name: .customLong("tls-client-ca"), help: ArgumentHelp(
@@ -67,6 +70,12 @@ struct ServeCommand: AsyncParsableCommand {
             },
             logger: logger)
         application.addServices(SupervisorService(supervisor: supervisor))
+        if let interval = configuration.pruneEveryMilliseconds {
+            let retention = RetentionPass(store: store, dataDirectory: common.dataDirectory, host: worker.host,
+                                          upload: try PruneCommand.uploadTarget(settings), intervalMilliseconds: interval,
+                                          logger: Logger(label: "recbot.retention"))
+            application.addServices(RetentionService(pass: retention))
+        }
         logger.notice("serving", metadata: ["listen": "\(address.host):\(address.port)", "capacity": "\(configuration.capacity)",
                                             "rules": "\(configuration.rules.rules.count)", "owner": "\(worker.owner)"])
         try await application.runService()
@@ -83,6 +92,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     static func ownExecutable() -> String {
         (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+}
+
+/// The retention pass as a service of the application's group: cancelled on shutdown.
+struct RetentionService: ServiceLifecycle.Service {
+    let pass: RetentionPass
+
+    func run() async {
+        await cancelWhenGracefulShutdown { await pass.run() }
     }
 }
 

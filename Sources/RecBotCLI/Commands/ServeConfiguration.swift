@@ -18,6 +18,8 @@ struct ServeConfiguration {
     var rules: RecordingRules
     var capacity: Int
     var leaseMilliseconds: Int64
+    /// How often the retention pass runs (nil: never).
+    var pruneEveryMilliseconds: Int64?
     var webhookAuthentication: RequestAuthentication
     var apiAuthentication: RequestAuthentication
     var tls: TLSConfiguration?
@@ -34,6 +36,11 @@ struct ServeConfiguration {
         }
         self.capacity = capacity
         leaseMilliseconds = try settings.duration(command.lease, .serveLease, range: 2_000...600_000) ?? 10_000
+        if command.pruneEvery?.milliseconds == 0 || settings[.servePruneEvery] == "0" {
+            pruneEveryMilliseconds = nil
+        } else {
+            pruneEveryMilliseconds = try settings.duration(command.pruneEvery, .servePruneEvery, range: 1_000...86_400_000) ?? 3_600_000
+        }
         var webhookMethods: [RequestAuthentication.Method] = []
         if let secret = settings[.serveWebhookSecret], !secret.isEmpty {
             let header = (settings[.serveWebhookSecretHeader] ?? Self.defaultWebhookSecretHeader).lowercased()

@@ -1,12 +1,13 @@
 import Archive
 import ArgumentParser
+import Foundation
 import Recorder
 
 struct SessionsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sessions",
         abstract: "List and inspect recording sessions (one per `recbot join`).",
-        subcommands: [List.self, Show.self]
+        subcommands: [List.self, Show.self, Hold.self, Unhold.self]
     )
 
     struct List: ParsableCommand {
@@ -36,6 +37,39 @@ struct SessionsCommand: ParsableCommand {
                 return
             }
             Console.print(SessionsCommand.table(sessions).rendered())
+        }
+    }
+
+    /// `recbot sessions hold`: kept from every prune until `unhold`.
+    struct Hold: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Keep a session from `recbot prune` (and the service's retention) until `unhold`.")
+
+        @OptionGroup var common: CommonOptions
+        @Argument(help: "The session id.") var id: ULIDArgument
+        @Option(help: "Why it is kept (shown by `prune` and `sessions show`).") var reason: String?
+
+        func run() throws {
+            try SessionsCommand.hold(id.value, at: Int64(Date().timeIntervalSince1970 * 1000), reason: reason, common: common)
+            Console.print("session \(id.value) on hold: no prune removes it")
+        }
+    }
+
+    struct Unhold: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Let `recbot prune` take a held session again.")
+
+        @OptionGroup var common: CommonOptions
+        @Argument(help: "The session id.") var id: ULIDArgument
+
+        func run() throws {
+            try SessionsCommand.hold(id.value, at: nil, reason: nil, common: common)
+            Console.print("session \(id.value) no longer on hold")
+        }
+    }
+
+    static func hold(_ id: String, at time: Int64?, reason: String?, common: CommonOptions) throws {
+        guard let catalog = try common.openCatalogForWriting() else { throw Console.fail("no catalog", cause: .notFound) }
+        guard try catalog.query({ c throws(CatalogError) in try c.holdSession(id: id, at: time, reason: reason) }) else {
+            throw Console.fail("no session \(id)", cause: .notFound)
         }
     }
 
@@ -76,6 +110,10 @@ struct SessionsCommand: ParsableCommand {
                 ("Session", session.id), ("Channel", session.channelID), ("Sora session", session.soraSessionID),
                 ("Connection", session.connectionID), ("Client", session.clientID), ("Signaling URL", session.signalingURL),
                 ("Started", HumanFormat.localTime(milliseconds: session.startedAt)),
+                ("On hold", session.heldAt.map { "since \(HumanFormat.localTime(milliseconds: $0) ?? "")" + (session.holdReason.map { ": \($0)" } ?? "") }),
+                ("Retained until", HumanFormat.localTime(milliseconds: session.retainUntil)),
+                ("Pruned", HumanFormat.localTime(milliseconds: session.prunedAt)),
+                ("Segments", session.segment.map { "\($0) (a failover continued it)" }),
                 ("Ended", HumanFormat.localTime(milliseconds: session.endedAt)),
                 ("Duration", HumanFormat.duration(milliseconds: session.endedAt.flatMap { HumanFormat.span(from: session.startedAt, to: $0) })),
                 ("End reason", session.endReason), ("Exit status", session.exitStatus.map(String.init)),

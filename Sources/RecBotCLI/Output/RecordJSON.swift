@@ -34,6 +34,11 @@ enum RecordJSON {
             ("split_duration", .int(s.splitDuration)),
             ("split_only", s.splitOnly.map(JSONValue.bool) ?? .null),
             ("recording_metadata", s.recordingMetadata.map { JSONValue.isValidJSON($0) ? .raw($0) : .string($0) } ?? .null),
+            ("segment", .int(Int64(s.segment ?? 1))),
+            ("held_at", time(s.heldAt)),
+            ("hold_reason", .string(s.holdReason)),
+            ("retain_until", time(s.retainUntil)),
+            ("pruned_at", time(s.prunedAt)),
         ]
     }
 

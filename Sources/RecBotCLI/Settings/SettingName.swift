@@ -100,6 +100,7 @@ extension SettingName {
     static let serveRules = SettingName("RECBOT_SERVE_RULES", flag: "--rules")
     static let serveCapacity = SettingName("RECBOT_SERVE_CAPACITY", flag: "--capacity")
     static let serveLease = SettingName("RECBOT_SERVE_LEASE", flag: "--lease")
+    static let servePruneEvery = SettingName("RECBOT_SERVE_PRUNE_EVERY", flag: "--prune-every")
     static let serveTLSCertificate = SettingName("RECBOT_SERVE_TLS_CERT", flag: "--tls-cert")
     static let serveTLSKey = SettingName("RECBOT_SERVE_TLS_KEY", flag: "--tls-key")
     static let serveTLSClientCA = SettingName("RECBOT_SERVE_TLS_CLIENT_CA", flag: "--tls-client-ca")
@@ -111,7 +112,7 @@ extension SettingName {
 
     /// As `serve --help` lists them.
     static let serve: [SettingName] = [
-        serveListen, serveRules, serveCapacity, serveLease, serveTLSCertificate, serveTLSKey, serveTLSClientCA,
+        serveListen, serveRules, serveCapacity, serveLease, servePruneEvery, serveTLSCertificate, serveTLSKey, serveTLSClientCA,
         serveWebhookSecret, serveWebhookSecretHeader, serveWebhookBasicAuth, serveAPIToken,
     ]
 }

@@ -1,0 +1,107 @@
+import Archive
+import ArgumentParser
+import Foundation
+import ObjectStorage
+import Retention
+
+/// `recbot prune`: removes old sessions' files from this host, keeping their catalog rows.
+struct PruneCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "prune",
+        abstract: "Remove old sessions' files from this host (their catalog rows stay, marked pruned).",
+        discussion: """
+            Takes the sessions that started before --older-than, or whose own retention ended
+            (--expired: `join --retention`, a rule's retention_days), and removes their files
+            from this host's data directory. It never touches a session that is on hold
+            (`recbot sessions hold`), still being recorded, has a file `recbot verify` has not
+            passed, or has an upload that is not finished, or, when an upload destination is
+            configured (RECBOT_UPLOAD_URL), has not been uploaded there. The catalog keeps every
+            row, marked pruned; the events stay unless --events. --dry-run lists exactly what a
+            prune would remove. Uploaded objects are never removed.
+            """)
+
+    @OptionGroup var common: CommonOptions
+    @OptionGroup var output: OutputOptions
+    @OptionGroup var hostOptions: HostOptions
+    @Option(name: .customLong("older-than"), help: ArgumentHelp("Sessions that started longer ago than this (30d, 12h …).", valueName: "age"))
+    var olderThan: DurationArgument?
+    @Flag(help: "Sessions whose own retention (`join --retention`) has ended.") var expired = false
+    @Option(help: "Only this channel's sessions.") var channel: String?
+    @Flag(name: .customLong("dry-run"), help: "List what would be removed, and remove nothing.") var dryRun = false
+    @Flag(help: "Delete the sessions' events from the catalog too.") var events = false
+
+    func validate() throws {
+        if olderThan == nil && !expired { throw ValidationError("say which sessions: --older-than AGE, --expired, or both") }
+        if let olderThan, olderThan.milliseconds < 60_000 { throw ValidationError("--older-than must be at least a minute") }
+    }
+
+    func run() throws {
+        let settings = try common.settings()
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        var policy = PrunePolicy(startedBefore: olderThan.map { now - $0.milliseconds }, expiredBy: expired ? now : nil, channel: channel,
+                                 host: try hostOptions.name(settings: settings), upload: try Self.uploadTarget(settings))
+        policy.deleteEvents = events
+        guard let catalog = try (dryRun ? common.openCatalogForQuery() : common.openCatalogForWriting()) else { return }
+        let directory = common.dataDirectory
+        let decisions = try catalog.query { c throws(CatalogError) in try PruneSelection(catalog: c, dataDirectory: directory).decisions(policy) }
+        let outcomes = dryRun ? decisions.map { PruneOutcome(decision: $0) }
+            : try catalog.query { c throws(CatalogError) in
+                let pruner = SessionPruner(catalog: c, dataDirectory: directory)
+                return decisions.map { pruner.prune($0, policy: policy, now: now) }
+            }
+        if output.json {
+            Console.print(JSONValue.array(outcomes.map { .object(Self.json($0, dryRun: dryRun)) }).rendered())
+        } else {
+            Console.print(Self.table(outcomes, dryRun: dryRun).rendered())
+            let pruned = outcomes.filter { $0.decision.verdict == .prune && $0.error == nil }
+            let bytes = dryRun ? pruned.reduce(0) { $0 + $1.decision.bytes } : pruned.reduce(0) { $0 + $1.bytesFreed }
+            Console.print("\(pruned.count) session\(pruned.count == 1 ? "" : "s") \(dryRun ? "would be pruned" : "pruned"), "
+                          + "\(HumanFormat.size(bytes: bytes) ?? "0 B") \(dryRun ? "would be freed" : "freed"); "
+                          + "\(outcomes.count - pruned.count) kept")
+        }
+        if outcomes.contains(where: { $0.error != nil }) { throw CommandEnd(cause: .storageFailed) }
+    }
+
+    /// The upload destination configured here: a session must reach it before it is pruned.
+    static func uploadTarget(_ settings: Settings) throws -> PrunePolicy.UploadTarget? {
+        guard let url = settings[.uploadURL] else { return nil }
+        do {
+            let destination = try S3Destination.parse(url)
+            let endpoint = try S3Endpoint(url: settings[.s3Endpoint], region: settings[.s3Region] ?? ProcessInfo.processInfo.environment["AWS_REGION"])
+            return PrunePolicy.UploadTarget(objectURLPrefix: destination.objectURLPrefix, endpoint: endpoint.description)
+        } catch {
+            throw ValidationError("RECBOT_UPLOAD_URL: \(error)")
+        }
+    }
+
+    static func action(_ outcome: PruneOutcome, dryRun: Bool) -> String {
+        if let error = outcome.error { return "failed: \(error)" }
+        switch outcome.decision.verdict {
+        case .prune: return dryRun ? "would prune" : "pruned"
+        case .keep(let why): return "kept: \(why)"
+        }
+    }
+
+    static func table(_ outcomes: [PruneOutcome], dryRun: Bool) -> TextTable {
+        var table = TextTable([("SESSION", .left), ("CHANNEL", .left), ("STARTED", .left), ("FILES", .right), ("SIZE", .right), ("ACTION", .left)])
+        for outcome in outcomes {
+            let session = outcome.decision.session
+            table.add([session.id, session.channelID, HumanFormat.localTime(milliseconds: session.startedAt), String(outcome.decision.files.count),
+                       HumanFormat.size(bytes: outcome.decision.bytes), action(outcome, dryRun: dryRun)])
+        }
+        return table
+    }
+
+    static func json(_ outcome: PruneOutcome, dryRun: Bool) -> [(String, JSONValue)] {
+        let decision = outcome.decision
+        var kept: String?
+        if case .keep(let why) = decision.verdict { kept = why }
+        return [
+            ("session_id", .string(decision.session.id)), ("channel_id", .string(decision.session.channelID)),
+            ("action", .string(kept != nil ? "kept" : dryRun ? "would prune" : outcome.error == nil ? "pruned" : "failed")),
+            ("reason", .string(kept)), ("files", .array(decision.files.map { .string($0) })), ("bytes", .int(decision.bytes)),
+            ("bytes_freed", .int(dryRun ? nil : outcome.bytesFreed)), ("events_deleted", .int(outcome.mark.map { Int64($0.eventsDeleted) })),
+            ("error", .string(outcome.error)),
+        ]
+    }
+}
