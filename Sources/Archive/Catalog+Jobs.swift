@@ -18,7 +18,7 @@ extension Catalog {
             let request = JobRecord.filter(ids.contains(Column("id")))
             try db.execute(sql: """
                 UPDATE jobs SET state = 'running', lease_owner = ?, lease_until = ?, fence = fence + 1, worker_host = ?,
-                started_at = coalesce(started_at, ?) WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ",")))
+                started_at = coalesce(started_at, ?), exit_status = NULL, end_reason = NULL WHERE id IN (\(ids.map { _ in "?" }.joined(separator: ",")))
                 """, arguments: StatementArguments([claim.owner, claim.leaseUntil, claim.host, claim.now] as [any DatabaseValueConvertible]) + StatementArguments(ids))
             return try request.order(Column("created_at"), Column("id")).fetchAll(db)
         }
@@ -40,6 +40,16 @@ extension Catalog {
                 UPDATE jobs SET state = 'ended', ended_at = ?, exit_status = ?, end_reason = ?, lease_owner = NULL, lease_until = 0
                 WHERE id = ? AND lease_owner = ? AND fence = ? AND state = 'running'
                 """, arguments: [result.endedAt, result.exitStatus, result.endReason, lease.jobID, lease.owner, lease.fence])
+            return db.changesCount == 1
+        }
+    }
+
+    public func deferJob(_ lease: JobLease, until: Int64, result: JobResult) throws(CatalogError) -> Bool {
+        try write { db in
+            try db.execute(sql: """
+                UPDATE jobs SET lease_owner = NULL, lease_until = ?, exit_status = ?, end_reason = ?
+                WHERE id = ? AND lease_owner = ? AND fence = ? AND state = 'running'
+                """, arguments: [until, result.exitStatus, result.endReason, lease.jobID, lease.owner, lease.fence])
             return db.changesCount == 1
         }
     }

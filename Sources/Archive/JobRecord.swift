@@ -132,6 +132,12 @@ public protocol JobStore: AnyObject, Sendable {
     func renewJob(_ lease: JobLease, until: Int64) throws(CatalogError) -> JobRenewal
     /// Stores how the recording ended, only while `lease` still holds it: false when it does not.
     func finishJob(_ lease: JobLease, result: JobResult) throws(CatalogError) -> Bool
+    /// Gives the job up for another attempt from `until` on (its recording failed in a way a
+    /// later one may not: Sora or the catalog unreachable). It stays running without an owner,
+    /// so any worker claims it once `until` has passed (a higher fence: the attempt continues
+    /// the session). `result` is kept as the job's last outcome until then. Only while `lease`
+    /// still holds it: false when it does not.
+    func deferJob(_ lease: JobLease, until: Int64, result: JobResult) throws(CatalogError) -> Bool
     /// Asks the active jobs with this id (or of this Sora session) to stop: a queued one is
     /// cancelled at once, a running one stops at its worker's next heartbeat. Returns the jobs it changed.
     func requestJobStop(id: String?, soraSessionID: String?, at time: Int64, reason: String) throws(CatalogError) -> [JobRecord]

@@ -20,14 +20,15 @@ public enum JobSQL {
 
     /// What ends jobs no worker will: queued ones past their expiry (nobody had capacity in
     /// time); running ones whose lease ran out past their expiry, or while they were asked to
-    /// stop (their worker died before it could store the result).
+    /// stop (their worker died before it could store the result: `worker-lost`; or the job
+    /// waited for another attempt: its last attempt's outcome stays).
     public static let expiries: [Expiry] = [
         Expiry { p in
             "UPDATE jobs SET state = 'cancelled', ended_at = \(p(1)), end_reason = 'expired' WHERE state = 'queued' AND expires_at <= \(p(1))"
         },
         Expiry { p in
             """
-            UPDATE jobs SET state = 'ended', ended_at = \(p(1)), end_reason = 'worker-lost', lease_owner = NULL, lease_until = 0
+            UPDATE jobs SET state = 'ended', ended_at = \(p(1)), end_reason = coalesce(end_reason, 'worker-lost'), lease_owner = NULL, lease_until = 0
             WHERE state = 'running' AND lease_until <= \(p(1)) AND (stop_requested_at IS NOT NULL OR expires_at <= \(p(1)))
             """
         },

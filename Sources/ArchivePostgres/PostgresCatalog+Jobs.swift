@@ -23,7 +23,7 @@ extension PostgresCatalog {
             guard !ids.isEmpty else { return [] }
             return try db.query("""
                 UPDATE jobs SET state = 'running', lease_owner = \(claim.owner), lease_until = \(claim.leaseUntil), fence = fence + 1,
-                worker_host = \(claim.host), started_at = coalesce(started_at, \(claim.now))
+                worker_host = \(claim.host), started_at = coalesce(started_at, \(claim.now)), exit_status = NULL, end_reason = NULL
                 WHERE id = ANY(\(ids)) RETURNING \(unescaped: JobRecord.selectColumns)
                 """).rows.map(JobRecord.init(postgres:)).sorted { ($0.createdAt, $0.id) < ($1.createdAt, $1.id) }
         }
@@ -46,6 +46,16 @@ extension PostgresCatalog {
             try db.changes("""
                 UPDATE jobs SET state = 'ended', ended_at = \(result.endedAt), exit_status = \(result.exitStatus.map(Int64.init)),
                 end_reason = \(result.endReason), lease_owner = NULL, lease_until = 0
+                WHERE id = \(lease.jobID) AND lease_owner = \(lease.owner) AND fence = \(lease.fence) AND state = 'running'
+                """) == 1
+        }
+    }
+
+    public func deferJob(_ lease: JobLease, until: Int64, result: JobResult) throws(CatalogError) -> Bool {
+        try link.withConnection { db in
+            try db.changes("""
+                UPDATE jobs SET lease_owner = NULL, lease_until = \(until), exit_status = \(result.exitStatus.map(Int64.init)),
+                end_reason = \(result.endReason)
                 WHERE id = \(lease.jobID) AND lease_owner = \(lease.owner) AND fence = \(lease.fence) AND state = 'running'
                 """) == 1
         }

@@ -200,6 +200,7 @@ public actor JobSupervisor {
         defer { completions[lease] = nil }
         guard running[id]?.lease == lease else { return }  // lost meanwhile: the result is the new owner's
         let child = running[id]?.child
+        let stopping = running[id]?.stopping ?? false
         running[id] = nil
         let session = try? await catalogCall { [store] in try store.session(id: id) }
         // The session's end reason is this child's only when the row is its own (a child that
@@ -207,8 +208,23 @@ public actor JobSupervisor {
         let own = session.flatMap { $0.pid.map(Int32.init) == child?.pid && $0.hostname == ProcessInfo.processInfo.hostName ? $0 : nil }
         let reason = own?.endReason ?? child?.lastError ?? "exit \(status) before its session started"
         let result = JobResult(endedAt: now(), exitStatus: Int(status), endReason: reason)
+        if !stopping, !draining, await retry(id, lease: lease, status: status, result: result) { return }
         let stored = (try? await catalogCall { [store] in try store.finishJob(lease, result: result) }) ?? false
         logger.notice("job ended", metadata: ["job": "\(id)", "exit": "\(status)", "reason": "\(reason)", "stored": "\(stored)"])
+    }
+
+    /// Gives the job another attempt when `JobRetry` says so; true when it did.
+    private func retry(_ id: String, lease: JobLease, status: Int32, result: JobResult) async -> Bool {
+        let time = now()
+        guard let job = try? await catalogCall({ [store] in try store.job(id: id) }),
+              let delay = JobRetry.delay(exitStatus: status, claims: job.fence, stopRequested: job.stopRequestedAt != nil,
+                                         expiresAt: job.expiresAt, now: time),
+              (try? await catalogCall({ [store] in try store.deferJob(lease, until: time + delay, result: result) })) == true
+        else { return false }
+        logger.warning("job failed; trying again", metadata: [
+            "job": "\(id)", "exit": "\(status)", "reason": "\(result.endReason)", "in_ms": "\(delay)", "attempt": "\(job.fence + 1)",
+        ])
+        return true
     }
 
 }

@@ -56,6 +56,9 @@ public final class SignalingConnection: @unchecked Sendable {
         socket.pingInterval = keepaliveInterval
     }
 
+    /// How long the TCP (and TLS) connect and the WebSocket upgrade may take together.
+    public static let handshakeTimeout = TimeAmount.seconds(10)
+
     /// websocket-kit's pings: a connection silent for one to two of these is closed.
     public static let keepaliveInterval = TimeAmount.seconds(30)
 
@@ -93,14 +96,33 @@ public final class SignalingConnection: @unchecked Sendable {
         let (drops, heard) = (EventCounter(), EventCounter())
         let socket: WebSocket
         do {
-            socket = try await withCheckedThrowingContinuation { continuation in
-                handoff.start(continuation)
-                WebSocket.connect(to: connectURL, configuration: configuration, on: group) { socket in
-                    attach(socket, to: stream, url: url, drops: drops, heard: heard, logger: logger)
-                    handoff.succeed(socket)
+            socket = try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { continuation in
+                    handoff.start(continuation)
+                    // websocket-kit fails its future when the server answers other than 101, but not
+                    // when the connection closes before any answer (a load balancer whose backend
+                    // is down accepts and closes): without this the opener, and the join, waited
+                    // forever. So the upgrade has a deadline of its own.
+                    let timer = group.any().scheduleTask(in: handshakeTimeout) {
+                        handoff.fail(SignalingError.connectFailed(url: url, detail: "no WebSocket upgrade within \(handshakeTimeout.nanoseconds / 1_000_000_000) s (the server closed or never answered)"))
+                    }
+                    WebSocket.connect(to: connectURL, configuration: configuration, on: group) { socket in
+                        timer.cancel()
+                        attach(socket, to: stream, url: url, drops: drops, heard: heard, logger: logger)
+                        // Too late (timed out, cancelled): nobody will use it.
+                        if !handoff.succeed(socket) { _ = socket.close(code: .goingAway) }
+                    }
+                    .whenFailure { error in
+                        timer.cancel()
+                        handoff.fail(error)
+                    }
                 }
-                .whenFailure { error in handoff.fail(error) }
+            } onCancel: {
+                handoff.fail(CancellationError())
             }
+        } catch let error as SignalingError {
+            stream.finish()
+            throw error
         } catch {
             stream.finish()
             let tls = TLSFailure.describe(error, serverName: components.host ?? url, trustHint: "--insecure accepts any certificate, for test servers only")
@@ -125,15 +147,40 @@ private final class SocketHandoff: @unchecked Sendable {
     private let lock = NSLock()
     private var continuation: CheckedContinuation<WebSocket, Error>?
 
-    func start(_ continuation: CheckedContinuation<WebSocket, Error>) { lock.withLock { self.continuation = continuation } }
+    private var done = false
 
-    private func take() -> CheckedContinuation<WebSocket, Error>? {
+    /// An outcome that came before the opener waited (a cancellation) is kept for it.
+    private var early: Error?
+
+    func start(_ continuation: CheckedContinuation<WebSocket, Error>) {
+        let early = lock.withLock { () -> Error? in
+            if let early = self.early { return early }
+            self.continuation = continuation
+            return nil
+        }
+        if let early { continuation.resume(throwing: early) }
+    }
+
+    /// The waiting opener, once: nil when it was resumed already (or is not waiting yet, in
+    /// which case `error`, if any, is kept for it).
+    private func take(orKeep error: Error? = nil) -> CheckedContinuation<WebSocket, Error>? {
         lock.withLock {
-            defer { continuation = nil }
-            return continuation
+            guard !done else { return nil }
+            guard let waiting = continuation else {
+                if let error { (early, done) = (error, true) }
+                return nil
+            }
+            (continuation, done) = (nil, true)
+            return waiting
         }
     }
 
-    func succeed(_ socket: WebSocket) { take()?.resume(returning: socket) }
-    func fail(_ error: Error) { take()?.resume(throwing: error) }
+    /// False when the opener gave up already: the socket is the caller's to close.
+    func succeed(_ socket: WebSocket) -> Bool {
+        guard let waiting = take() else { return false }
+        waiting.resume(returning: socket)
+        return true
+    }
+
+    func fail(_ error: Error) { take(orKeep: error)?.resume(throwing: error) }
 }

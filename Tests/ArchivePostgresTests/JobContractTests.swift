@@ -104,4 +104,24 @@ struct JobContractTests {
         }
         #expect(taken.count == 40 && Set(taken).count == 40)
     }
+
+    @Test(arguments: CatalogBackend.allCases) func aDeferredJobIsClaimedAgainAfterItsDelayAndEndsWithItsLastOutcome(backend: CatalogBackend) throws {
+        let catalog = try backend.makeCatalog()
+        _ = try catalog.insertJob(job("J1"))
+        let first = try #require(try claim(catalog, "A").first)
+        let failed = JobResult(endedAt: 2_500, exitStatus: 69, endReason: "signaling: cannot reach")
+        #expect(try catalog.deferJob(lease(first), until: 4_000, result: failed))
+        #expect(try !catalog.deferJob(lease(first), until: 4_000, result: failed), "the lease is given up: once")
+        let waiting = try #require(try catalog.job(id: "J1"))
+        #expect(waiting.state == .running && waiting.leaseOwner == nil && waiting.endReason == "signaling: cannot reach" && waiting.exitStatus == 69)
+        #expect(try claim(catalog, "B", at: 3_999).isEmpty, "not before its delay")
+        let again = try #require(try claim(catalog, "B", at: 4_000).first)
+        #expect(again.fence == 2 && again.leaseOwner == "B" && again.endReason == nil && again.exitStatus == nil, "its last failure cleared")
+        #expect(try catalog.deferJob(lease(again), until: 6_000, result: failed))
+        _ = try catalog.requestJobStop(id: "J1", soraSessionID: nil, at: 5_000, reason: "session.destroyed")
+        #expect(try claim(catalog, "C", at: 7_000).isEmpty, "a stop ends the retries")
+        #expect(try catalog.expireJobs(now: 7_000) == 1)
+        let ended = try #require(try catalog.job(id: "J1"))
+        #expect(ended.state == .ended && ended.endReason == "signaling: cannot reach" && ended.exitStatus == 69, "its last attempt's outcome, not worker-lost")
+    }
 }

@@ -213,6 +213,37 @@ final class ServeProcess {
         }
     }
 
+    /// Sora unreachable when the job starts (a restart, a network down): the job is tried
+    /// again after a backoff, and once Sora answers it records, in the same session.
+    @Test func aJobWhoseStartFailsIsTriedAgainAndRecordsOnceSoraAnswers() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])
+            defer { scenario.stop() }
+            let port = try #require(URLComponents(string: scenario.url)?.port)
+            let relay = try TCPRelay(targetPort: port)
+            defer { relay.close() }
+            relay.refuse()
+            let serve = try ServeProcess(scenario: scenario, environment: ["RECBOT_URLS": "ws://127.0.0.1:\(relay.port)/signaling"])
+            defer { serve.stop() }
+            #expect(try serve.api("POST", "/recordings", body: #"{"channel_id":"sora","expire_time":120}"#).status == 201)
+            let failed = try #require(try Self.waitForJob(scenario) { $0.state == .running && $0.leaseOwner == nil && $0.endReason != nil },
+                                      "\(serve.log.suffix(2_000))")
+            #expect(failed.exitStatus == 69 && failed.endReason?.contains("cannot reach") == true, "\(failed)")
+            relay.heal()
+            let recording = try #require(try Self.waitForJob(scenario) { job in
+                job.state == .running && job.leaseOwner != nil && ((try? scenario.catalog().recordings(RecordingFilter(sessionID: job.id)).isEmpty) == false)
+            }, "\(serve.log.suffix(3_000))")
+            #expect(recording.fence >= 2 && recording.endReason == nil, "claimed again, its last failure cleared: \(recording)")
+            Thread.sleep(forTimeInterval: 2)
+            #expect(try serve.api("DELETE", "/recordings/\(recording.id)").status == 202)
+            let ended = try #require(try Self.waitForJob(scenario) { $0.state == .ended })
+            #expect(ended.exitStatus == 0 && ended.fence == recording.fence, "\(ended)")
+            let session = try #require(try scenario.catalog().session(id: ended.id))
+            #expect((session.segment ?? 1) >= 2 && session.endedAt != nil, "the same session, continued")
+            #expect(serve.log.contains("job failed; trying again"))
+        }
+    }
+
     @Test func aStoppedServiceEndsItsRecordingsAndStoresTheirResults() async throws {
         try await blocking {
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])

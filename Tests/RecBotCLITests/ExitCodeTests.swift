@@ -59,3 +59,21 @@ import TestSupport
         return codes
     }
 }
+
+/// A server that accepts the connection and closes it before any answer (a load balancer whose
+/// backend is down): websocket-kit waited for the upgrade forever, and so did `recbot join`,
+/// through its signaling deadline. Now the join fails as an unreachable server does.
+@Suite struct ClosedBeforeUpgradeTests {
+    @Test func aServerThatClosesBeforeTheUpgradeIsUnreachable() throws {
+        let closer = try TCPRelay(targetPort: 9)
+        defer { closer.close() }
+        closer.refuse()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("recbot-closer-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let started = Date()
+        let result = try RecBotBinary.run(["join", "--channel", "x", "--url", "ws://127.0.0.1:\(closer.port)/signaling", "--data-dir", directory])
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 69 && result.stderr.contains("no WebSocket upgrade"), "\(result.status): \(result.stderr)")
+        #expect(elapsed < 60, "it took \(elapsed) s")
+    }
+}

@@ -13,6 +13,7 @@ public final class TCPRelay: @unchecked Sendable {
     private let listener: Int32
     private let lock = NSLock()
     private var frozen = false
+    private var refusing = false
     private var closed = false
     private var sockets: [Int32] = []
 
@@ -34,7 +35,9 @@ public final class TCPRelay: @unchecked Sendable {
 
     /// Nothing passes from now on, on any connection, old or new.
     public func freeze() { lock.withLock { frozen = true } }
-    public func heal() { lock.withLock { frozen = false } }
+    /// New connections are closed at once (a server that is down); old ones go on.
+    public func refuse() { lock.withLock { refusing = true } }
+    public func heal() { lock.withLock { (frozen, refusing) = (false, false) } }
 
     /// Closes every connection and stops accepting.
     public func close() {
@@ -66,6 +69,10 @@ public final class TCPRelay: @unchecked Sendable {
         while !isClosed {
             let client = accept(listener, nil, nil)
             guard client >= 0 else { if isClosed { return } else { continue } }
+            if lock.withLock({ refusing }) {
+                Glibc.close(client)
+                continue
+            }
             let upstream = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
             var address = Self.loopback(port: UInt16(targetPort))
             let connected = withUnsafePointer(to: &address) { pointer in
