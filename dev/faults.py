@@ -3,7 +3,7 @@
 server under faults and prints what survived, one row per part.
 
   faults.py --recbot PATH [--kills 50] [--short] [--seed N] [--work DIR]
-            [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet,real-senders]
+            [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet,service,real-senders]
 
 Parts:
   kill        N times: a test server (VP8 and H.264 publishers, each with Opus), `recbot join` on ONE
@@ -37,6 +37,10 @@ Parts:
               answering SlowDown for a minute; upload, repair and verify SIGKILLed; (root) the disk
               full during repair and upload: nothing lost, mislabelled or deleted early, no crash,
               and the next run finishes the work (dev/faults_fleet.py).
+  service     three `recbot serve` workers on one PostgreSQL, Sora-like webhooks as 20 channels open
+              and close over about 5 minutes (8 over about 2 with --short): each channel recorded
+              exactly once, started within 2 s of session.created, ended within 2 s of
+              session.destroyed, its files verified (dev/faults_service.py).
   overload    (root, a cgroup) recbot-loadgen's publishers recorded under a CPU quota of half what
               they need, then without it: the session survives, every publisher keeps >= 99 % of its
               audio, every file verifies, video is shed and back within 5 s of the lift
@@ -69,7 +73,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = os.path.join(ROOT, "Tests", "Peers", "sora_test_server.py")
 HOSTILE_KINDS = ("sps", "timestamp-jumps", "endless-frame", "ssrc-flood", "datachannel-flood")
-PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene", "fleet", "overload", "real-senders")
+PARTS = ("kill", "diskfull", "concurrent", "hostile", "rejoin", "hygiene", "fleet", "service", "overload", "real-senders")
 LONG_PARTS = ("real-senders",)  # not in --short (CI) unless named with --only
 LOOPBACK = ["--allow-address", "127.0.0.1/32"]
 
@@ -637,10 +641,12 @@ def main():
     import faults_fleet  # noqa: E402 - the catalog, storage and job faults of a fleet
     import faults_overload  # noqa: E402 - past the CPU capacity
     import faults_real_senders  # noqa: E402 - Chromium publishers through Janus, judged
+    import faults_service  # noqa: E402 - recbot serve driven by Sora-like webhooks
     import faults_rejoin  # noqa: E402 - the network parts, in a file of their own
     faults_rejoin.common = faults_fleet.common = faults_real_senders.common = faults_overload.common = sys.modules[__name__]
+    faults_service.common = sys.modules[__name__]
     runners = {"kill": part_kill, "diskfull": part_diskfull, "concurrent": part_concurrent, "hostile": part_hostile,
-               "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene, "fleet": faults_fleet.part_fleet,
+               "rejoin": faults_rejoin.part_rejoin, "hygiene": faults_rejoin.part_hygiene, "fleet": faults_fleet.part_fleet, "service": faults_service.part_service,
                "overload": faults_overload.part_overload,
                "real-senders": faults_real_senders.part_real_senders}
     began = time.monotonic()

@@ -5,7 +5,7 @@
 # catalog, storage and jobs failing) and prints a table of what survived. Exits non-zero when a
 # part fails.
 #   dev/faults.sh [--recbot PATH] [--kills 50] [--short] [--seed N] [--work DIR]
-#                    [--loadgen PATH] [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet,overload,real-senders] [--max-loss SECONDS]
+#                    [--loadgen PATH] [--only kill,diskfull,concurrent,hostile,rejoin,hygiene,fleet,service,overload,real-senders] [--max-loss SECONDS]
 # Without --recbot it builds one (swift build --product recbot). --short is the CI version (5 kills,
 # 5 concurrent joins, 5 s hostile runs, two rejoin faults, split parts across a rejoin, an 8 s blackout as root,
 # 10 forced rejoins, 20 s past the CPU capacity; no real-senders part, which needs chromium and janus and takes ~6 min). The disk-full part needs root (it mounts a tmpfs). Every
