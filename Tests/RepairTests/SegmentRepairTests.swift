@@ -55,6 +55,17 @@ struct SegmentRepairTests {
         #expect(again.files.isEmpty && again.action == .stillRecording, "\(again)")
     }
 
+    @Test func aLostHostsUnfinishedFilesAreFlaggedAndNothingElse() throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let catalog = try catalogWithASecondSegment()
+        #expect(try LostHost.flag("there", catalog: catalog, at: 50_000).map(\.part) == [2])
+        let rows = try catalog.recordings(RecordingFilter(sessionID: session))
+        #expect(rows.map(\.status) == [.recording, .interrupted], "only the lost host's file")
+        #expect(rows[1].error == LostHost.reason && rows[1].missingAt == 50_000)
+        #expect(try LostHost.flag("there", catalog: catalog, at: 60_000).isEmpty, "once")
+        #expect(try catalog.session(id: session)?.endedAt == nil, "the session is left to `repair --force`")
+    }
+
     @Test func aSplitSessionsWholeFileIsNeverRenamed() {
         var rows = [0, 1, 2, 3].map { part in
             RecordingRecord(sessionID: session, connectionID: "S1", part: part, path: "p\(part)", videoCodec: nil, audioCodec: "OPUS", startedAt: 0,

@@ -38,15 +38,24 @@ struct RepairCommand: AsyncParsableCommand {
     @Flag(help: "Also repair a session recorded on another host (its process cannot be checked from here).") var force = false
     @Option(help: "With --all: only this channel's sessions (with --force, for a scheduler that runs one recorder per channel).")
     var channel: String?
+    @Option(name: .customLong("lost-host"), help: ArgumentHelp(
+        "A host that will not come back: flag its files still marked recording as interrupted (lost) instead of repairing anything.",
+        valueName: "name"))
+    var lostHost: String?
 
     func validate() throws {
         guard WebhookArguments.sendingSecondsRange.contains(webhookSeconds) else {
             throw ValidationError("--webhook-seconds must be between 0 and \(WebhookArguments.sendingSecondsRange.upperBound)")
         }
+        if lostHost != nil {
+            if !sessions.isEmpty || all { throw ValidationError("--lost-host repairs nothing: give it alone") }
+            return
+        }
         if sessions.isEmpty && !all { throw ValidationError("name a session, or pass --all") }
     }
 
     func run() async throws {
+        if let lostHost { return try flagLost(lostHost) }
         let directory = common.dataDirectory
         guard let catalog = try common.openCatalogForWriting() else { return }
         let storageHost = try hostOptions.name(settings: try common.settings())
@@ -150,6 +159,30 @@ struct RepairCommand: AsyncParsableCommand {
             }
         }
         return held
+    }
+
+    /// `--lost-host`: the host's unfinished files flagged lost; open sessions named, for `--force`.
+    private func flagLost(_ host: String) throws {
+        guard let catalog = try common.openCatalogForWriting() else { throw CommandEnd(cause: .notFound) }
+        let now = SystemTimeSource().wallClockMilliseconds()
+        let flagged = try catalog.query { c throws(CatalogError) in try LostHost.flag(host, catalog: c, at: now) }
+        if output.json {
+            Console.print(JSONValue.array(flagged.map { row in
+                .object([("session_id", .string(row.sessionID)), ("path", .string(row.path)), ("recording_id", .int(row.id))])
+            }).rendered())
+            return
+        }
+        guard !flagged.isEmpty else {
+            Console.note("no file of host \(host) is still marked recording")
+            return
+        }
+        var table = TextTable([("SESSION", .left), ("FILE", .left), ("RESULT", .left)])
+        for row in flagged { table.add([row.sessionID, (row.path as NSString).lastPathComponent, "flagged lost"]) }
+        Console.print(table.rendered())
+        let open = try Set(flagged.map(\.sessionID)).sorted().filter { id in
+            try catalog.query { c throws(CatalogError) in try c.session(id: id)?.endedAt == nil }
+        }
+        for id in open { Console.note("session \(id) is still open: `recbot repair --force \(id)` ends it, if nothing records it now") }
     }
 
     static func json(_ outcome: SessionRepairOutcome) -> JSONValue {
