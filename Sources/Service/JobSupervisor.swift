@@ -157,7 +157,9 @@ public actor JobSupervisor {
     }
 
     private func claim() async {
-        let free = settings.capacity - running.count
+        let publishers = settings.publisherCapacity == nil ? nil : await publishersRecorded()
+        let free = WorkerCapacity.claimLimit(running: running.count, sessions: settings.capacity, publishers: publishers,
+                                             publisherBudget: settings.publisherCapacity)
         guard free > 0 else { return }
         let time = now()
         let claim = JobClaim(owner: settings.owner, host: settings.host, now: time, leaseUntil: time + settings.leaseMilliseconds, limit: free)
@@ -187,6 +189,17 @@ public actor JobSupervisor {
             logger.error("cannot start recbot join", metadata: ["job": "\(job.id)", "error": "\(error)"])
             let result = JobResult(endedAt: time, exitStatus: nil, endReason: "worker: cannot start recbot join: \(error)")
             _ = try? await catalogCall { [store] in try store.finishJob(lease, result: result) }
+        }
+    }
+
+    /// The senders this worker's recordings record now (present in their sessions: cataloged,
+    /// not left); nil when the catalog cannot say.
+    private func publishersRecorded() async -> Int? {
+        let ids = Array(running.keys)
+        return try? await catalogCall { [store] in
+            try ids.reduce(0) { sum, id in
+                sum + (try store.connections(sessionID: id).filter { $0.leftAt == nil && $0.role != "recvonly" }.count)
+            }
         }
     }
 

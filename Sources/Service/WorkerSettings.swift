@@ -10,6 +10,9 @@ public struct WorkerSettings: Sendable {
     /// Recordings it runs at once (`RECBOT_SERVE_CAPACITY`): each is a `recbot join` with its
     /// own sockets and files; size it from the bench (docs/performance.md), not by guess.
     public var capacity: Int
+    /// Publishers its recordings may take in all (`RECBOT_SERVE_CAPACITY_PUBLISHERS`); nil:
+    /// recordings alone count (`WorkerCapacity`).
+    public var publisherCapacity: Int?
     /// A lease lasts this long without renewal; a worker that cannot renew within it (killed,
     /// partitioned) loses its jobs to the others. Failover takes at most about this long.
     public var leaseMilliseconds: Int64

@@ -244,6 +244,28 @@ final class ServeProcess {
         }
     }
 
+    /// `--capacity-publishers`: a worker whose recordings take its publisher budget claims no
+    /// more, however many sessions it may run; the queued job starts once one ends.
+    @Test func aPublisherBudgetHoldsTheNextJobUntilThereIsRoom() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])
+            defer { scenario.stop() }
+            let serve = try ServeProcess(scenario: scenario, arguments: ["--capacity", "4", "--capacity-publishers", "1"])
+            defer { serve.stop() }
+            #expect(try serve.api("POST", "/recordings", body: #"{"channel_id":"sora","expire_time":120}"#).status == 201)
+            let first = try #require(try Self.waitForJob(scenario) { job in
+                job.state == .running && ((try? scenario.catalog().connections(sessionID: job.id).isEmpty) == false)
+            }, "\(serve.log.suffix(2_000))")
+            #expect(try serve.api("POST", "/recordings", body: #"{"channel_id":"other","expire_time":120}"#).status == 201)
+            Thread.sleep(forTimeInterval: 3)
+            let waiting = try scenario.catalog().jobs(JobFilter(states: [.queued]))
+            #expect(waiting.map(\.channelID) == ["other"], "one publisher recorded: the budget is spent")
+            #expect(try serve.api("DELETE", "/recordings/\(first.id)").status == 202)
+            let second = try #require(try Self.waitForJob(scenario) { $0.channelID == "other" && $0.state == .running }, "\(serve.log.suffix(2_000))")
+            #expect(second.fence == 1)
+        }
+    }
+
     @Test func aStoppedServiceEndsItsRecordingsAndStoresTheirResults() async throws {
         try await blocking {
             let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--serve-rejoins"])

@@ -18,3 +18,13 @@ import Testing
         #expect(JobRetry.delay(exitStatus: 69, claims: 1, stopRequested: false, expiresAt: 1_001, now: 0) == 1_000)
     }
 }
+
+@Suite struct WorkerCapacityTests {
+    @Test func sessionsAloneOrAPublisherBudgetAsWell() {
+        #expect(WorkerCapacity.claimLimit(running: 1, sessions: 4, publishers: nil, publisherBudget: nil) == 3)
+        #expect(WorkerCapacity.claimLimit(running: 4, sessions: 4, publishers: 0, publisherBudget: 100) == 0)
+        #expect(WorkerCapacity.claimLimit(running: 1, sessions: 4, publishers: 40, publisherBudget: 100) == 1, "one at a time: its size is unknown")
+        #expect(WorkerCapacity.claimLimit(running: 2, sessions: 4, publishers: 100, publisherBudget: 100) == 0, "the budget is spent")
+        #expect(WorkerCapacity.claimLimit(running: 0, sessions: 4, publishers: nil, publisherBudget: 100) == 0, "publishers unknown: none")
+    }
+}

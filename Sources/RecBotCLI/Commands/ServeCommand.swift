@@ -30,6 +30,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Address to listen on (default 127.0.0.1:8480).", valueName: "host:port")) var listen: String?
     @Option(help: ArgumentHelp("The rules file (JSON): which channels Sora's webhooks start recordings for.", valueName: "file")) var rules: String?
     @Option(help: ArgumentHelp("Recordings this worker runs at once (default 4).", valueName: "n")) var capacity: Int?
+    @Option(name: .customLong("capacity-publishers"), help: ArgumentHelp(
+        "Also a budget of publishers: a job is claimed only while the recordings here record fewer, one at a time.", valueName: "n"))
+    var capacityPublishers: Int?
     @Option(help: ArgumentHelp("How long a job's lease lasts without renewal (default 10s): failover takes about this long.",
                                valueName: "duration")) var lease: DurationArgument?
     @Option(name: .customLong("prune-every"), help: ArgumentHelp(
@@ -56,7 +59,9 @@ struct ServeCommand: AsyncParsableCommand {
         let worker = WorkerSettings(host: settings[.host] ?? ProcessInfo.processInfo.hostName, capacity: configuration.capacity,
                                     leaseMilliseconds: configuration.leaseMilliseconds, executable: Self.ownExecutable(),
                                     childArguments: childArguments(location: location), childEnvironment: ProcessInfo.processInfo.environment)
-        let supervisor = JobSupervisor(store: store, settings: worker, logger: logger)
+        var workerSettings = worker
+        workerSettings.publisherCapacity = configuration.publisherCapacity
+        let supervisor = JobSupervisor(store: store, settings: workerSettings, logger: logger)
         endpoints.jobsChanged = { supervisor.wake() }
         let address = configuration.listen
         let serverBuilder = try configuration.serverBuilder()

@@ -17,6 +17,8 @@ struct ServeConfiguration {
     var listen: Address
     var rules: RecordingRules
     var capacity: Int
+    /// Publishers this worker's recordings may take in all (nil: recordings alone count).
+    var publisherCapacity: Int?
     var leaseMilliseconds: Int64
     /// How often the retention pass runs (nil: never).
     var pruneEveryMilliseconds: Int64?
@@ -35,6 +37,12 @@ struct ServeConfiguration {
             throw ValidationError("--capacity (\(SettingName.serveCapacity.variable)) must be a number from 1 to 1000, not \(capacityText.prefix(20))")
         }
         self.capacity = capacity
+        if let text = command.capacityPublishers.map(String.init) ?? settings[.serveCapacityPublishers] {
+            guard let budget = Int(text), (1...100_000).contains(budget) else {
+                throw ValidationError("--capacity-publishers (\(SettingName.serveCapacityPublishers.variable)) must be a number from 1 to 100000, not \(text.prefix(20))")
+            }
+            publisherCapacity = budget
+        }
         leaseMilliseconds = try settings.duration(command.lease, .serveLease, range: 2_000...600_000) ?? 10_000
         if command.pruneEvery?.milliseconds == 0 || settings[.servePruneEvery] == "0" {
             pruneEveryMilliseconds = nil

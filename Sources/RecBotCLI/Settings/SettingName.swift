@@ -100,6 +100,7 @@ extension SettingName {
     static let serveRules = SettingName("RECBOT_SERVE_RULES", flag: "--rules")
     static let serveCapacity = SettingName("RECBOT_SERVE_CAPACITY", flag: "--capacity")
     static let serveLease = SettingName("RECBOT_SERVE_LEASE", flag: "--lease")
+    static let serveCapacityPublishers = SettingName("RECBOT_SERVE_CAPACITY_PUBLISHERS", flag: "--capacity-publishers")
     static let servePruneEvery = SettingName("RECBOT_SERVE_PRUNE_EVERY", flag: "--prune-every")
     static let serveTLSCertificate = SettingName("RECBOT_SERVE_TLS_CERT", flag: "--tls-cert")
     static let serveTLSKey = SettingName("RECBOT_SERVE_TLS_KEY", flag: "--tls-key")
@@ -112,7 +113,7 @@ extension SettingName {
 
     /// As `serve --help` lists them.
     static let serve: [SettingName] = [
-        serveListen, serveRules, serveCapacity, serveLease, servePruneEvery, serveTLSCertificate, serveTLSKey, serveTLSClientCA,
+        serveListen, serveRules, serveCapacity, serveCapacityPublishers, serveLease, servePruneEvery, serveTLSCertificate, serveTLSKey, serveTLSClientCA,
         serveWebhookSecret, serveWebhookSecretHeader, serveWebhookBasicAuth, serveAPIToken,
     ]
 }
