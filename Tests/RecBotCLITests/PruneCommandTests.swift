@@ -64,6 +64,12 @@ import Testing
         #expect(shown["pruned_at"] is String && (shown["recordings"] as? [Any])?.count == 1, "the rows stay, marked")
 
         #expect(try run(["sessions", "unhold", held]).status == 0)
-        #expect(try entries(["prune", "--older-than", "30d"]) == [held: "pruned", open: "kept", unverified: "kept"])
+        let textfile = directory + "/prune.prom"
+        #expect(try entries(["prune", "--older-than", "30d", "--metrics-textfile", textfile]) == [held: "pruned", open: "kept", unverified: "kept"])
+        let metrics = try String(contentsOfFile: textfile, encoding: .utf8)
+        for line in ["recbot_prune_sessions{dry_run=\"0\"} 1", "recbot_prune_bytes{dry_run=\"0\"} 2000", "recbot_prune_kept{reason=\"recording\"} 1",
+                     "recbot_prune_kept{reason=\"unverified\"} 1", "recbot_prune_kept{reason=\"held\"} 0", "recbot_prune_failures 0"] {
+            #expect(metrics.contains(line + "\n"), "\(line) in \(metrics)")
+        }
     }
 }

@@ -29,6 +29,9 @@ struct PruneCommand: ParsableCommand {
     @Option(help: "Only this channel's sessions.") var channel: String?
     @Flag(name: .customLong("dry-run"), help: "List what would be removed, and remove nothing.") var dryRun = false
     @Flag(help: "Delete the sessions' events from the catalog too.") var events = false
+    @Option(name: .customLong("metrics-textfile"), help: ArgumentHelp(
+        "Write what this prune did for node_exporter's textfile collector (recbot_prune_*), atomically.", valueName: "path"))
+    var metricsTextfile: String?
 
     func validate() throws {
         if olderThan == nil && !expired { throw ValidationError("say which sessions: --older-than AGE, --expired, or both") }
@@ -58,6 +61,17 @@ struct PruneCommand: ParsableCommand {
             Console.print("\(pruned.count) session\(pruned.count == 1 ? "" : "s") \(dryRun ? "would be pruned" : "pruned"), "
                           + "\(HumanFormat.size(bytes: bytes) ?? "0 B") \(dryRun ? "would be freed" : "freed"); "
                           + "\(outcomes.count - pruned.count) kept")
+        }
+        if let metricsTextfile {
+            let text = PruneMetrics.render(outcomes, dryRun: dryRun, finishedAt: Int64(Date().timeIntervalSince1970 * 1000))
+            do {
+                let temporary = metricsTextfile + ".tmp"
+                try text.write(toFile: temporary, atomically: false, encoding: .utf8)
+                guard rename(temporary, metricsTextfile) == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+            } catch {
+                Console.note("--metrics-textfile \(metricsTextfile): not written: \(error)")
+                throw CommandEnd(cause: .storageFailed)
+            }
         }
         if outcomes.contains(where: { $0.error != nil }) { throw CommandEnd(cause: .storageFailed) }
     }
