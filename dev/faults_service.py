@@ -4,8 +4,9 @@ drive it, with three workers sharing one PostgreSQL catalog (three data director
   service   channels open and close on a schedule (20 over about 5 minutes; 8 over about 2 with
             --short), each a Sora-compatible test server with one VP8+Opus publisher behind one
             signaling URL (a router here sends each WebSocket to its channel's server, as a Sora
-            cluster would). Each channel's `session.created` and `session.destroyed` go to a
-            different worker in turn, as a load balancer would send them.
+            cluster would). Each test server sends its session's webhooks itself, as Sora does:
+            `session.created` once it listens, `session.destroyed` at the end of its life, each
+            to a different worker (as a load balancer would).
             Checks, per channel: recorded exactly once (one job, claimed once, one session with
             complete recordings that `recbot verify` passes), its recording started within 2 s
             of `session.created` (the session's row) and ended within 2 s of
@@ -16,9 +17,12 @@ import json
 import os
 import statistics
 import subprocess
+import sys
 import threading
 import time
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ports import free_port  # noqa: E402
 
 common = None  # dev/faults.py, which imports this module and sets it
 
@@ -117,46 +121,56 @@ class Worker:
         if self.port is None:
             raise RuntimeError(f"recbot serve did not start (see {self.log})")
 
-    def webhook(self, kind, channel, session):
-        body = json.dumps({"type": kind, "channel_id": channel, "session_id": session, "timestamp": "2026-12-01T00:00:00Z"}).encode()
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/webhooks/sora", data=body, method="POST",
-                                         headers={"content-type": "application/json", "x-recbot-webhook-secret": SECRET})
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status
+    @property
+    def webhook_url(self):
+        return f"http://127.0.0.1:{self.port}/webhooks/sora"
 
 
 class Channel:
-    """One channel's life: its server, its webhooks and the moments they were sent."""
+    """One channel's life: its server (which sends the session's webhooks), and when it sent them."""
 
     def __init__(self, index, start, life):
         self.name = f"ch-{index:02d}"
-        self.sora_session = f"SORA{index:02d}{os.urandom(4).hex().upper()}"
         self.index, self.start, self.life = index, start, life
-        self.created_at = self.destroyed_at = None
+        self.sora_session = self.created_at = self.destroyed_at = None
         self.problems = []
 
     def run(self, began, work, router, workers):
         time.sleep(max(0.0, began + self.start - time.monotonic()))
-        server = common.TestServer(os.path.join(work, self.name),
-                                   ["--publisher", "vp8", "--channel-outlives-clients", "--max-seconds", str(self.life + 90)])
+        port = free_port()
+        # Routed before the server exists: its session.created may reach a worker at once.
+        router.register(self.name, f"ws://127.0.0.1:{port}/signaling")
+        # Each webhook to the next worker in turn (created to one, destroyed to the next).
+        urls = [workers[(self.index + turn) % WORKERS].webhook_url for turn in range(WORKERS)]
+        server = common.TestServer(os.path.join(work, self.name), [
+            "--port", str(port), "--publisher", "vp8", "--channel-outlives-clients", "--max-seconds", str(self.life + 90),
+            "--channel-id", self.name, "--lifetime", str(self.life), "--webhook-secret", SECRET,
+            *[argument for url in urls for argument in ("--webhook-url", url)]])
         try:
-            router.register(self.name, server.wait_listening())
-            self.created_at = time.time()
-            self.send(workers[self.index % WORKERS], "session.created")
-            time.sleep(self.life)
-            self.destroyed_at = time.time()
-            self.send(workers[(self.index + 1) % WORKERS], "session.destroyed")
-            time.sleep(4)  # the recording ends by itself first: the server stays as Sora's channel would while publishers remain
+            server.wait_listening()
+            server.process.wait(timeout=self.life + 60)
+            self.read_webhooks(server.out_path)
         except Exception as error:  # noqa: BLE001 - recorded as this channel's problem
             self.problems.append(f"{type(error).__name__}: {error}")
         finally:
             router.unregister(self.name)
             server.stop(wait=1)
 
-    def send(self, worker, kind):
-        status = worker.webhook(kind, self.name, self.sora_session)
-        if status != 200:
-            self.problems.append(f"{kind} answered {status}")
+    def read_webhooks(self, path):
+        with open(path) as text:
+            for line in text:
+                event = json.loads(line)
+                if event.get("type") != "webhook":
+                    continue
+                if event.get("status") != 200:
+                    self.problems.append(f"{event['event']} answered {event.get('status')}")
+                self.sora_session = event["session_id"]
+                if event["event"] == "session.created":
+                    self.created_at = event["at"]
+                elif event["event"] == "session.destroyed":
+                    self.destroyed_at = event["at"]
+        if self.created_at is None or self.destroyed_at is None:
+            self.problems.append("the server did not send both session webhooks")
 
 
 def schedule(short):
@@ -191,6 +205,7 @@ def part_service(options, work, result):
         for thread in threads:
             thread.join()
         judge(channels, postgres, workers, options, work, result, environment)
+        failover(options, work, router, workers, postgres, environment, result)
     finally:
         for worker in workers:
             worker.process.terminate()  # a graceful stop: no recording is left by now
@@ -231,8 +246,8 @@ def judge(channels, postgres, workers, options, work, result, environment):
                 problems.append(f"{len(sessions)} sessions")
             else:
                 started, ended, segment = float(sessions[0][0]), int(sessions[0][1]) / 1000, sessions[0][2]
-                start_delay = started - channel.created_at
-                stop_delay = ended - channel.destroyed_at
+                start_delay = started - (channel.created_at or 0)
+                stop_delay = ended - (channel.destroyed_at or 0)
                 starts.append(start_delay)
                 stops.append(stop_delay)
                 if not 0 <= start_delay <= 2:
@@ -271,3 +286,62 @@ def verify(workers, options, work, environment):
             continue
         passed |= {str(e.get("recording_id")) for e in entries if e.get("verification") == "verified"}
     return passed
+
+
+def failover(options, work, router, workers, postgres, environment, result):
+    """SIGKILL of the worker holding a live recording (60 s in, a 90 s channel; 15 s of 45 with
+    --short): another worker continues it in the same session with at most 15 s of media lost,
+    the dead worker's files are repaired on its host, and every part verifies."""
+    result.runs += 1
+    life, kill_at = (45.0, 15.0) if options.short else (90.0, 60.0)
+    channel = Channel(99, 0.0, life)
+    channel.name = "ch-failover"
+    thread = threading.Thread(target=channel.run, args=(time.monotonic(), work, router, workers), daemon=True)
+    thread.start()
+    problems = []
+    held = None
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and held is None:
+        found = rows(postgres, "SELECT j.id, j.worker_host FROM jobs j WHERE j.channel_id = 'ch-failover' AND j.state = 'running' "
+                               "AND EXISTS (SELECT 1 FROM recordings r WHERE r.session_id = j.id)")
+        held = found[0] if found else None
+        time.sleep(0.2)
+    if held is None:
+        thread.join()
+        result.failures.append("service failover: the recording never started")
+        return
+    job_id, host = held
+    victim = next(w for w in workers if w.host == host)
+    time.sleep(max(0.0, kill_at - (time.time() - (channel.created_at or time.time()))))
+    victim.process.kill()
+    thread.join()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and rows(postgres, f"SELECT 1 FROM jobs WHERE id = '{job_id}' AND state = 'running'"):
+        time.sleep(0.5)
+    job = rows(postgres, f"SELECT fence, coalesce(exit_status, -1), state FROM jobs WHERE id = '{job_id}'")[0]
+    if job != ["2", "0", "ended"]:
+        problems.append(f"job claims/exit/state {job}")
+    session = rows(postgres, f"SELECT coalesce(segment, 1), ended_at IS NOT NULL FROM sessions WHERE id = '{job_id}'")[0]
+    if session != ["2", "t"]:
+        problems.append(f"session segment/ended {session}")
+    outage = rows(postgres, f"SELECT cause, coalesce(media_lost_ms, -1) FROM interruptions WHERE session_id = '{job_id}' ORDER BY ordinal")
+    lost = int(outage[-1][1]) / 1000 if outage and outage[-1][0] == "failover" else None
+    if lost is None or not 0 <= lost <= 15:
+        problems.append(f"interruptions {outage}")
+    log = os.path.join(work, "failover-commands.log")
+    with open(log, "ab") as handle:
+        repair = subprocess.run([options.recbot, "repair", "--all", "--data-dir", victim.data, "--host", victim.host],
+                                stdout=handle, stderr=handle, env=environment, timeout=300)
+        verified = [subprocess.run([options.recbot, "verify", job_id, "--data-dir", w.data, "--host", w.host], stdout=handle, stderr=handle,
+                                   env=environment, timeout=300).returncode for w in workers]
+    if repair.returncode != 0 or any(verified):
+        problems.append(f"repair exit {repair.returncode}, verify exits {verified} (see {log})")
+    parts = rows(postgres, f"SELECT part, host FROM recordings WHERE session_id = '{job_id}' ORDER BY part")
+    if not parts or parts[0][0] != "1" or len({h for _, h in parts}) != 2:
+        problems.append(f"parts {parts}")
+    if problems:
+        result.failures += [f"service failover: {problem}" for problem in problems]
+    else:
+        result.passed += 1
+    result.numbers.append(f"SIGKILL of the worker recording a live channel {kill_at:.0f} s in: "
+                          f"{lost if lost is not None else '?'} s of media lost, continued in the same session")

@@ -429,6 +429,8 @@ public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, Mutab
     public var startedAt: Int64
     public var uploadedAt: Int64?
     public var localDeletedAt: Int64?
+    /// When `recbot prune --uploaded-objects` deleted the object from the storage.
+    public var remoteDeletedAt: Int64?
 
     public init(sessionID: String, fileName: String, objectURL: String, endpoint: String, bytes: Int64, startedAt: Int64,
                 status: UploadStatus = .uploading) {
@@ -442,6 +444,7 @@ public struct UploadRecord: Codable, Sendable, Equatable, FetchableRecord, Mutab
         case id, endpoint, bytes, status, etag, attempts, error
         case sessionID = "session_id", fileName = "file_name", objectURL = "object_url", uploadID = "upload_id"
         case partSize = "part_size", startedAt = "started_at", uploadedAt = "uploaded_at", localDeletedAt = "local_deleted_at"
+        case remoteDeletedAt = "remote_deleted_at"
     }
 }
 

@@ -293,7 +293,7 @@ extension EventPayload {
 extension UploadRecord {
     static let selectColumns = """
         id, session_id, file_name, object_url, endpoint, bytes, status, upload_id, part_size, etag, attempts, error, started_at,
-        uploaded_at, local_deleted_at
+        uploaded_at, local_deleted_at, remote_deleted_at
         """
 
     init(postgres row: PostgresRow) throws {
@@ -310,6 +310,7 @@ extension UploadRecord {
         error = try value("error")
         uploadedAt = try value("uploaded_at")
         localDeletedAt = try value("local_deleted_at")
+        remoteDeletedAt = try value("remote_deleted_at")
         self = catalogLoaded
     }
 
@@ -333,6 +334,7 @@ extension UploadRecord {
         columns.add("started_at", startedAt)
         columns.add("uploaded_at", uploadedAt)
         columns.add("local_deleted_at", localDeletedAt)
+        columns.add("remote_deleted_at", remoteDeletedAt)
         return columns
     }
 }

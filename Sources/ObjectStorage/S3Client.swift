@@ -134,6 +134,13 @@ public final class S3Client: Sendable {
         } catch where error.code == "NoSuchUpload" {}
     }
 
+    /// Deletes an object; one that is not there is no error (S3 answers 204 either way).
+    public func deleteObject(bucket: String, key: String) async throws(S3Error) {
+        do {
+            _ = try await send(S3Request(method: .DELETE, bucket: bucket, key: key), operation: "DeleteObject \(key)")
+        } catch where error.httpStatus == 404 {}
+    }
+
     /// Size and ETag of a stored object, or nil when there is none.
     public func headObject(bucket: String, key: String) async throws(S3Error) -> (size: Int64, etag: String)? {
         let response: S3Response

@@ -67,6 +67,27 @@ struct ArchiveUploadTests {
         #expect(try fixture.unfinishedUploads == 0)
     }
 
+    /// `recbot prune --uploaded-objects` (issue 43): a pruned session's objects go from the
+    /// storage too, the report first, and each upload's row says so; a second run finds none.
+    @Test func uploadedObjectsAreRemovedOnlyWhenAskedAndMarked() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        _ = try await fixture.upload(try fixture.uploader())
+        #expect(try fixture.objects.count == 5)
+        let (_, client) = try fixture.uploader()
+        let removal = UploadedObjectRemoval(client: client, catalog: fixture.catalog, destination: try S3Destination(bucket: fixture.bucket, prefix: fixture.prefix))
+        let elsewhere = UploadedObjectRemoval(client: client, catalog: fixture.catalog, destination: try S3Destination(bucket: fixture.bucket, prefix: "other"))
+        #expect(try elsewhere.objects(sessionID: fixture.session.id).isEmpty, "another destination's objects are not these")
+        #expect(try removal.objects(sessionID: fixture.session.id).count == 5)
+        let removed = try await removal.remove(sessionID: fixture.session.id, now: 123_000)
+        let bytes = try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id)).reduce(0) { $0 + $1.bytes }
+        #expect(removed.objects == 5 && removed.bytes == bytes)
+        #expect(try fixture.objects.isEmpty, "the objects are gone")
+        #expect(try fixture.catalog.uploads(UploadFilter(sessionID: fixture.session.id)).allSatisfy { $0.remoteDeletedAt == 123_000 && $0.status == .uploaded })
+        #expect(try await removal.remove(sessionID: fixture.session.id, now: 124_000).objects == 0, "once")
+        await client.shutdown()
+    }
+
     @Test func aSecondRunFindsEverythingUploadedAndSendsNothing() async throws {
         let fixture = try UploadFixture()
         _ = try fixture.writeSession()

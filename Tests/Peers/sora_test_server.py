@@ -1173,6 +1173,14 @@ async def main():
                         help="no client's end, not even a clean `disconnect`, ends the channel: the next client (another "
                              "recorder taking over, say) meets the same publishers; implies --serve-rejoins")
     parser.add_argument("--max-seconds", type=float, default=120)
+    parser.add_argument("--webhook-url", action="append", default=[], metavar="URL",
+                        help="send Sora's session webhooks here, as Sora does: session.created once listening, "
+                             "session.destroyed after --lifetime; with several URLs they take turns (a load balancer)")
+    parser.add_argument("--webhook-secret", default="", help="sent in the x-recbot-webhook-secret header")
+    parser.add_argument("--channel-id", default="sora", help="the channel the session webhooks name")
+    parser.add_argument("--lifetime", type=float, default=0, metavar="SECONDS",
+                        help="with --webhook-url: the session ends (session.destroyed) this long after it was created, "
+                             "and the server stops 4 s later")
     parser.add_argument("--truth", help="write the ground truth here when the session ends")
     parser.add_argument("--loss", type=float, default=0.0, metavar="PERCENT",
                         help="drop this share of the publishers' RTP packets (media and RTX, never RTCP), independently per packet")
@@ -1266,6 +1274,11 @@ async def main():
     sys.stdout.write(json.dumps({"type": "listening", "url": state["url"]}) + "\n")
     sys.stdout.flush()
     deadline = time.monotonic() + args.max_seconds
+    webhooks = SessionWebhooks(args) if args.webhook_url else None
+    if webhooks:
+        await webhooks.send("session.created")
+        if args.lifetime > 0:
+            deadline = min(deadline, time.monotonic() + args.lifetime)
     while not finished.is_set() and time.monotonic() < deadline:
         restart = asyncio.ensure_future(channel.restart_requested.wait())
         done = asyncio.ensure_future(finished.wait())
@@ -1281,8 +1294,50 @@ async def main():
             await server.wait_closed()
             await asyncio.sleep(channel.restart)
             server = await start_serving(port)
+    if webhooks:
+        await webhooks.send("session.destroyed")
+        await asyncio.sleep(4)  # the recorder leaves first, as from a Sora channel whose session ended
     server.close()
     await asyncio.sleep(0.2)
+
+
+class SessionWebhooks:
+    """Sora's session webhooks for this server's one session, each sent to the next URL in turn;
+    every one is also printed on standard output (a JSON line with the Unix time it was sent)."""
+
+    def __init__(self, args):
+        self.args = args
+        self.session_id = sora_id()
+        self.sent = 0
+
+    async def send(self, kind):
+        """To the next URL in turn; one that cannot be reached (a worker gone) passes it on to the
+        next, as a load balancer does."""
+        urls = self.args.webhook_url
+        first = self.sent % len(urls)
+        self.sent += 1
+        body = {"type": kind, "channel_id": self.args.channel_id, "session_id": self.session_id,
+                "timestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+        at = time.time()
+        for turn in range(len(urls)):
+            status = await asyncio.to_thread(self.post, urls[(first + turn) % len(urls)], json.dumps(body).encode())
+            if isinstance(status, int):
+                break
+        sys.stdout.write(json.dumps({"type": "webhook", "event": kind, "session_id": self.session_id, "at": at, "status": status}) + "\n")
+        sys.stdout.flush()
+
+    def post(self, url, data):
+        import urllib.error
+        import urllib.request
+        request = urllib.request.Request(url, data=data, method="POST", headers={
+            "content-type": "application/json", "x-recbot-webhook-secret": self.args.webhook_secret})
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:
+                return response.status
+        except urllib.error.HTTPError as error:
+            return error.code
+        except OSError as error:
+            return str(error)
 
 
 if __name__ == "__main__":

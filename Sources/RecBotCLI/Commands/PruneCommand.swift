@@ -1,11 +1,13 @@
 import Archive
+import ArchiveUpload
 import ArgumentParser
 import Foundation
+import Logging
 import ObjectStorage
 import Retention
 
 /// `recbot prune`: removes old sessions' files from this host, keeping their catalog rows.
-struct PruneCommand: ParsableCommand {
+struct PruneCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "prune",
         abstract: "Remove old sessions' files from this host (their catalog rows stay, marked pruned).",
@@ -17,7 +19,7 @@ struct PruneCommand: ParsableCommand {
             passed, or has an upload that is not finished, or, when an upload destination is
             configured (RECBOT_UPLOAD_URL), has not been uploaded there. The catalog keeps every
             row, marked pruned; the events stay unless --events. --dry-run lists exactly what a
-            prune would remove. Uploaded objects are never removed.
+            prune would remove. Uploaded objects are removed only with --uploaded-objects.
             """)
 
     @OptionGroup var common: CommonOptions
@@ -29,6 +31,9 @@ struct PruneCommand: ParsableCommand {
     @Option(help: "Only this channel's sessions.") var channel: String?
     @Flag(name: .customLong("dry-run"), help: "List what would be removed, and remove nothing.") var dryRun = false
     @Flag(help: "Delete the sessions' events from the catalog too.") var events = false
+    @Flag(name: .customLong("uploaded-objects"), help: ArgumentHelp(
+        "Also delete the pruned sessions' objects from the upload destination (RECBOT_UPLOAD_URL, its endpoint and credentials)."))
+    var uploadedObjects = false
     @Option(name: .customLong("metrics-textfile"), help: ArgumentHelp(
         "Write what this prune did for node_exporter's textfile collector (recbot_prune_*), atomically.", valueName: "path"))
     var metricsTextfile: String?
@@ -38,7 +43,7 @@ struct PruneCommand: ParsableCommand {
         if let olderThan, olderThan.milliseconds < 60_000 { throw ValidationError("--older-than must be at least a minute") }
     }
 
-    func run() throws {
+    func run() async throws {
         let settings = try common.settings()
         let now = Int64(Date().timeIntervalSince1970 * 1000)
         var policy = PrunePolicy(startedBefore: olderThan.map { now - $0.milliseconds }, expiredBy: expired ? now : nil, channel: channel,
@@ -52,10 +57,17 @@ struct PruneCommand: ParsableCommand {
                 let pruner = SessionPruner(catalog: c, dataDirectory: directory)
                 return decisions.map { pruner.prune($0, policy: policy, now: now) }
             }
+        let removed = try await removeUploadedObjects(outcomes, settings: settings, catalog: catalog, now: now)
         if output.json {
-            Console.print(JSONValue.array(outcomes.map { .object(Self.json($0, dryRun: dryRun)) }).rendered())
+            Console.print(JSONValue.array(outcomes.map { outcome in
+                .object(Self.json(outcome, dryRun: dryRun) + [("objects_deleted", .int(removed[outcome.decision.session.id].map { Int64($0.objects) }))])
+            }).rendered())
         } else {
             Console.print(Self.table(outcomes, dryRun: dryRun).rendered())
+            for (id, objects) in removed.sorted(by: { $0.key < $1.key }) where objects.objects > 0 {
+                Console.print("session \(id): \(objects.objects) uploaded object\(objects.objects == 1 ? "" : "s") (\(HumanFormat.size(bytes: objects.bytes) ?? "0 B")) "
+                              + (dryRun ? "would be deleted" : "deleted"))
+            }
             let pruned = outcomes.filter { $0.decision.verdict == .prune && $0.error == nil }
             let bytes = dryRun ? pruned.reduce(0) { $0 + $1.decision.bytes } : pruned.reduce(0) { $0 + $1.bytesFreed }
             Console.print("\(pruned.count) session\(pruned.count == 1 ? "" : "s") \(dryRun ? "would be pruned" : "pruned"), "
@@ -74,6 +86,45 @@ struct PruneCommand: ParsableCommand {
             }
         }
         if outcomes.contains(where: { $0.error != nil }) { throw CommandEnd(cause: .storageFailed) }
+    }
+
+    /// `--uploaded-objects`: per pruned session, its objects deleted (or, in a dry run, to delete).
+    private func removeUploadedObjects(_ outcomes: [PruneOutcome], settings: Settings, catalog: any CatalogStore,
+                                       now: Int64) async throws -> [String: (objects: Int, bytes: Int64)] {
+        guard uploadedObjects else { return [:] }
+        let configuration: UploadConfiguration
+        do {
+            guard let configured = try UploadArguments.parse([]).configuration(destination: nil, settings: settings,
+                                                                              environment: ProcessInfo.processInfo.environment) else {
+                throw Console.fail("--uploaded-objects needs the upload destination (RECBOT_UPLOAD_URL)", cause: .badCommandLine)
+            }
+            configuration = configured
+        } catch let end as CommandEnd {
+            throw end
+        } catch {
+            throw Console.fail(error, cause: .invalidConfiguration)
+        }
+        let client = configuration.makeClient(logger: Logger(label: "recbot.prune"))
+        let removal = UploadedObjectRemoval(client: client, catalog: catalog, destination: configuration.options.destination)
+        var removed: [String: (objects: Int, bytes: Int64)] = [:]
+        var failure: (any Error)?
+        for outcome in outcomes where outcome.decision.verdict == .prune && outcome.error == nil {
+            let id = outcome.decision.session.id
+            do {
+                if dryRun {
+                    let rows = try removal.objects(sessionID: id)
+                    removed[id] = (rows.count, rows.reduce(0) { $0 + $1.bytes })
+                } else {
+                    removed[id] = try await removal.remove(sessionID: id, now: now)
+                }
+            } catch {
+                Console.note("session \(id): uploaded objects not deleted: \(error)")
+                failure = error
+            }
+        }
+        await client.shutdown()
+        if let failure = failure as? UploadError { throw CommandEnd(cause: failure.endCause) }
+        return removed
     }
 
     /// The upload destination configured here: a session must reach it before it is pruned.
