@@ -190,7 +190,8 @@ struct ServeFleetScenarioTests {
             let frozen = Date()
             Thread.sleep(forTimeInterval: 0.3)
             let leaseEnd = try #require(try catalog.job(id: job.id)?.leaseUntil, "the cut-off worker's last renewal")
-            _ = try #require(try Self.poll(60) { cut.log.contains("cannot renew the lease in time") ? true : nil }, "\(cut.log.suffix(2_000))")
+            let noticed = try Self.poll(60) { cut.log.contains("cannot renew the lease in time") ? Date() : nil }
+            _ = try #require(noticed, "\(cut.log.suffix(2_000))")
             let stoppedAfter = Date().timeIntervalSince(frozen)
             let claimed = try #require(try Self.poll(100) { try catalog.job(id: job.id).flatMap { $0.fence >= 2 ? $0 : nil } }, "\(other.log.suffix(2_000))")
             #expect(claimed.leaseOwner != job.leaseOwner)
