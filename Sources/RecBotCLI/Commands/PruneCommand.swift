@@ -92,18 +92,8 @@ struct PruneCommand: AsyncParsableCommand {
     private func removeUploadedObjects(_ outcomes: [PruneOutcome], settings: Settings, catalog: any CatalogStore,
                                        now: Int64) async throws -> [String: (objects: Int, bytes: Int64)] {
         guard uploadedObjects else { return [:] }
-        let configuration: UploadConfiguration
-        do {
-            guard let configured = try UploadArguments.parse([]).configuration(destination: nil, settings: settings,
-                                                                              environment: ProcessInfo.processInfo.environment) else {
-                throw Console.fail("--uploaded-objects needs the upload destination (RECBOT_UPLOAD_URL)", cause: .badCommandLine)
-            }
-            configuration = configured
-        } catch let end as CommandEnd {
-            throw end
-        } catch {
-            throw Console.fail(error, cause: .invalidConfiguration)
-        }
+        let configuration = try UploadArguments.parse([]).required(destination: nil, settings: settings, environment: ProcessInfo.processInfo.environment,
+                                                                   missing: "--uploaded-objects needs the upload destination (RECBOT_UPLOAD_URL)")
         let client = configuration.makeClient(logger: Logger(label: "recbot.prune"))
         let removal = UploadedObjectRemoval(client: client, catalog: catalog, destination: configuration.options.destination)
         var removed: [String: (objects: Int, bytes: Int64)] = [:]

@@ -26,6 +26,17 @@ struct UploadArguments: ParsableArguments {
     @Flag(name: .customLong("delete-after-upload"), help: "Remove a session's local files once every one of them uploaded and verified (also RECBOT_DELETE_AFTER_UPLOAD=1).")
     var deleteAfterUpload = false
 
+    /// The configuration a command cannot go without: none configured is a usage error
+    /// (`missing` says what to give), one that does not parse or load a configuration error.
+    func required(destination: String?, settings: Settings, environment: [String: String], missing: String) throws -> UploadConfiguration {
+        let configured: UploadConfiguration?
+        do { configured = try configuration(destination: destination, settings: settings, environment: environment) } catch {
+            throw Console.fail(error, cause: .invalidConfiguration)
+        }
+        guard let configured else { throw Console.fail(missing, cause: .badCommandLine) }
+        return configured
+    }
+
     /// nil when no destination is configured.
     func configuration(destination: String?, settings: Settings, environment: [String: String]) throws -> UploadConfiguration? {
         guard let text = destination ?? settings[.uploadURL] else { return nil }

@@ -45,19 +45,10 @@ struct UploadCommand: AsyncParsableCommand {
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let settings = try common.settings(environment: environment)
-        let configuration: UploadConfiguration
         let webhooks: WebhookSettings?
-        do {
-            webhooks = try webhookArguments.recordingSettings(settings)
-            guard let configured = try uploadArguments.configuration(destination: destination, settings: settings, environment: environment) else {
-                throw Console.fail("--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required", cause: .badCommandLine)
-            }
-            configuration = configured
-        } catch let end as CommandEnd {
-            throw end
-        } catch {
-            throw Console.fail(error, cause: .invalidConfiguration)
-        }
+        do { webhooks = try webhookArguments.recordingSettings(settings) } catch { throw Console.fail(error, cause: .invalidConfiguration) }
+        let configuration = try uploadArguments.required(destination: destination, settings: settings, environment: environment,
+                                                         missing: "--to s3://bucket[/prefix] (or RECBOT_UPLOAD_URL) is required")
         guard let catalog = try common.openCatalogForWriting() else {
             if sessions.isEmpty { return }
             throw Console.fail("no session \(sessions[0].value): there is no catalog", cause: .notFound)
