@@ -109,7 +109,8 @@ public final class Catalog: CatalogStore {
         var migrator = DatabaseMigrator()
         for migration in EmbeddedMigrations.all {
             migrator.registerMigration(migration.identifier) { db in
-                try db.execute(sql: migration.sql)
+                try db.execute(sql: MigrationDialect.sqlite.sql(of: migration.sql))
+                if migration.identifier == SearchTextBackfill.migration { try SearchTextBackfill.run(db) }
             }
             if migration.identifier == last { break }
         }

@@ -368,6 +368,7 @@ public struct EventRecord: Codable, Sendable, Equatable, FetchableRecord, Mutabl
             container["payload_format"] = "binary"
             container["payload_blob"] = Data(bytes)
         }
+        container["search_text"] = SearchText.of(payload)
     }
 
     public mutating func didInsert(_ inserted: InsertionSuccess) { id = inserted.rowID }

@@ -51,7 +51,11 @@ public final class PostgresCatalog: CatalogStore {
 
     private func migrate(logger: Logger) throws(CatalogError) {
         let location = self.location
-        let applied = try link.transaction { session -> [String] in
+        // Its own connection, with more time per statement: building an index over a large
+        // catalog's events (migration 0017) takes longer than any query should.
+        let migrations = PostgresLink(url: link.url, logger: logger, statementTimeout: .minutes(10))
+        defer { migrations.close() }
+        let applied = try migrations.transaction { session -> [String] in
             try session.query("SELECT pg_advisory_xact_lock(\(Self.migrationLockKey))")
             try session.execute("""
                 CREATE TABLE IF NOT EXISTS recbot_migrations (identifier TEXT PRIMARY KEY NOT NULL, applied_at BIGINT NOT NULL)
@@ -61,9 +65,10 @@ public final class PostgresCatalog: CatalogStore {
             var applied: [String] = []
             let now = Int64(Date().timeIntervalSince1970 * 1000)
             for migration in CatalogMigrations.all where !before.contains(migration.identifier) {
-                for statement in PostgresDialect.statements(fromSQLite: migration.sql) {
+                for statement in PostgresDialect.statements(fromSQLite: MigrationDialect.postgres.sql(of: migration.sql)) {
                     try session.execute(statement)
                 }
+                if migration.identifier == SearchTextBackfill.migration { try Self.backfillSearchText(session) }
                 try session.query("INSERT INTO recbot_migrations (identifier, applied_at) VALUES (\(migration.identifier), \(now))")
                 applied.append(migration.identifier)
             }
@@ -84,5 +89,29 @@ public final class PostgresCatalog: CatalogStore {
     private static func checkNotNewer(_ applied: Set<String>, location: String) throws(CatalogError) {
         let unknown = applied.subtracting(CatalogMigrations.identifiers).sorted()
         if !unknown.isEmpty { throw CatalogError(path: location, reason: .newerSchema(unknown: unknown)) }
+    }
+}
+
+extension PostgresCatalog {
+    /// Migration 0017's `search_text` for the events stored before it (see `SearchTextBackfill`).
+    static func backfillSearchText(_ session: PostgresLink.Session) throws {
+        var after: Int64 = 0
+        while true {
+            let rows = try session.query("""
+                SELECT id, payload_format, payload_text, payload_blob FROM events
+                WHERE id > \(after) AND \(unescaped: SearchTextBackfill.candidates) ORDER BY id LIMIT \(Int64(SearchTextBackfill.batchSize))
+                """).rows
+            var last: Int64?
+            for row in rows {
+                let (id, format, text, blob) = try row.decode((Int64, String, String?, ByteBuffer?).self)
+                last = id
+                let payload = SearchTextBackfill.payload(format: format, text: text, bytes: blob.map { Array($0.readableBytesView) })
+                if let searched = SearchText.of(payload) {
+                    try session.query("UPDATE events SET search_text = \(searched) WHERE id = \(id)")
+                }
+            }
+            guard let last else { return }
+            after = last
+        }
     }
 }

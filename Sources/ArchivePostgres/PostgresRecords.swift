@@ -276,6 +276,7 @@ extension EventRecord {
             columns.add("payload_text", String?.none)
             columns.add("payload_blob", ByteBuffer(bytes: bytes))
         }
+        columns.add("search_text", SearchText.of(payload))
         return columns
     }
 }
