@@ -30,6 +30,11 @@ enum HumanFormat {
     }
 
     /// 850ms, 42s, 15m02s, 2h03m07s.
+    /// A position in a file as seconds with tenths (what a player's #t= takes), e.g. 83.4s.
+    static func offset(milliseconds: Int64) -> String {
+        "\(milliseconds / 1000).\(milliseconds % 1000 / 100)s"
+    }
+
     static func duration(milliseconds: Int64?) -> String? {
         guard let milliseconds, milliseconds >= 0 else { return nil }
         if milliseconds < 1000 { return "\(milliseconds)ms" }
