@@ -247,6 +247,12 @@ let package = Package(
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ], path: "Sources/Bench/recbot-floor"),
+        // Message search on a big catalog (issue 44), beside a scan of the same rows.
+        .executableTarget(name: "recbot-searchbench", dependencies: [
+            "Archive", "ArchivePostgres",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "GRDB", package: "GRDB.swift"),
+        ], path: "Sources/Bench/recbot-searchbench"),
 
         // MARK: Fuzz targets (dev/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
         .target(name: "FuzzSupport", path: "Sources/Fuzz/FuzzSupport", swiftSettings: fuzzSwiftSettings),
