@@ -134,6 +134,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
+            swiftSettings: fuzzSwiftSettings,  // FuzzSignaling reaches the search text of a message
             plugins: ["EmbedMigrations"]
         ),
 
@@ -263,7 +264,7 @@ let package = Package(
         .executableTarget(name: "FuzzRTP", dependencies: ["RTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzRTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzAV1", dependencies: ["WebM", "Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzAV1", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzSCTP", dependencies: ["SCTP", "FuzzSupport"], path: "Sources/Fuzz/FuzzSCTP", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzSignaling", dependencies: ["SoraSignalingCore", "FuzzSupport"], path: "Sources/Fuzz/FuzzSignaling", swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzSignaling", dependencies: ["SoraSignalingCore", "Archive", "FuzzSupport"], path: "Sources/Fuzz/FuzzSignaling", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzDepacketizers", dependencies: ["Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzDepacketizers", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),

@@ -1,7 +1,9 @@
 // libFuzzer target for what Sora sends: signaling JSON (WebSocket or the `signaling` data
 // channel) and data-channel payloads with compression (zlib inflate, size-limited) and the
-// sender header, and JSON-RPC replies on the `rpc` channel. No crash; an inflated payload
-// never exceeds its limit.
+// sender header, and JSON-RPC replies on the `rpc` channel, then the text search indexes of
+// such a message. No crash; an inflated payload never exceeds its limit, nor an indexed text
+// its cap.
+import Archive
 import FuzzSupport
 import SoraSignalingCore
 
@@ -16,6 +18,11 @@ public func fuzzSignaling(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
         if let message = try? SoraDataChannelMessage(raw: bytes, settings: settings, maximumSize: 65_536) {
             precondition(message.data.count <= 65_536, "inflated past the limit")
         }
+    }
+    for payload in [EventPayload.classify(text: text), .binary(bytes)] {
+        let indexed = SearchText.of(payload)
+        precondition((indexed?.utf8.count ?? 0) <= SearchText.maximumBytes, "indexed past the cap")
+        _ = SearchSnippet.around(indexed ?? text, match: String(text.prefix(4)))
     }
     return 0
 }
