@@ -21,4 +21,15 @@ extension PostgresCatalog: MessageSearchStore {
             MessageMatch(event: try EventRecord(postgres: row), channelID: try RowReader(row)("matched_channel"))
         }
     }
+
+    /// pg_trgm makes trigrams only of what the database's LC_CTYPE calls letters: under C or
+    /// POSIX, Japanese gets none, so such a query scans (still correct, only slow).
+    public func searchIndexCaveat() throws(CatalogError) -> String? {
+        let query = FilteredQuery("SELECT datctype FROM pg_database WHERE datname = current_database()")
+        guard let ctype = try fetch(query, { row in try row.decode(String.self) }).first else { return nil }
+        let name = ctype.lowercased()
+        guard name == "c" || name == "posix" || !(name.contains("utf8") || name.contains("utf-8")) else { return nil }
+        return "the PostgreSQL database's LC_CTYPE is \(ctype): its trigram index skips non-ASCII text, so searching " +
+            "Japanese scans every message (see docs/usage.md#searching-messages: create the database with a UTF-8 locale)"
+    }
 }

@@ -144,4 +144,21 @@ struct SearchContractTests {
         #expect(try found(catalog, "契約書") == [1, 0] && (try found(catalog, "田中太郎")) == [2])
         #expect(try catalog.appliedMigrations().last == CatalogMigrations.identifiers.last)
     }
+
+    /// pg_trgm under LC_CTYPE C makes no trigrams of Japanese: search still finds it, by a scan,
+    /// and says why it is slow; a UTF-8 database (the tests' cluster) and SQLite say nothing.
+    @Test func aDatabaseWithoutAUTF8LocaleIsReportedAndStillSearched() throws {
+        let server = try PostgresServer.shared.get()
+        let name = "tc_\(UUID().uuidString.prefix(6).lowercased())"
+        try server.psql("CREATE DATABASE \(name) OWNER recbot TEMPLATE template0 ENCODING 'UTF8' LC_CTYPE 'C' LC_COLLATE 'C'")
+        guard case .postgres(let url) = try CatalogLocation.parse(server.url(database: name)) else { throw CatalogBackendError.notPostgres }
+        let catalog = try PostgresCatalog(url: url)
+        try catalog.insertSession(SessionRecord(id: lobby, channelID: "lobby", startedAt: 1_000))
+        try catalog.insertEvent(EventRecord(sessionID: lobby, kind: .datachannel, label: "#chat", senderConnectionID: "A", receivedAt: 10_000,
+                                            payload: .text("明日の契約書を確認します")))
+        #expect(try catalog.searchIndexCaveat()?.contains("LC_CTYPE is C") == true)
+        #expect(try found(catalog, "契約書") == [0])
+        #expect(try CatalogBackend.postgres.makeCatalog().searchIndexCaveat() == nil)
+        #expect(try CatalogBackend.sqlite.makeCatalog().searchIndexCaveat() == nil)
+    }
 }

@@ -61,4 +61,10 @@ public struct MessageMatch: Sendable, Equatable {
 /// A catalog that answers `recbot search`: newest first, at most `limit`.
 public protocol MessageSearchStore {
     func searchMessages(_ search: MessageSearch) throws(CatalogError) -> [MessageMatch]
+    /// Why the index cannot serve some queries on this catalog (for a warning), or nil.
+    func searchIndexCaveat() throws(CatalogError) -> String?
+}
+
+extension MessageSearchStore {
+    public func searchIndexCaveat() throws(CatalogError) -> String? { nil }
 }
