@@ -42,8 +42,9 @@ struct SearchCommand: ParsableCommand {
     func run() throws {
         let search = MessageSearch(text: text, channelID: channel, sessionID: session?.value, since: since?.milliseconds,
                                    until: until?.milliseconds, kinds: kind, limit: limit)
-        let results = try common.openCatalogForQuery()?.query { catalog throws(CatalogError) in
-            try SearchResults.find(search, in: catalog)
+        let results = try common.openCatalogForQuery()?.query { catalog throws(CatalogError) -> [SearchResults.Result] in
+            if let caveat = try catalog.searchIndexCaveat() { Console.note("warning: " + caveat) }
+            return try SearchResults.find(search, in: catalog)
         } ?? []
         let dataDirectory = common.dataDirectory
         if output.json {
@@ -72,31 +73,5 @@ struct SearchCommand: ParsableCommand {
             ("recording", result.placement.map { .object(RecordJSON.recording($0.recording, dataDirectory: dataDirectory)) } ?? .null),
             ("offset_ms", .int(result.placement?.offsetMilliseconds)),
         ]
-    }
-}
-
-/// Matches with where to play each, reading each (session, sender)'s recordings once.
-enum SearchResults {
-    struct Result {
-        var match: MessageMatch
-        var placement: MessagePlacement?
-    }
-
-    static func find(_ search: MessageSearch, in catalog: any CatalogStore) throws(CatalogError) -> [Result] {
-        let matches = try catalog.searchMessages(search)
-        var recordings: [String: [RecordingRecord]] = [:]
-        var results: [Result] = []
-        for match in matches {
-            var placement: MessagePlacement?
-            if let sender = match.event.senderConnectionID {
-                let key = match.event.sessionID + "/" + sender
-                if recordings[key] == nil {
-                    recordings[key] = try catalog.recordings(RecordingFilter(sessionID: match.event.sessionID, connectionID: sender))
-                }
-                placement = MessagePlacement.locate(match.event, in: recordings[key] ?? [])
-            }
-            results.append(Result(match: match, placement: placement))
-        }
-        return results
     }
 }
