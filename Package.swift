@@ -208,9 +208,11 @@ let package = Package(
         // MARK: The recording service (`recbot serve`)
         // Sans-IO: Sora's webhooks, the API's requests, the rules and a job's options, parsed and checked.
         .target(name: "ServiceCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")], swiftSettings: fuzzSwiftSettings),
-        // The HTTP side (Hummingbird: webhooks in, the API) and the worker that leases jobs and runs each as a child `recbot join`.
+        // The web archive's pages, rendered from catalog records (no I/O: tested as text).
+        .target(name: "ArchiveWeb", dependencies: ["Archive", "DiskLayout"]),
+        // The HTTP side (Hummingbird: webhooks in, the API, the web archive) and the worker that leases jobs and runs each as a child `recbot join`.
         .target(name: "Service", dependencies: [
-            "Archive", "DiskLayout", "Retention", "ServiceCore",
+            "Archive", "ArchiveWeb", "DiskLayout", "Retention", "ServiceCore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdTLS", package: "hummingbird"),
             .product(name: "NIOCore", package: "swift-nio"),
@@ -343,6 +345,7 @@ let package = Package(
         .testTarget(name: "RecBotCLITests", dependencies: ["RecBotCLI", "Archive", "Outcomes", "WebM", "CodecBindings", "TestSupport",
                                                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore"]),
+        .testTarget(name: "ArchiveWebTests", dependencies: ["ArchiveWeb", "Archive"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "WireCoding"]),
         .testTarget(name: "RecBotMetricsTests", dependencies: [
             "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),

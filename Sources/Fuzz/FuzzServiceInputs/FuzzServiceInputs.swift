@@ -1,6 +1,7 @@
 // libFuzzer target for what reaches `recbot serve` from outside: Sora's webhook bodies, the
-// API's recording requests and a rules file (an operator's, but read like any file). No
-// crash; whatever parses validates, and its join flags come in name/value pairs.
+// API's recording requests, a rules file (an operator's, but read like any file) and the web
+// archive's Range header. No crash; whatever parses validates, and its join flags come in
+// name/value pairs; a range lies inside the file.
 import FuzzSupport
 import ServiceCore
 
@@ -16,6 +17,12 @@ public func fuzzServiceInputs(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int
     }
     if let rules = try? RecordingRules(json: bytes) {
         for rule in rules.rules { _ = rule.matches(SoraSessionInfo(channelID: "meet-1", sessionID: "S", metadata: #"{"record":true}"#)) }
+    }
+    let header = String(decoding: bytes.prefix(256), as: UTF8.self)
+    for size in [Int64(0), 1, 1_000, Int64.max / 2] {
+        if case .part(let range) = ByteRange(header: header, size: size) {
+            precondition(range.lowerBound >= 0 && range.upperBound < size, "a range outside the file")
+        }
     }
     return 0
 }

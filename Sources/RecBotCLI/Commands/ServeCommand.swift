@@ -17,7 +17,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the recording service: Sora's webhooks and an API in, one `recbot join` per recording.",
         discussion: """
             Endpoints: POST /webhooks/sora (Sora's session and event webhooks), POST /recordings,
-            GET /recordings[?state=…], GET and DELETE /recordings/{id}, GET /healthz (no credentials).
+            GET /recordings[?state=…], GET and DELETE /recordings/{id}, GET /healthz (no credentials),
+            and the web archive under /archive/ (docs/web.md; --capacity 0 serves it without recording).
             Every recording is a child `recbot join` that inherits this process's RECBOT_* settings
             (except RECBOT_SERVE_*), with the matching rule's options on top. Settings:
             \(SettingName.serve.map(\.helpEntry).joined(separator: ", ")).
@@ -65,8 +66,12 @@ struct ServeCommand: AsyncParsableCommand {
         endpoints.jobsChanged = { supervisor.wake() }
         let address = configuration.listen
         let serverBuilder = try configuration.serverBuilder()
+        let router = endpoints.router()
+        ArchiveWebEndpoints(store: store, dataDirectory: common.dataDirectory, authentication: configuration.webAuthentication,
+                            open: configuration.webIsOpen, parseTime: { TimeArgument(argument: $0)?.milliseconds },
+                            logger: Logger(label: "recbot.web")).add(to: router)
         var application = Application(
-            router: endpoints.router(), server: serverBuilder,
+            router: router, server: serverBuilder,
             configuration: ApplicationConfiguration(address: .hostname(address.host, port: address.port), serverName: "recbot"),
             onServerRunning: { channel in
                 // One line on standard error that says where (a test or a script reads the port from it).
@@ -74,7 +79,8 @@ struct ServeCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("recbot serve: listening on \(address.host):\(port)\n".utf8))
             },
             logger: logger)
-        application.addServices(SupervisorService(supervisor: supervisor))
+        // Capacity 0: an archive browser (and API) that records nothing.
+        if configuration.capacity > 0 { application.addServices(SupervisorService(supervisor: supervisor)) }
         if let interval = configuration.pruneEveryMilliseconds {
             let retention = RetentionPass(store: store, dataDirectory: common.dataDirectory, host: worker.host,
                                           upload: try PruneCommand.uploadTarget(settings), intervalMilliseconds: interval,
@@ -82,7 +88,8 @@ struct ServeCommand: AsyncParsableCommand {
             application.addServices(RetentionService(pass: retention))
         }
         logger.notice("serving", metadata: ["listen": "\(address.host):\(address.port)", "capacity": "\(configuration.capacity)",
-                                            "rules": "\(configuration.rules.rules.count)", "owner": "\(worker.owner)"])
+                                            "rules": "\(configuration.rules.rules.count)", "owner": "\(worker.owner)",
+                                            "web": "\(configuration.webIsOpen ? "open to this host" : configuration.webAuthentication.isEmpty ? "closed: no credentials configured" : "credentials required")"])
         try await application.runService()
     }
 

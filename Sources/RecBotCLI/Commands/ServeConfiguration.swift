@@ -24,6 +24,8 @@ struct ServeConfiguration {
     var pruneEveryMilliseconds: Int64?
     var webhookAuthentication: RequestAuthentication
     var apiAuthentication: RequestAuthentication
+    /// The web archive: its own basic-auth user, or the API's token.
+    var webAuthentication: RequestAuthentication
     var tls: TLSConfiguration?
 
     static let defaultWebhookSecretHeader = "x-recbot-webhook-secret"
@@ -33,8 +35,8 @@ struct ServeConfiguration {
         listen = try Self.address(command.listen ?? settings[.serveListen] ?? "127.0.0.1:8480")
         rules = try Self.rules(path: command.rules ?? settings[.serveRules])
         let capacityText = command.capacity.map(String.init) ?? settings[.serveCapacity] ?? "4"
-        guard let capacity = Int(capacityText), (1...1_000).contains(capacity) else {
-            throw ValidationError("--capacity (\(SettingName.serveCapacity.variable)) must be a number from 1 to 1000, not \(capacityText.prefix(20))")
+        guard let capacity = Int(capacityText), (0...1_000).contains(capacity) else {
+            throw ValidationError("--capacity (\(SettingName.serveCapacity.variable)) must be a number from 0 to 1000, not \(capacityText.prefix(20))")
         }
         self.capacity = capacity
         if let text = command.capacityPublishers.map(String.init) ?? settings[.serveCapacityPublishers] {
@@ -54,23 +56,40 @@ struct ServeConfiguration {
             let header = (settings[.serveWebhookSecretHeader] ?? Self.defaultWebhookSecretHeader).lowercased()
             webhookMethods.append(.header(name: header, secret: secret))
         }
-        if let pair = settings[.serveWebhookBasicAuth] {
-            guard let colon = pair.firstIndex(of: ":"), colon != pair.startIndex else {
-                throw ValidationError("\(SettingName.serveWebhookBasicAuth.variable) must be user:password")
-            }
-            webhookMethods.append(.basic(user: String(pair[..<colon]), password: String(pair[pair.index(after: colon)...])))
-        }
+        if let method = try Self.basicAuth(settings, .serveWebhookBasicAuth) { webhookMethods.append(method) }
         webhookAuthentication = RequestAuthentication(webhookMethods)
         let token = settings[.serveAPIToken] ?? ""
         apiAuthentication = RequestAuthentication(token.isEmpty ? [] : [.bearer(token: token)])
-        guard !webhookAuthentication.isEmpty || !apiAuthentication.isEmpty else {
+        webAuthentication = RequestAuthentication((try Self.basicAuth(settings, .serveWebBasicAuth).map { [$0] } ?? []) + apiAuthentication.methods)
+        // On loopback the web archive is open to this host's users, so a service with no
+        // credentials is still an archive browser; elsewhere it must let someone in.
+        guard !webhookAuthentication.isEmpty || !apiAuthentication.isEmpty || !webAuthentication.isEmpty || listensOnLoopback else {
             throw ValidationError("""
                 recbot serve lets nobody in without credentials: set \(SettingName.serveWebhookSecret.variable) or \
-                \(SettingName.serveWebhookBasicAuth.variable) for Sora's webhooks, and \(SettingName.serveAPIToken.variable) for the API
+                \(SettingName.serveWebhookBasicAuth.variable) for Sora's webhooks, \(SettingName.serveAPIToken.variable) for the API, \
+                or \(SettingName.serveWebBasicAuth.variable) for the web archive
                 """)
         }
         tls = try Self.tls(certificate: command.tlsCertificate ?? settings[.serveTLSCertificate], key: command.tlsKey ?? settings[.serveTLSKey],
                            clientCA: command.tlsClientCA ?? settings[.serveTLSClientCA])
+    }
+
+    /// 127.0.0.0/8, ::1 or localhost: only this host can connect.
+    var listensOnLoopback: Bool {
+        let host = listen.host.lowercased()
+        return host == "localhost" || host == "::1" || (host.hasPrefix("127.") && host.split(separator: ".").count == 4 && host.split(separator: ".").allSatisfy { UInt8($0) != nil })
+    }
+
+    /// The web archive needs no credentials: on loopback, unless its own user is configured
+    /// (the API token alone does not close it: a browser cannot send one).
+    var webIsOpen: Bool { listensOnLoopback && !webAuthentication.methods.contains { if case .basic = $0 { true } else { false } } }
+
+    static func basicAuth(_ settings: Settings, _ name: SettingName) throws -> RequestAuthentication.Method? {
+        guard let pair = settings[name] else { return nil }
+        guard let colon = pair.firstIndex(of: ":"), colon != pair.startIndex else {
+            throw ValidationError("\(name.variable) must be user:password")
+        }
+        return .basic(user: String(pair[..<colon]), password: String(pair[pair.index(after: colon)...]))
     }
 
     func serverBuilder() throws -> HTTPServerBuilder {

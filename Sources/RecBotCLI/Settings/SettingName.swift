@@ -110,10 +110,11 @@ extension SettingName {
     static let serveWebhookSecretHeader = SettingName("RECBOT_SERVE_WEBHOOK_SECRET_HEADER", flag: nil)
     static let serveWebhookBasicAuth = SettingName("RECBOT_SERVE_WEBHOOK_BASIC_AUTH", flag: nil, format: "user:password")
     static let serveAPIToken = SettingName("RECBOT_SERVE_API_TOKEN", flag: nil)
+    static let serveWebBasicAuth = SettingName("RECBOT_SERVE_WEB_BASIC_AUTH", flag: nil, format: "user:password")
 
     /// As `serve --help` lists them.
     static let serve: [SettingName] = [
         serveListen, serveRules, serveCapacity, serveCapacityPublishers, serveLease, servePruneEvery, serveTLSCertificate, serveTLSKey, serveTLSClientCA,
-        serveWebhookSecret, serveWebhookSecretHeader, serveWebhookBasicAuth, serveAPIToken,
+        serveWebhookSecret, serveWebhookSecretHeader, serveWebhookBasicAuth, serveAPIToken, serveWebBasicAuth,
     ]
 }

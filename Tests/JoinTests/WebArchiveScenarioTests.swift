@@ -1,0 +1,80 @@
+import Archive
+import Foundation
+import TestSupport
+import Testing
+
+/// The web archive (issue 44) in a real browser: headless Chromium loads `recbot serve`'s pages
+/// for a recorded session with chat (Tests/Checkers/archive_browser.py drives it over the DevTools
+/// protocol). The list shows the session, search finds its message, the player plays at the
+/// recording's size, the chat is a caption at its time, a `#t=` link lands on its second, and a
+/// server bound beyond loopback refuses a browser without credentials. RECBOT_WEB_SCREENSHOTS
+/// keeps each page's screenshot in that folder.
+@Suite(.serialized) struct WebArchiveScenarioTests {
+    @Test func aRecordedSessionCanBeFoundPlayedAndLinkedInABrowser() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--late-chat", "2"])
+            defer { scenario.stop() }
+            let result = try scenario.join(["--duration", "5s", "--data-channel-signaling", "--ignore-disconnect-websocket",
+                                            "--data-channel", "#chat", "--export"])
+            #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+            let catalog = try scenario.catalog()
+            let session = try #require(try catalog.sessions().first)
+            let recording = try #require(try catalog.recordings().first { $0.videoCodec != nil })
+            let recordingID = try #require(recording.id)
+            let size = try #require(recording.videoSizes.flatMap { Self.firstSize($0) }, "sizes: \(recording.videoSizes ?? "none")")
+            let late = try #require((try scenario.truth()["late_chat"] as? [[String: Any]])?.first)
+            let lateAt = Double(try #require(late["sent_at_ms"] as? Int) - Int(recording.startedAt)) / 1000
+            let screenshots = ProcessInfo.processInfo.environment["RECBOT_WEB_SCREENSHOTS"] ?? scenario.directory.appendingPathComponent("screenshots").path
+
+            let serve = try ServeProcess(scenario: scenario, arguments: ["--capacity", "0"], name: "web")
+            defer { serve.stop() }
+            let report = try Self.browse(["--base", "http://127.0.0.1:\(serve.port)", "--session", session.id, "--recording", String(recordingID),
+                                          "--search", "late message", "--cue-at", String(format: "%.1f", lateAt + 0.4), "--seek", "3.0",
+                                          "--screenshots", screenshots])
+            let sessions = try #require(report["sessions"] as? [String: Any])
+            #expect(sessions["status"] as? Int == 200 && (sessions["text"] as? String)?.contains(session.id) == true, "\(sessions)")
+            let search = try #require(report["search"] as? [String: Any])
+            #expect(search["rows"] as? Int == 1, "\(search)")
+            #expect((search["moment"] as? String)?.contains("/archive/recordings/\(recordingID)#t=") == true, "\(search)")
+            let play = try #require(report["play"] as? [String: Any])
+            let (before, after) = (play["before"] as? Double ?? -1, play["after"] as? Double ?? -1)
+            #expect(after - before >= 0.5, "the player advanced \(after - before) s in 1.5 s: \(play)")
+            #expect(play["videoWidth"] as? Int == size.width && play["videoHeight"] as? Int == size.height, "\(play) vs \(size)")
+            let captions = try #require(report["captions"] as? [String: Any])
+            let cues = captions["cues"] as? [String] ?? []
+            #expect(captions["mode"] as? String == "showing" && cues.contains { $0.contains("late message on #chat") }, "\(captions)")
+            let seek = try #require(report["seek"] as? [String: Any])
+            #expect(abs((seek["time"] as? Double ?? 0) - 3.0) < 0.05, "a #t=3.0 link landed at \(seek)")
+            #expect(try serve.request("GET", "/archive/files/\(recordingID).webm", headers: ["range": "bytes=0-3"]).status == 206)
+            #expect(try serve.request("GET", "/archive/files/\(recordingID + 1000).webm").status == 404)
+
+            // Beyond loopback the archive needs its user: refused without, shown with.
+            let exposed = try ServeProcess(scenario: scenario, arguments: ["--capacity", "0"],
+                                           environment: ["RECBOT_SERVE_WEB_BASIC_AUTH": "viewer:s3cret"], name: "web-exposed", listen: "0.0.0.0:0")
+            defer { exposed.stop() }
+            let refused = try Self.browse(["--base", "http://127.0.0.1:\(exposed.port)", "--only-refusal", "--screenshots", screenshots])
+            let refusal = try #require(refused["refusal"] as? [String: Any])
+            #expect(refusal["status"] as? Int == 401 && (refusal["text"] as? String)?.contains(session.id) == false, "\(refusal)")
+            let signedIn = try Self.browse(["--base", "http://127.0.0.1:\(exposed.port)", "--basic-auth", "viewer:s3cret", "--session", session.id])
+            #expect(((signedIn["sessions"] as? [String: Any])?["text"] as? String)?.contains(session.id) == true, "\(signedIn)")
+            #expect(try exposed.request("GET", "/archive/files/\(recordingID).webm").status == 401)
+        }
+    }
+
+    static func browse(_ arguments: [String]) throws -> [String: Any] {
+        let script = Scenario.checkersDirectory.appendingPathComponent("archive_browser.py").path
+        let output = try runProcess("/usr/bin/env", ["python3", script] + arguments, killAfterSeconds: 180)
+        guard output.status == 0, let report = try JSONSerialization.jsonObject(with: Data(output.stdoutText.utf8)) as? [String: Any] else {
+            throw BrowserCheckFailed(message: output.stderrText.suffix(3_000).description)
+        }
+        return report
+    }
+
+    struct BrowserCheckFailed: Error { var message: String }
+
+    /// `["320x240", …]` or `320x240`: the first size.
+    static func firstSize(_ text: String) -> (width: Int, height: Int)? {
+        let digits = text.split { !$0.isNumber }.compactMap { Int($0) }
+        return digits.count >= 2 ? (digits[0], digits[1]) : nil
+    }
+}
