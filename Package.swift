@@ -252,7 +252,7 @@ let package = Package(
         ], path: "Sources/Bench/recbot-floor"),
         // Message search on a big catalog (issue 44), beside a scan of the same rows.
         .executableTarget(name: "recbot-searchbench", dependencies: [
-            "Archive", "ArchivePostgres",
+            "Archive", "ArchivePostgres", "ArchiveWeb", "DiskLayout",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "GRDB", package: "GRDB.swift"),
         ], path: "Sources/Bench/recbot-searchbench"),

@@ -27,6 +27,13 @@ public struct SessionListPage: Sendable {
         (self.sessions, self.filter, self.hasOlder, self.error) = (sessions, filter, hasOlder, error)
     }
 
+    /// The page's sessions from the catalog: one row more than shown says whether there is an
+    /// older page. Blocking: call it off the event loop.
+    public static func load(from store: any CatalogStore, filter: Filter) throws(CatalogError) -> SessionListPage {
+        let found = try store.sessions(SessionFilter(channelID: filter.channelID, since: filter.since, until: filter.until, limit: pageSize + 1))
+        return SessionListPage(sessions: Array(found.prefix(pageSize)), filter: filter, hasOlder: found.count > pageSize)
+    }
+
     public func rendered() -> String {
         var body = "<h1>Sessions</h1>\n" + filterForm()
         if let error { body += "<p class=\"error\">\(HTML.escape(error))</p>\n" }

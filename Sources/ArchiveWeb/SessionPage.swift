@@ -1,4 +1,6 @@
 import Archive
+import DiskLayout
+import Foundation
 
 /// One session: what it was, its timeline, a player per file (with the chat as captions when
 /// it was exported), and its messages with links to the moment each arrived.
@@ -25,6 +27,34 @@ public struct SessionPage: Sendable {
                 events: [EventRecord], eventTotal: Int, now: Int64) {
         (self.session, self.connections, self.players, self.interruptions, self.events, self.eventTotal, self.now) =
             (session, connections, players, interruptions, events, eventTotal, now)
+    }
+
+    /// What the page shows, read from the catalog (nil: no such session). Blocking: call it
+    /// off the event loop.
+    public static func load(from store: any CatalogStore, id: String, dataDirectory: DataDirectory, now: Int64) throws(CatalogError) -> SessionPage? {
+        guard let session = try store.session(id: id) else { return nil }
+        let players = try store.recordings(RecordingFilter(sessionID: id)).map { Player(recording: $0, hasCaptions: hasCaptions($0, in: dataDirectory)) }
+        let total = try store.eventCounts(sessionID: id).filter { $0.kind != .signaling }.reduce(0) { $0 + $1.count }
+        var events: [EventRecord] = []
+        for kind in [EventKind.notify, .push, .datachannel] {
+            events += try store.events(EventFilter(sessionID: id, kind: kind, limit: eventLimit))
+        }
+        events = Array(events.sorted { ($0.receivedAt, $0.id ?? 0) < ($1.receivedAt, $1.id ?? 0) }.prefix(eventLimit))
+        return SessionPage(session: session, connections: try store.connections(sessionID: id), players: players,
+                           interruptions: try store.interruptions(sessionID: id), events: events, eventTotal: total, now: now)
+    }
+
+    /// A recording's exported captions, where recbot writes them: only for a row whose file is
+    /// one recbot could have written (the data directory's layout decides, not the row).
+    public static func captionsPath(_ recording: RecordingRecord, in dataDirectory: DataDirectory) -> String? {
+        guard let layout = dataDirectory.confinedLayout(session: recording.sessionID),
+              dataDirectory.recordingFile(catalogPath: recording.path, sessionID: recording.sessionID, connectionID: recording.connectionID) != nil
+        else { return nil }
+        return layout.path(of: layout.messagesFilename(connectionID: recording.connectionID, part: recording.part))
+    }
+
+    public static func hasCaptions(_ recording: RecordingRecord, in dataDirectory: DataDirectory) -> Bool {
+        captionsPath(recording, in: dataDirectory).map(FileManager.default.fileExists) ?? false
     }
 
     public func rendered() -> String {

@@ -67,9 +67,7 @@ public struct ArchiveWebEndpoints: Sendable {
         guard errors.isEmpty else {
             return Self.page(.badRequest, SessionListPage(sessions: [], filter: filter, hasOlder: false, error: errors.joined(separator: "; ")).rendered())
         }
-        let catalogFilter = SessionFilter(channelID: filter.channelID, since: filter.since, until: filter.until, limit: SessionListPage.pageSize + 1)
-        let found = try await catalogCall { [store] in try store.sessions(catalogFilter) }
-        let page = SessionListPage(sessions: Array(found.prefix(SessionListPage.pageSize)), filter: filter, hasOlder: found.count > SessionListPage.pageSize)
+        let page = try await catalogCall { [store, filter] in try SessionListPage.load(from: store, filter: filter) }
         return Self.page(.ok, page.rendered())
     }
 
@@ -100,19 +98,7 @@ public struct ArchiveWebEndpoints: Sendable {
 
     func session(id: String) async throws -> Response {
         let (store, dataDirectory, now) = (store, dataDirectory, now())
-        let page: SessionPage? = try await catalogCall {
-            guard let session = try store.session(id: id) else { return nil }
-            let recordings = try store.recordings(RecordingFilter(sessionID: id))
-            let players = recordings.map { SessionPage.Player(recording: $0, hasCaptions: Self.captionsPath($0, in: dataDirectory).map(FileManager.default.fileExists) ?? false) }
-            let total = try store.eventCounts(sessionID: id).filter { $0.kind != .signaling }.reduce(0) { $0 + $1.count }
-            var events: [EventRecord] = []
-            for kind in [EventKind.notify, .push, .datachannel] {
-                events += try store.events(EventFilter(sessionID: id, kind: kind, limit: SessionPage.eventLimit))
-            }
-            events = Array(events.sorted { ($0.receivedAt, $0.id ?? 0) < ($1.receivedAt, $1.id ?? 0) }.prefix(SessionPage.eventLimit))
-            return SessionPage(session: session, connections: try store.connections(sessionID: id), players: players,
-                               interruptions: try store.interruptions(sessionID: id), events: events, eventTotal: total, now: now)
-        }
+        let page = try await catalogCall { try SessionPage.load(from: store, id: id, dataDirectory: dataDirectory, now: now) }
         guard let page else { return Self.notFound("No session \(id.prefix(40)).") }
         return Self.page(.ok, page.rendered())
     }
@@ -122,7 +108,7 @@ public struct ArchiveWebEndpoints: Sendable {
         let (store, dataDirectory) = (store, dataDirectory)
         let page: RecordingPage? = try await catalogCall {
             guard let recording = try store.recording(id: id) else { return nil }
-            let captions = Self.captionsPath(recording, in: dataDirectory).map(FileManager.default.fileExists) ?? false
+            let captions = SessionPage.hasCaptions(recording, in: dataDirectory)
             return RecordingPage(recording: recording, session: try store.session(id: recording.sessionID), hasCaptions: captions)
         }
         guard let page else { return Self.notFound("No recording \(id).") }
@@ -140,7 +126,7 @@ public struct ArchiveWebEndpoints: Sendable {
         let path: String? = try await catalogCall {
             guard let recording = try store.recording(id: id) else { return nil }
             return type == "webm" ? dataDirectory.recordingFile(catalogPath: recording.path, sessionID: recording.sessionID, connectionID: recording.connectionID)
-                : Self.captionsPath(recording, in: dataDirectory)
+                : SessionPage.captionsPath(recording, in: dataDirectory)
         }
         guard let path else { return Self.notFound("No such file.") }
         guard let size = try await catalogCall({ Self.regularFileSize(path) }) else {
@@ -172,13 +158,6 @@ public struct ArchiveWebEndpoints: Sendable {
             guard size > 0 else { return Response(status: .ok, headers: headers) }
             return Response(status: .ok, headers: headers, body: try await FileIO().loadFile(path: path, range: 0...Int(size - 1), context: context))
         }
-    }
-
-    static func captionsPath(_ recording: RecordingRecord, in dataDirectory: DataDirectory) -> String? {
-        guard let layout = dataDirectory.confinedLayout(session: recording.sessionID),
-              dataDirectory.recordingFile(catalogPath: recording.path, sessionID: recording.sessionID, connectionID: recording.connectionID) != nil
-        else { return nil }
-        return layout.path(of: layout.messagesFilename(connectionID: recording.connectionID, part: recording.part))
     }
 
     /// A regular file's size (not a directory, a FIFO or a device someone put in its place).

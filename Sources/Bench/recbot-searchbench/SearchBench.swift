@@ -19,6 +19,7 @@ struct SearchBench: ParsableCommand {
     var postgres: String?
     @Option(help: "psql, for the PostgreSQL baseline (server-side times with and without the index).") var psql = "psql"
     @Option(help: "Runs of each query (the median is reported).") var runs = 7
+    @Flag(help: "Also time the web archive's pages (session list, a session) on this catalog.") var pages = false
     @Option(help: "Keep the SQLite catalog here (a directory) instead of a temporary one, and reuse it when it is there.")
     var directory: String?
 
@@ -36,7 +37,7 @@ struct SearchBench: ParsableCommand {
         }
         let fill = reuse ? .zero : ContinuousClock().measure { try! MessageCorpus(messages: messages, perSession: perSession).store(in: catalog) }
         print("stored \(messages) messages in \(messages / perSession) sessions in \(fill) (\(catalog.location))")
-        print("query            matches  recbot search (median / max)   baseline scan   scan ÷ search")
+        print("query                  matches  recbot search (median / max)   baseline scan   scan ÷ search")
         for query in MessageCorpus.queries {
             let search = MessageSearch(text: query.text, channelID: query.channel)
             var times: [Duration] = []
@@ -48,11 +49,12 @@ struct SearchBench: ParsableCommand {
             let baseline = try postgres.map { try PostgresBaseline(psql: psql, url: $0).scan(search) }
                 ?? SQLiteBaseline(path: directory + "/catalog.sqlite").scan(search)
             let median = times[times.count / 2]
-            print(query.label.padding(toLength: 16, withPad: " ", startingAt: 0), String(format: "%7d", count),
+            print(query.label.padding(toLength: 22, withPad: " ", startingAt: 0), String(format: "%7d", count),
                   "  \(Self.ms(median)) / \(Self.ms(times.last!))".padding(toLength: 31, withPad: " ", startingAt: 0),
                   Self.ms(baseline.time).padding(toLength: 15, withPad: " ", startingAt: 0),
                   String(format: "%.1f×", baseline.time / (baseline.indexed ?? median)))
         }
+        if pages { try PageBench.run(catalog, directory: directory, runs: runs) }
     }
 
     static func ms(_ duration: Duration) -> String { String(format: "%.1f ms", Double(duration.components.attoseconds) / 1e15 + Double(duration.components.seconds) * 1e3) }
