@@ -43,6 +43,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSRTP", pkgConfig: "libsrtp2", providers: [.apt(["libsrtp2-dev"])]),
         .systemLibrary(name: "CVPX", pkgConfig: "vpx", providers: [.apt(["libvpx-dev"])]),
+        .systemLibrary(name: "CYUV", path: "Sources/CYUV", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CDav1d", pkgConfig: "dav1d", providers: [.apt(["libdav1d-dev"])]),
         .systemLibrary(name: "COpenH264", pkgConfig: "openh264", providers: [.apt(["libopenh264-dev"])]),
@@ -99,7 +100,9 @@ let package = Package(
         // Where everything lives on disk: the data directory, a session's archive layout, and what each file in it is.
         .target(name: "DiskLayout", swiftSettings: fuzzSwiftSettings),
         .target(name: "Recorder", dependencies: ["DiskLayout", "WebM", "Media", "WireCoding"], swiftSettings: fuzzSwiftSettings),
-        .target(name: "CodecBindings", dependencies: ["CVPX", "COpus", "CDav1d", "COpenH264"]),
+        .target(name: "CodecBindings", dependencies: ["CVPX", "COpus", "CDav1d", "COpenH264", "CYUV"]),
+        // `recbot compose`: a session's files decoded, placed on a grid, mixed and encoded into one WebM.
+        .target(name: "Composition", dependencies: ["CodecBindings", "WebM", "WebMReader"]),
         // `recbot verify`: libwebm's reading of a file, every frame decoded.
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
@@ -294,7 +297,7 @@ let package = Package(
             dependencies: [
                 "SystemClock", "Archive", "ArchivePostgres", "ArchiveUpload", "DiskLayout", "ObjectStorage", "Outcomes", "RecBot", "RecBotMetrics",
                 "Recorder", "SoraSignaling", "SoraSignalingCore", "WireCoding",
-                "Transport", "Verification", "Repair", "Retention", "SessionExport", "TLSFailure", "Webhooks", "RecordingEvents", "Service", "ServiceCore",
+                "Transport", "Verification", "Repair", "Retention", "SessionExport", "TLSFailure", "Webhooks", "RecordingEvents", "Service", "ServiceCore", "Composition", "CodecBindings",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
@@ -346,6 +349,7 @@ let package = Package(
                                                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore"]),
         .testTarget(name: "ArchiveWebTests", dependencies: ["ArchiveWeb", "Archive"]),
+        .testTarget(name: "CompositionTests", dependencies: ["Composition", "CodecBindings"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "WireCoding"]),
         .testTarget(name: "RecBotMetricsTests", dependencies: [
             "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),

@@ -34,6 +34,7 @@ DEBIAN_PACKAGES=(
   libdav1d-dev
   libopenh264-dev
   libwebm-dev
+  libyuv-dev
   libsqlite3-dev
   zlib1g-dev
   ffmpeg
@@ -56,7 +57,7 @@ DEBIAN_PACKAGES=(
 )
 
 # What the demo needs: building recbot (its -dev libraries) and nothing the tests alone use.
-DEMO_DEBIAN_PACKAGES=(pkg-config libssl-dev libsrtp2-dev libopus-dev libvpx-dev libdav1d-dev libopenh264-dev libwebm-dev libsqlite3-dev zlib1g-dev)
+DEMO_DEBIAN_PACKAGES=(pkg-config libssl-dev libsrtp2-dev libopus-dev libvpx-dev libdav1d-dev libopenh264-dev libwebm-dev libyuv-dev libsqlite3-dev zlib1g-dev)
 DEMO_PYTHON_PACKAGES="aiortc av websockets"
 if $demo_only; then DEBIAN_PACKAGES=("${DEMO_DEBIAN_PACKAGES[@]}"); fi
 

@@ -72,8 +72,14 @@ public final class OpusDecoder {
 
     /// Returns the number of samples per channel decoded from one packet.
     public func decode(_ packet: [UInt8]) throws(CodecError) -> Int {
-        guard packet.count <= Int(Int32.max) else { throw CodecError(codec: "Opus", operation: "decode", code: -1, detail: "packet of \(packet.count) bytes") }
         var pcm = [Int16](repeating: 0, count: 5760 * channels)
+        return try decode(packet, into: &pcm)
+    }
+
+    /// Decodes into `pcm` (room for 120 ms: 5760 samples a channel); the samples a channel.
+    func decode(_ packet: [UInt8], into pcm: inout [Int16]) throws(CodecError) -> Int {
+        guard packet.count <= Int(Int32.max) else { throw CodecError(codec: "Opus", operation: "decode", code: -1, detail: "packet of \(packet.count) bytes") }
+        precondition(pcm.count >= 5760 * channels, "room for the longest Opus packet")
         let samples = packet.withUnsafeBufferPointer { input in
             pcm.withUnsafeMutableBufferPointer { out in
                 opus_decode(decoder, input.baseAddress, Int32(input.count), out.baseAddress!, 5760, 0)

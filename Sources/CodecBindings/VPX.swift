@@ -72,7 +72,7 @@ public final class VPXEncoder {
     /// `spatialLayers` > 1 (VP9 only) makes a spatial SVC stream: each output is a superframe
     /// whose layers are each half the size of the next, the last at `width`x`height`.
     public init(codec: VPXCodec, width: Int, height: Int, framesPerSecond: Int = 30, bitrateKbps: Int = 500,
-                keyframeInterval: Int = 60, spatialLayers: Int = 1) throws(CodecError) {
+                keyframeInterval: Int = 60, spatialLayers: Int = 1, threads: Int = 1) throws(CodecError) {
         self.codec = codec
         self.width = width
         self.height = height
@@ -84,7 +84,7 @@ public final class VPXEncoder {
         configuration.g_timebase = vpx_rational(num: 1, den: Int32(framesPerSecond))
         configuration.rc_target_bitrate = UInt32(bitrateKbps)
         configuration.g_lag_in_frames = 0
-        configuration.g_threads = 1
+        configuration.g_threads = UInt32(max(1, threads))
         configuration.kf_mode = VPX_KF_AUTO
         configuration.kf_max_dist = UInt32(keyframeInterval)
         let svc = codec == .vp9 && spatialLayers > 1
@@ -165,6 +165,11 @@ public final class VPXDecoder {
 
     /// Decodes one frame; returns the size of each picture it produced.
     public func decode(_ data: [UInt8]) throws(CodecError) -> [(width: Int, height: Int)] {
+        try decode(data) { image in (Int(image.pointee.d_w), Int(image.pointee.d_h)) }
+    }
+
+    /// Decodes one frame and hands each picture to `collect` while libvpx still owns it.
+    func decode<Picture>(_ data: [UInt8], collect: (UnsafeMutablePointer<vpx_image_t>) -> Picture?) throws(CodecError) -> [Picture] {
         guard data.count <= Int(UInt32.max) else { throw CodecError(codec: codec.name, operation: "decode", code: -1, detail: "frame of \(data.count) bytes") }
         try refuseOversizedKeyframe(data)
         let status = data.withUnsafeBufferPointer { buffer in
@@ -173,10 +178,10 @@ public final class VPXDecoder {
         guard status == VPX_CODEC_OK else {
             throw CodecError(codec: codec.name, operation: "decode", code: Int32(status.rawValue), detail: String(cString: vpx_codec_err_to_string(status)))
         }
-        var pictures: [(width: Int, height: Int)] = []
+        var pictures: [Picture] = []
         var iterator: vpx_codec_iter_t? = nil
         while let image = vpx_codec_get_frame(&context, &iterator) {
-            pictures.append((Int(image.pointee.d_w), Int(image.pointee.d_h)))
+            if let picture = collect(image) { pictures.append(picture) }
         }
         return pictures
     }

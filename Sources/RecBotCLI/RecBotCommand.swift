@@ -13,7 +13,7 @@ public struct RecBotCommand: AsyncParsableCommand {
             ~/.local/share/recbot. It holds catalog.sqlite and recordings/<session-id>/.
             """,
         version: version,
-        subcommands: [JoinCommand.self, SessionsCommand.self, RecordingsCommand.self, EventsCommand.self, SearchCommand.self, ExportCommand.self, WebhooksCommand.self, VerifyCommand.self, RepairCommand.self, PruneCommand.self,
+        subcommands: [JoinCommand.self, SessionsCommand.self, RecordingsCommand.self, EventsCommand.self, SearchCommand.self, ComposeCommand.self, ExportCommand.self, WebhooksCommand.self, VerifyCommand.self, RepairCommand.self, PruneCommand.self,
                       UploadCommand.self, ServeCommand.self, JobsCommand.self]
     )
 

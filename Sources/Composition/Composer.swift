@@ -1,0 +1,140 @@
+import CodecBindings
+import Foundation
+import WebM
+
+/// What `recbot compose` makes.
+public struct CompositionSettings: Sendable {
+    public var width = 1280
+    public var height = 720
+    public var framesPerSecond = 30
+    public var videoCodec: VPXCodec = .vp8
+    public var videoBitrateKbps = 2_500
+    public var audioBitrate = 96_000
+    /// An excerpt, in milliseconds on the session's timeline (nil: from the start, to the end).
+    public var from: Int64?
+    public var to: Int64?
+    /// Encoder threads (libvpx).
+    public var threads = 2
+
+    public init() {}
+}
+
+public struct CompositionResult: Sendable, Equatable {
+    public var path: String
+    public var durationMilliseconds: Int64
+    public var videoFrames: Int
+    public var audioFrames: Int
+    public var senders: Int
+    public var decodeErrors: Int
+    /// Senders whose video could not be drawn (codec), shown as a grey tile with their audio.
+    public var undrawnVideo: [String: String]
+}
+
+/// Composes senders' files into one WebM: the automatic grid of whoever is present, every
+/// sender's audio mixed, VP8 or VP9 and Opus, muxed by recbot's own muxer. Runs frame by frame
+/// on the session's clock, so memory stays one picture per sender and a few slots of audio.
+public final class Composer {
+    let senders: [SenderTrack]
+    let settings: CompositionSettings
+    let start: Int64
+    let end: Int64
+
+    public init(senders: [(connectionID: String, files: [SourceFile])], settings: CompositionSettings) throws(CompositionError) {
+        let tracks = senders.filter { !$0.files.isEmpty }.map { SenderTrack(connectionID: $0.connectionID, files: $0.files) }
+            .sorted { ($0.firstSeen, $0.connectionID) < ($1.firstSeen, $1.connectionID) }
+        guard let last = tracks.flatMap(\.files).map(\.end).max() else { throw .nothingToCompose("the session has no recorded files") }
+        self.senders = tracks
+        self.settings = settings
+        start = max(0, settings.from ?? 0)
+        end = min(last, settings.to ?? last)
+        guard end > start else { throw .nothingToCompose("the excerpt is empty (from \(start) ms to \(end) ms)") }
+    }
+
+    /// Writes the composition to `path` (through a temporary file renamed at the end);
+    /// `progress` gets the share done, at most a few times a second.
+    public func run(to path: String, progress: (Double) -> Void = { _ in }) throws(CompositionError) -> CompositionResult {
+        let temporary = path + ".tmp"
+        let encoder: VPXEncoder
+        let audioEncoder: OpusEncoder
+        do {
+            encoder = try VPXEncoder(codec: settings.videoCodec, width: settings.width, height: settings.height, framesPerSecond: settings.framesPerSecond,
+                                     bitrateKbps: settings.videoBitrateKbps, keyframeInterval: settings.framesPerSecond * 2, threads: settings.threads)
+            audioEncoder = try OpusEncoder(channels: 2, bitrate: settings.audioBitrate)
+        } catch { throw .codec("\(error)") }
+        var muxer: WebMMuxer
+        let writer: WebMFileWriter
+        do {
+            let head = OpusHead(channelCount: 2, preSkip: UInt16(clamping: audioEncoder.lookahead))
+            muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(
+                video: WebMVideoTrack(codec: settings.videoCodec == .vp8 ? .vp8 : .vp9, width: settings.width, height: settings.height),
+                audio: WebMAudioTrack(opusHead: head), segmentUID: (0..<16).map { _ in UInt8.random(in: 0...255) },
+                muxingApp: "recbot compose", writingApp: "recbot compose"))
+            writer = try WebMFileWriter(creatingAt: temporary)
+        } catch { throw .output("\(error)") }
+        var canvas = I420Image(width: settings.width, height: settings.height)
+        var mixer = AudioMixer()
+        var (videoFrames, audioFrames) = (0, 0)
+        let length = end - start
+        var lastProgress = Date.distantPast
+        do {
+            var frame = 0
+            var slot = 0
+            while true {
+                let videoAt = start + Int64(frame) * 1_000 / Int64(settings.framesPerSecond)
+                let audioAt = start + Int64(slot) * 20
+                if videoAt >= end && audioAt >= end { break }
+                if audioAt <= videoAt {
+                    let samples = OpusEncoder.samplesPerFrame
+                    let mixed = mixer.mix(senders.map { $0.audio(from: audioAt * 48, samples: samples) }, samples: samples * 2)
+                    let packet = try audioEncoder.encode(mixed)
+                    try writer.apply(try muxer.write(WebMFrame(track: .audio, timestampNanoseconds: (audioAt - start) * 1_000_000, isKeyframe: true, data: packet)))
+                    audioFrames += 1
+                    slot += 1
+                } else {
+                    draw(at: videoAt, on: &canvas)
+                    for encoded in try encoder.encode(canvas, pts: Int64(frame)) {
+                        try writer.apply(try muxer.write(WebMFrame(track: .video, timestampNanoseconds: (videoAt - start) * 1_000_000,
+                                                                   isKeyframe: encoded.isKeyframe, data: encoded.data)))
+                        videoFrames += 1
+                    }
+                    frame += 1
+                    if Date().timeIntervalSince(lastProgress) > 0.25 {
+                        lastProgress = Date()
+                        progress(Double(videoAt - start) / Double(length))
+                    }
+                }
+            }
+            try writer.apply(try muxer.finalize(durationMilliseconds: length))
+            try writer.sync()
+            try writer.close()
+            guard rename(temporary, path) == 0 else { throw CompositionError.output("cannot rename \(temporary) to \(path): errno \(errno)") }
+        } catch let error as CompositionError {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw error
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw .output("\(error)")
+        }
+        progress(1)
+        var undrawn: [String: String] = [:]
+        for sender in senders { for file in sender.files { if let codec = file.unsupportedVideo ?? (file.videoCodec == .av1 || file.videoCodec == .h264 ? file.videoCodec?.rawValue : nil) { undrawn[sender.connectionID] = codec } } }
+        return CompositionResult(path: path, durationMilliseconds: length, videoFrames: videoFrames, audioFrames: audioFrames, senders: senders.count,
+                                 decodeErrors: senders.reduce(0) { $0 + $1.decodeErrors }, undrawnVideo: undrawn)
+    }
+
+    /// The grid at `time`: who is present, each picture fitted into its cell.
+    func draw(at time: Int64, on canvas: inout I420Image) {
+        canvas.fill(x: 0, y: 0, width: canvas.width, height: canvas.height)
+        let present = senders.filter { $0.isPresent(at: time) }
+        for (sender, cell) in zip(present, GridLayout.cells(count: present.count, width: canvas.width, height: canvas.height)) {
+            if sender.drawsVideo(at: time), let picture = sender.picture(at: time) {
+                let target = GridLayout.fit(width: picture.width, height: picture.height, in: cell)
+                canvas.place(picture, x: target.x, y: target.y, width: target.width, height: target.height)
+            } else {
+                // Present without a picture yet (audio only, before its first keyframe, or a codec not drawn): a grey tile.
+                let inset = Rectangle(x: cell.x + 2, y: cell.y + 2, width: cell.width - 4, height: cell.height - 4)
+                canvas.fill(x: inset.x, y: inset.y, width: inset.width, height: inset.height, luma: 48)
+            }
+        }
+    }
+}

@@ -1,0 +1,69 @@
+import Archive
+import Foundation
+import TestSupport
+import Testing
+
+/// `recbot compose` (issue 44) on a session recorded from the test server: the composition
+/// decodes, its sender's markers (a flash and a beep once a second) keep A/V sync and land at
+/// their session time, and an excerpt is as long as asked.
+@Suite(.serialized) struct ComposeScenarioTests {
+    @Test func aComposedSessionKeepsItsSendersTimeAndSync() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8"])
+            defer { scenario.stop() }
+            let joined = try scenario.join(["--duration", "7s"])
+            #expect(joined.status == 0, "recbot: \(joined.stderr.suffix(2_000))")
+            let catalog = try scenario.catalog()
+            let session = try #require(try catalog.sessions().first)
+            let recording = try #require(try catalog.recordings().first { $0.videoCodec != nil })
+            let source = scenario.dataDirectory + "/" + recording.path
+
+            // One 320x240 sender on a 640x480 canvas: its picture fills the frame, so the flashes are whole frames.
+            let out = scenario.directory.appendingPathComponent("composed.webm").path
+            let composed = try scenario.recbot(["compose", session.id, "--data-dir", scenario.dataDirectory, "--out", out,
+                                                "--width", "640", "--height", "480", "--json"])
+            #expect(composed.status == 0, "\(composed.stderr.suffix(2_000))")
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(composed.stdout.utf8)) as? [String: Any], "\(composed.stdout)")
+            let duration = try #require(result["duration_ms"] as? Int)
+            #expect(result["decode_errors"] as? Int == 0 && result["senders"] as? Int == 1, "\(result)")
+            #expect(abs((result["video_frames"] as? Int ?? 0) - duration * 30 / 1_000) <= 1, "\(result)")
+            #expect(abs((result["audio_frames"] as? Int ?? 0) - duration / 20) <= 1, "\(result)")
+
+            let composition = try Self.markers(out)
+            let original = try Self.markers(source)
+            #expect(composition.videoDecodeErrors == 0 && composition.videoMarkers.count >= 4, "\(composition)")
+            #expect(composition.maxAbsOffset.map { $0 <= 20 } == true, "A/V offset in the composition: \(composition)")
+            // Each flash of the sender's file appears in the composition at its session time, within a frame.
+            let shift = Double(recording.startedAt - session.startedAt) / 1_000
+            for time in original.videoMarkers {
+                let nearest = composition.videoMarkers.min { abs($0 - time - shift) < abs($1 - time - shift) }
+                #expect(nearest.map { abs($0 - time - shift) <= 1.0 / 30 + 0.002 } == true,
+                        "flash at \(time) s in the file (+\(shift) s) vs \(composition.videoMarkers)")
+            }
+
+            // An excerpt: 2 s from 2 s in.
+            let excerpt = scenario.directory.appendingPathComponent("excerpt.webm").path
+            let cut = try scenario.recbot(["compose", session.id, "--data-dir", scenario.dataDirectory, "--out", excerpt,
+                                           "--width", "320", "--height", "240", "--from", "2s", "--to", "4s", "--json"])
+            let cutResult = try JSONSerialization.jsonObject(with: Data(cut.stdout.utf8)) as? [String: Any]
+            #expect(cut.status == 0 && cutResult?["duration_ms"] as? Int == 2_000, "\(cut.stdout) \(cut.stderr.suffix(1_000))")
+            let missing = try scenario.recbot(["compose", "01JD2G0000AAAAAAAAAAAAAAAA", "--data-dir", scenario.dataDirectory])
+            #expect(missing.status == 66, "\(missing.stderr)")
+        }
+    }
+
+    struct Markers: CustomStringConvertible {
+        var videoMarkers: [Double]
+        var maxAbsOffset: Double?
+        var videoDecodeErrors: Int
+        var description: String { "video markers \(videoMarkers), max |A/V| \(maxAbsOffset.map { "\($0) ms" } ?? "none"), decode errors \(videoDecodeErrors)" }
+    }
+
+    /// The flashes and beeps av_sync_check.py (PyAV) finds in a file.
+    static func markers(_ path: String) throws -> Markers {
+        let check = try runProcess("/usr/bin/env", ["python3", Scenario.checkersDirectory.appendingPathComponent("av_sync_check.py").path, path, "--json"])
+        let report = try JSONSerialization.jsonObject(with: Data(check.stdoutText.utf8)) as? [String: Any] ?? [:]
+        return Markers(videoMarkers: report["video_marker_times"] as? [Double] ?? [], maxAbsOffset: report["max_abs_offset_ms"] as? Double,
+                       videoDecodeErrors: report["video_decode_errors"] as? Int ?? -1)
+    }
+}
