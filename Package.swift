@@ -259,6 +259,10 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "GRDB", package: "GRDB.swift"),
         ], path: "Sources/Bench/recbot-searchbench"),
+        // recbot compose beside FFmpeg's xstack + amix on the same files (issue 44).
+        .executableTarget(name: "recbot-composebench", dependencies: [
+            "Composition", "CodecBindings", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ], path: "Sources/Bench/recbot-composebench"),
 
         // MARK: Fuzz targets (dev/fuzz.sh builds them with -sanitize=fuzzer -D FUZZING)
         .target(name: "FuzzSupport", path: "Sources/Fuzz/FuzzSupport", swiftSettings: fuzzSwiftSettings),
