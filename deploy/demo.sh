@@ -47,3 +47,10 @@ echo "== the chat, as WebVTT captions over the first sender's whole-file recordi
 session=$("$bin/recbot" sessions list --json "$@" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["id"])')
 directory=$("$bin/recbot" sessions show "$session" --json "$@" | python3 -c 'import json,sys; r=[x for x in json.load(sys.stdin)["recordings"] if x["part"] == 0]; print(r[0]["path"].rsplit("/", 1)[0])')
 cat "$(ls "$directory"/archive-*.messages.vtt | head -1)"
+echo
+echo "== recbot compose $session: the session as one WebM (a grid of the senders, their audio mixed)"
+"$bin/recbot" compose "$session" "$@"
+echo
+echo "== to browse, search and play the archive in a browser:"
+echo "   $bin/recbot serve --capacity 0 $*"
+echo "   then open http://127.0.0.1:8480/archive/sessions/$session"

@@ -1,3 +1,4 @@
+import CDav1d
 import CVPX
 import CYUV
 
@@ -9,7 +10,25 @@ extension VPXDecoder {
     }
 }
 
+extension AV1Decoder {
+    /// Decodes one temporal unit to its pictures: 8-bit 4:2:0 ones (what WebRTC senders send);
+    /// others are skipped.
+    public func decodePictures(_ temporalUnit: [UInt8]) throws(CodecError) -> [I420Image] {
+        try decode(temporalUnit, collect: { picture in I420Image(copying: picture) })
+    }
+}
+
 extension I420Image {
+    init?(copying picture: Dav1dPicture) {
+        let (width, height) = (Int(picture.p.w) & ~1, Int(picture.p.h) & ~1)
+        guard width > 0, height > 0, picture.p.bpc == 8, picture.p.layout == DAV1D_PIXEL_LAYOUT_I420,
+              let y = picture.data.0, let u = picture.data.1, let v = picture.data.2 else { return nil }
+        self.init(width: width, height: height)
+        Self.copy(from: y.assumingMemoryBound(to: UInt8.self), stride: Int(picture.stride.0), rows: height, columns: width, into: &self.y)
+        Self.copy(from: u.assumingMemoryBound(to: UInt8.self), stride: Int(picture.stride.1), rows: height / 2, columns: width / 2, into: &self.u)
+        Self.copy(from: v.assumingMemoryBound(to: UInt8.self), stride: Int(picture.stride.1), rows: height / 2, columns: width / 2, into: &self.v)
+    }
+
     init?(copying image: UnsafeMutablePointer<vpx_image_t>) {
         let picture = image.pointee
         let (width, height) = (Int(picture.d_w) & ~1, Int(picture.d_h) & ~1)

@@ -117,7 +117,7 @@ public final class Composer {
         }
         progress(1)
         var undrawn: [String: String] = [:]
-        for sender in senders { for file in sender.files { if let codec = file.unsupportedVideo ?? (file.videoCodec == .av1 || file.videoCodec == .h264 ? file.videoCodec?.rawValue : nil) { undrawn[sender.connectionID] = codec } } }
+        for sender in senders { for file in sender.files { if let codec = file.unsupportedVideo ?? file.videoCodec.flatMap({ SourceFile.drawable.contains($0) ? nil : $0.rawValue }) { undrawn[sender.connectionID] = codec } } }
         return CompositionResult(path: path, durationMilliseconds: length, videoFrames: videoFrames, audioFrames: audioFrames, senders: senders.count,
                                  decodeErrors: senders.reduce(0) { $0 + $1.decodeErrors }, undrawnVideo: undrawn)
     }

@@ -10,7 +10,7 @@ final class SenderTrack {
 
     private var videoFile: Int?
     private var videoNext = 0
-    private var videoDecoder: VPXDecoder?
+    private var videoDecoder: PictureDecoder?
     private(set) var picture: I420Image?
     private(set) var decodeErrors = 0
 
@@ -33,10 +33,19 @@ final class SenderTrack {
 
     func isPresent(at time: Int64) -> Bool { file(at: time) != nil }
 
-    /// Whether this sender's video can be drawn (VP8 or VP9 today).
+    /// Whether this sender's video can be drawn (VP8, VP9 and AV1 today).
     func drawsVideo(at time: Int64) -> Bool {
         guard let index = file(at: time) else { return false }
-        return files[index].videoCodec == .vp8 || files[index].videoCodec == .vp9
+        return files[index].videoCodec.map(SourceFile.drawable.contains) ?? false
+    }
+
+    static func decoder(_ codec: SourceFile.VideoCodec) -> PictureDecoder? {
+        switch codec {
+        case .vp8: return try? VPXDecoder(codec: .vp8)
+        case .vp9: return try? VPXDecoder(codec: .vp9)
+        case .av1: return try? AV1Decoder()
+        case .h264: return nil
+        }
     }
 
     /// Decodes up to `time` and returns the picture showing then (nil before the first).
@@ -46,8 +55,7 @@ final class SenderTrack {
             videoFile = index
             videoNext = 0
             picture = nil
-            let codec: VPXCodec? = switch files[index].videoCodec { case .vp8: .vp8; case .vp9: .vp9; default: nil }
-            videoDecoder = codec.flatMap { try? VPXDecoder(codec: $0) }
+            videoDecoder = files[index].videoCodec.flatMap(Self.decoder)
             // Frames before `time` in a file joined mid-way: decode from its start (a picture needs its keyframe).
         }
         let frames = files[index].video
@@ -109,3 +117,11 @@ final class SenderTrack {
         }
     }
 }
+
+/// A decoder that gives pictures to draw.
+protocol PictureDecoder: AnyObject {
+    func decodePictures(_ data: [UInt8]) throws(CodecError) -> [I420Image]
+}
+
+extension VPXDecoder: PictureDecoder {}
+extension AV1Decoder: PictureDecoder {}
