@@ -85,6 +85,8 @@ public enum WebPaths {
     public static func recording(_ id: Int64) -> String { root + "/recordings/\(id)" }
     public static func media(_ id: Int64) -> String { root + "/files/\(id).webm" }
     public static func captions(_ id: Int64) -> String { root + "/files/\(id).vtt" }
+    /// The session's composition (`recbot compose`'s default output).
+    public static func composition(_ session: String) -> String { root + "/compositions/" + HTML.percent(session) + ".webm" }
     /// A moment of a recording: its page, playing from `milliseconds` into the file.
     public static func moment(_ id: Int64, milliseconds: Int64) -> String {
         recording(id) + "#t=" + WebFormat.seconds(milliseconds: milliseconds)

@@ -22,6 +22,8 @@ public struct SessionPage: Sendable {
     public var events: [EventRecord]
     public var eventTotal: Int
     public var now: Int64
+    /// `recbot compose` wrote the session's composition where it writes it by default.
+    public var hasComposition = false
 
     public init(session: SessionRecord, connections: [ConnectionRecord], players: [Player], interruptions: [InterruptionRecord],
                 events: [EventRecord], eventTotal: Int, now: Int64) {
@@ -40,8 +42,15 @@ public struct SessionPage: Sendable {
             events += try store.events(EventFilter(sessionID: id, kind: kind, limit: eventLimit))
         }
         events = Array(events.sorted { ($0.receivedAt, $0.id ?? 0) < ($1.receivedAt, $1.id ?? 0) }.prefix(eventLimit))
-        return SessionPage(session: session, connections: try store.connections(sessionID: id), players: players,
-                           interruptions: try store.interruptions(sessionID: id), events: events, eventTotal: total, now: now)
+        var page = SessionPage(session: session, connections: try store.connections(sessionID: id), players: players,
+                               interruptions: try store.interruptions(sessionID: id), events: events, eventTotal: total, now: now)
+        page.hasComposition = compositionPath(session: id, in: dataDirectory).map(FileManager.default.fileExists) ?? false
+        return page
+    }
+
+    /// Where `recbot compose` writes the session's composition, for a session id recbot makes.
+    public static func compositionPath(session: String, in dataDirectory: DataDirectory) -> String? {
+        dataDirectory.confinedLayout(session: session).map { $0.path(of: $0.compositionFilename) }
     }
 
     /// A recording's exported captions, where recbot writes them: only for a row whose file is
@@ -64,6 +73,10 @@ public struct SessionPage: Sendable {
         var body = "<h1>\(HTML.escape(session.channelID)) <small>\(WebFormat.time(milliseconds: session.startedAt)) UTC</small></h1>\n"
         body += summary()
         body += "<h2>Timeline</h2>\n<div class=\"timeline-box\">" + TimelineSVG.render(timeline) + "</div>\n"
+        if hasComposition {
+            body += "<h2>Composition</h2>\n<figure class=\"player composition\"><video controls preload=\"metadata\" src=\"\(WebPaths.composition(session.id))\"></video>"
+                + "<figcaption>The whole session: <code>recbot compose</code>'s grid of the senders, their audio mixed.</figcaption></figure>\n"
+        }
         body += "<h2>Recordings</h2>\n"
         body += players.isEmpty ? "<p class=\"empty\">No files were recorded.</p>\n" : playerList(recordings: recordings)
         body += "<h2>Messages</h2>\n" + messages(recordings: recordings)

@@ -29,7 +29,7 @@ public enum WebAssets {
         svg.timeline line.tick.notify { stroke: #7f8c8d; }
         .players { display: grid; grid-template-columns: repeat(auto-fill, minmax(320px, 1fr)); gap: 1em; }
         figure.player { margin: 0; } figure.player video, figure.player audio { width: 100%; background: #000; }
-        figure.player.main video { max-height: 70vh; }
+        figure.player.main video, figure.player.composition video { max-height: 70vh; }
         """
 
     public static let script = """

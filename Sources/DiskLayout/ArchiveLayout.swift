@@ -36,6 +36,8 @@ public struct ArchiveLayout: Sendable {
     public func messagesFilename(connectionID: String, part: Int = 0) -> String { baseName(connectionID, part) + ArchiveFile.messagesSuffix }
     /// Every notify, push and data-channel message of the session, one JSON object a line (`recbot export`).
     public var eventLogFilename: String { ArchiveFile.eventLogName }
+    /// `recbot compose`'s default output: the whole session in one file.
+    public var compositionFilename: String { "composed-\(recordingID).webm" }
     /// Marks the last split part of a sender (JSON only).
     public func splitEndFilename(connectionID: String) -> String { "split-archive-end-\(connectionID).json" }
 

@@ -42,6 +42,9 @@ public struct ArchiveWebEndpoints: Sendable {
         router.get("archive/files/:name") { request, context in
             try await guarded(request) { try await file(request, name: context.parameters.get("name") ?? "", context: context) }
         }
+        router.get("archive/compositions/:name") { request, context in
+            try await guarded(request) { try await composition(request, name: context.parameters.get("name") ?? "", context: context) }
+        }
         router.get("archive/assets/archive.css") { request, _ in try await guarded(request) { Self.asset(WebAssets.stylesheet, type: "text/css") } }
         router.get("archive/assets/archive.js") { request, _ in try await guarded(request) { Self.asset(WebAssets.script, type: "text/javascript") } }
     }
@@ -139,6 +142,13 @@ public struct ArchiveWebEndpoints: Sendable {
             return Response(status: .ok, headers: [.contentType: "text/vtt; charset=utf-8", .cacheControl: "no-cache"],
                             body: .init(byteBuffer: ByteBuffer(bytes: data)))
         }
+        return try await media(request, path: path, size: size, context: context)
+    }
+
+    /// `<session>.webm`: the composition `recbot compose` wrote in the session's directory.
+    func composition(_ request: Request, name: String, context: BasicRequestContext) async throws -> Response {
+        guard name.hasSuffix(".webm"), let path = SessionPage.compositionPath(session: String(name.dropLast(5)), in: dataDirectory),
+              let size = try await catalogCall({ Self.regularFileSize(path) }) else { return Self.notFound("No composition of that session.") }
         return try await media(request, path: path, size: size, context: context)
     }
 

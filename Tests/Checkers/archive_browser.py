@@ -138,6 +138,18 @@ CUES = """(async (at) => {
           all: (track.cues ? track.cues.length : 0)};
 })(%s)"""
 
+COMPOSITION = """(async () => {
+  const v = document.querySelector('figure.composition video');
+  if (!v) return null;
+  v.muted = true;
+  if (v.readyState < 1) await new Promise(r => { v.addEventListener('loadedmetadata', r, {once: true}); v.addEventListener('error', r, {once: true}); });
+  await v.play();
+  await new Promise(r => setTimeout(r, 1000));
+  const played = v.currentTime;
+  v.pause();
+  return {videoWidth: v.videoWidth, videoHeight: v.videoHeight, duration: v.duration, played};
+})()"""
+
 LANDED = """(async () => {
   const v = document.querySelector('figure.main video');
   for (let i = 0; i < 100 && (v.readyState < 1 || v.seeking || v.currentTime === 0); i++) await new Promise(r => setTimeout(r, 100));
@@ -179,7 +191,8 @@ def main():
             status = browser.load(args.base + "/archive/sessions/" + urllib.parse.quote(args.session))
             report["session"] = {"status": status, "parts": browser.evaluate("document.querySelectorAll('svg.timeline rect.part').length"),
                                  "players": browser.evaluate("document.querySelectorAll('figure.player video, figure.player audio').length"),
-                                 "ticks": browser.evaluate("document.querySelectorAll('svg.timeline line.tick').length")}
+                                 "ticks": browser.evaluate("document.querySelectorAll('svg.timeline line.tick').length"),
+                                 "composition": browser.evaluate(COMPOSITION)}
             if args.screenshots:
                 browser.screenshot(os.path.join(args.screenshots, "session.png"))
         if args.search:

@@ -6,7 +6,7 @@ import Testing
 /// The web archive (issue 44) in a real browser: headless Chromium loads `recbot serve`'s pages
 /// for a recorded session with chat (Tests/Checkers/archive_browser.py drives it over the DevTools
 /// protocol). The list shows the session, search finds its message, the player plays at the
-/// recording's size, the chat is a caption at its time, a `#t=` link lands on its second, and a
+/// recording's size, the session's composition plays on its page, the chat is a caption at its time, a `#t=` link lands on its second, and a
 /// server bound beyond loopback refuses a browser without credentials. RECBOT_WEB_SCREENSHOTS
 /// keeps each page's screenshot in that folder.
 @Suite(.serialized) struct WebArchiveScenarioTests {
@@ -26,6 +26,9 @@ import Testing
             let lateAt = Double(try #require(late["sent_at_ms"] as? Int) - Int(recording.startedAt)) / 1000
             let screenshots = ProcessInfo.processInfo.environment["RECBOT_WEB_SCREENSHOTS"] ?? scenario.directory.appendingPathComponent("screenshots").path
 
+            let composed = try scenario.recbot(["compose", session.id, "--data-dir", scenario.dataDirectory, "--width", "640", "--height", "360"])
+            #expect(composed.status == 0, "\(composed.stderr.suffix(1_000))")
+
             let serve = try ServeProcess(scenario: scenario, arguments: ["--capacity", "0"], name: "web")
             defer { serve.stop() }
             let report = try Self.browse(["--base", "http://127.0.0.1:\(serve.port)", "--session", session.id, "--recording", String(recordingID),
@@ -33,6 +36,10 @@ import Testing
                                           "--screenshots", screenshots])
             let sessions = try #require(report["sessions"] as? [String: Any])
             #expect(sessions["status"] as? Int == 200 && (sessions["text"] as? String)?.contains(session.id) == true, "\(sessions)")
+            let page = try #require(report["session"] as? [String: Any])
+            #expect(page["parts"] as? Int == 1 && page["players"] as? Int == 2 /* the recording and the composition */ && (page["ticks"] as? Int ?? 0) >= 1, "\(page)")
+            let composition = try #require(page["composition"] as? [String: Any], "the session page shows its composition: \(page)")
+            #expect(composition["videoWidth"] as? Int == 640 && (composition["played"] as? Double ?? 0) > 0.3, "\(composition)")
             let search = try #require(report["search"] as? [String: Any])
             #expect(search["rows"] as? Int == 1, "\(search)")
             #expect((search["moment"] as? String)?.contains("/archive/recordings/\(recordingID)#t=") == true, "\(search)")

@@ -79,7 +79,8 @@ struct ComposeCommand: ParsableCommand {
         var settings = CompositionSettings()
         (settings.width, settings.height, settings.framesPerSecond, settings.videoCodec, settings.videoBitrateKbps) = (width, height, fps, codec, bitrate)
         (settings.from, settings.to) = (from?.milliseconds, to?.milliseconds)
-        let path = out ?? ArchiveLayout.join(dataDirectory.layout(session: id).directory, "composed-\(id).webm")
+        let layout = dataDirectory.layout(session: id)
+        let path = out ?? layout.path(of: layout.compositionFilename)
         let showProgress = isatty(STDERR_FILENO) == 1 && !json
         let result: CompositionResult
         do {
