@@ -26,7 +26,7 @@ struct ComposeCommand: ParsableCommand {
             parts, rejoins and gaps included: a sender absent for a while leaves the grid, nothing is \
             stretched). VP8, VP9 and AV1 senders are drawn; H.264 senders are shown as a grey tile \
             with their audio (not yet decoded to pictures). The output is VP8 or VP9 with Opus.
-            """ + ExitStatus.helpLine([.success, .notFound, .storage, .catalogUnavailable])
+            """ + ExitStatus.helpLine([.success, .notFound, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
     @OptionGroup var common: CommonOptions
