@@ -9,11 +9,8 @@ import TestSupport
 @Suite(.serialized) struct ExportScenarioTests {
     @Test func chatCaptionsLandOnTheMediaTimeline() async throws {
         try await blocking {
-            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--late-chat", "2"])
+            let scenario = try Scenario.exportedChatSession()
             defer { scenario.stop() }
-            let result = try scenario.join(["--duration", "5s", "--data-channel-signaling", "--ignore-disconnect-websocket",
-                                            "--data-channel", "#chat", "--export"])
-            #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
             let truth = try scenario.truth()
             let late = try #require((truth["late_chat"] as? [[String: Any]])?.first)
             let sentAt = try #require(late["sent_at_ms"] as? Int)

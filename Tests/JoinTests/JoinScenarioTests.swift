@@ -484,4 +484,19 @@ extension Scenario {
             }
         }
     }
+
+    /// A 5 s session of one VP8 publisher whose #chat carries a message 2 s in, joined with
+    /// `--export`: what the export, search and web tests read. The caller stops the scenario.
+    static func exportedChatSession() throws -> Scenario {
+        let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--late-chat", "2"])
+        do {
+            let result = try scenario.join(["--duration", "5s", "--data-channel-signaling", "--ignore-disconnect-websocket",
+                                            "--data-channel", "#chat", "--export"])
+            #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
+            return scenario
+        } catch {
+            scenario.stop()
+            throw error
+        }
+    }
 }

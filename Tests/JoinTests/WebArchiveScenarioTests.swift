@@ -12,11 +12,8 @@ import Testing
 @Suite(.serialized) struct WebArchiveScenarioTests {
     @Test func aRecordedSessionCanBeFoundPlayedAndLinkedInABrowser() async throws {
         try await blocking {
-            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--late-chat", "2"])
+            let scenario = try Scenario.exportedChatSession()
             defer { scenario.stop() }
-            let result = try scenario.join(["--duration", "5s", "--data-channel-signaling", "--ignore-disconnect-websocket",
-                                            "--data-channel", "#chat", "--export"])
-            #expect(result.status == 0, "recbot: \(result.stderr.suffix(3_000))")
             let catalog = try scenario.catalog()
             let session = try #require(try catalog.sessions().first)
             let recording = try #require(try catalog.recordings().first { $0.videoCodec != nil })

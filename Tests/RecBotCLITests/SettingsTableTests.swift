@@ -30,7 +30,7 @@ import TestSupport
         let known = Set((SettingName.all + SettingName.serve).map(\.variable))
         // Not settings: the config file's line format, and names the tests' own processes read.
         // A family (`RECBOT_WEBHOOK_*`) is not a name.
-        let notSettings: Set<String> = ["RECBOT_NAME", "RECBOT_BINARY", "RECBOT_FUZZ", "RECBOT_FUZZ_SANITIZERS", "RECBOT_TEST_BLOCKING_WIDTH", "RECBOT_TEST_BODY_TIMES"]
+        let notSettings: Set<String> = ["RECBOT_NAME", "RECBOT_BINARY", "RECBOT_FUZZ", "RECBOT_FUZZ_SANITIZERS", "RECBOT_TEST_BLOCKING_WIDTH", "RECBOT_TEST_BODY_TIMES", "RECBOT_WEB_SCREENSHOTS"]
         let root = repositoryRoot
         var unknown: [String] = []
         for folder in ["Sources", "docs", "deploy", "README.md"] {
