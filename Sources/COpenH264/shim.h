@@ -1,5 +1,5 @@
 #pragma once
-// OpenH264's decoder (Debian libopenh264-dev) for `recbot verify`. Its C API is a table of
+// OpenH264's decoder (Debian libopenh264-dev) for `recbot verify` and `recbot compose`. Its C API is a table of
 // function pointers behind a double pointer; these wrappers call through it.
 #include <string.h>
 #include <wels/codec_api.h>
@@ -24,14 +24,28 @@ static inline void recbot_openh264_destroy(ISVCDecoder *decoder) {
     WelsDestroyDecoder(decoder);
 }
 
+/// One decoded I420 picture in OpenH264's own buffers (valid until the next decode).
+typedef struct {
+    const unsigned char *planes[3];
+    int strides[2];
+    int width;
+    int height;
+} recbot_openh264_picture;
+
 /// Decodes one access unit; returns the decoder's state flags (0 is success) and, when a
-/// picture came out, its size.
-static inline int recbot_openh264_decode(ISVCDecoder *decoder, const unsigned char *data, int length, int *width, int *height) {
+/// picture came out, where it is (width 0 when none did).
+static inline int recbot_openh264_decode_picture(ISVCDecoder *decoder, const unsigned char *data, int length, recbot_openh264_picture *picture) {
     unsigned char *planes[3] = {NULL, NULL, NULL};
     SBufferInfo info;
     memset(&info, 0, sizeof info);
+    memset(picture, 0, sizeof *picture);
     DECODING_STATE state = (*decoder)->DecodeFrameNoDelay(decoder, data, length, planes, &info);
-    *width = info.iBufferStatus == 1 ? info.UsrData.sSystemBuffer.iWidth : 0;
-    *height = info.iBufferStatus == 1 ? info.UsrData.sSystemBuffer.iHeight : 0;
+    if (info.iBufferStatus == 1 && planes[0] && planes[1] && planes[2]) {
+        for (int i = 0; i < 3; i++) picture->planes[i] = planes[i];
+        picture->strides[0] = info.UsrData.sSystemBuffer.iStride[0];
+        picture->strides[1] = info.UsrData.sSystemBuffer.iStride[1];
+        picture->width = info.UsrData.sSystemBuffer.iWidth;
+        picture->height = info.UsrData.sSystemBuffer.iHeight;
+    }
     return (int)state;
 }

@@ -1,4 +1,5 @@
 import CDav1d
+import COpenH264
 import CVPX
 import CYUV
 
@@ -18,7 +19,24 @@ extension AV1Decoder {
     }
 }
 
+extension H264Decoder {
+    /// Decodes one Annex-B access unit to its picture (OpenH264 puts out I420).
+    public func decodePictures(_ accessUnit: [UInt8]) throws(CodecError) -> [I420Image] {
+        try decode(accessUnit, collect: { picture in I420Image(copying: picture) })
+    }
+}
+
 extension I420Image {
+    init?(copying picture: recbot_openh264_picture) {
+        let (width, height) = (Int(picture.width) & ~1, Int(picture.height) & ~1)
+        guard width > 0, height > 0, picture.strides.0 >= width, picture.strides.1 >= width / 2,
+              let y = picture.planes.0, let u = picture.planes.1, let v = picture.planes.2 else { return nil }
+        self.init(width: width, height: height)
+        Self.copy(from: UnsafeMutablePointer(mutating: y), stride: Int(picture.strides.0), rows: height, columns: width, into: &self.y)
+        Self.copy(from: UnsafeMutablePointer(mutating: u), stride: Int(picture.strides.1), rows: height / 2, columns: width / 2, into: &self.u)
+        Self.copy(from: UnsafeMutablePointer(mutating: v), stride: Int(picture.strides.1), rows: height / 2, columns: width / 2, into: &self.v)
+    }
+
     init?(copying picture: Dav1dPicture) {
         let (width, height) = (Int(picture.p.w) & ~1, Int(picture.p.h) & ~1)
         guard width > 0, height > 0, picture.p.bpc == 8, picture.p.layout == DAV1D_PIXEL_LAYOUT_I420,

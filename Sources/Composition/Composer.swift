@@ -26,7 +26,7 @@ public struct CompositionResult: Sendable, Equatable {
     public var audioFrames: Int
     public var senders: Int
     public var decodeErrors: Int
-    /// Senders whose video could not be drawn (codec), shown as a grey tile with their audio.
+    /// Senders whose video decoder could not be opened, shown as a grey tile with their audio.
     public var undrawnVideo: [String: String]
 }
 

@@ -33,7 +33,7 @@ final class SenderTrack {
 
     func isPresent(at time: Int64) -> Bool { file(at: time) != nil }
 
-    /// Whether this sender's video can be drawn (VP8, VP9 and AV1 today).
+    /// Whether this sender's video can be drawn (VP8, VP9, AV1 and H.264).
     func drawsVideo(at time: Int64) -> Bool {
         guard let index = file(at: time) else { return false }
         return files[index].videoCodec.map(SourceFile.drawable.contains) ?? false
@@ -44,7 +44,7 @@ final class SenderTrack {
         case .vp8: return try? VPXDecoder(codec: .vp8)
         case .vp9: return try? VPXDecoder(codec: .vp9)
         case .av1: return try? AV1Decoder()
-        case .h264: return nil
+        case .h264: return try? H264Decoder()
         }
     }
 
@@ -125,3 +125,4 @@ protocol PictureDecoder: AnyObject {
 
 extension VPXDecoder: PictureDecoder {}
 extension AV1Decoder: PictureDecoder {}
+extension H264Decoder: PictureDecoder {}

@@ -11,7 +11,7 @@ public struct SourceFile: Sendable {
 
     public enum VideoCodec: String, Sendable { case vp8 = "V_VP8", vp9 = "V_VP9", av1 = "V_AV1", h264 = "V_MPEG4/ISO/AVC" }
     /// What the composition decodes to pictures (H.264 not yet: its tile is grey).
-    static let drawable: Set<VideoCodec> = [.vp8, .vp9, .av1]
+    static let drawable: Set<VideoCodec> = [.vp8, .vp9, .av1, .h264]
 
     public var path: String
     /// Where the file's time zero falls on the session's timeline (ms).

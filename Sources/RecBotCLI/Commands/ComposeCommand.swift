@@ -24,8 +24,7 @@ struct ComposeCommand: ParsableCommand {
         discussion: """
             Each sender's files are placed on the session's timeline by their start times (split \
             parts, rejoins and gaps included: a sender absent for a while leaves the grid, nothing is \
-            stretched). VP8, VP9 and AV1 senders are drawn; H.264 senders are shown as a grey tile \
-            with their audio (not yet decoded to pictures). The output is VP8 or VP9 with Opus.
+            stretched). VP8, VP9, AV1 and H.264 senders are drawn. The output is VP8 or VP9 with Opus.
             """ + ExitStatus.helpLine([.success, .notFound, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
