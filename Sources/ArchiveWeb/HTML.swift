@@ -87,6 +87,7 @@ public enum WebPaths {
     public static func captions(_ id: Int64) -> String { root + "/files/\(id).vtt" }
     /// The session's composition (`recbot compose`'s default output).
     public static func composition(_ session: String) -> String { root + "/compositions/" + HTML.percent(session) + ".webm" }
+    public static func compositionCaptions(_ session: String) -> String { root + "/compositions/" + HTML.percent(session) + ".vtt" }
     /// A moment of a recording: its page, playing from `milliseconds` into the file.
     public static func moment(_ id: Int64, milliseconds: Int64) -> String {
         recording(id) + "#t=" + WebFormat.seconds(milliseconds: milliseconds)

@@ -24,6 +24,8 @@ public struct SessionPage: Sendable {
     public var now: Int64
     /// `recbot compose` wrote the session's composition where it writes it by default.
     public var hasComposition = false
+    /// ...and the chat on its timeline beside it.
+    public var hasCompositionCaptions = false
 
     public init(session: SessionRecord, connections: [ConnectionRecord], players: [Player], interruptions: [InterruptionRecord],
                 events: [EventRecord], eventTotal: Int, now: Int64) {
@@ -45,12 +47,19 @@ public struct SessionPage: Sendable {
         var page = SessionPage(session: session, connections: try store.connections(sessionID: id), players: players,
                                interruptions: try store.interruptions(sessionID: id), events: events, eventTotal: total, now: now)
         page.hasComposition = compositionPath(session: id, in: dataDirectory).map(FileManager.default.fileExists) ?? false
+        page.hasCompositionCaptions = page.hasComposition
+            && (compositionCaptionsPath(session: id, in: dataDirectory).map(FileManager.default.fileExists) ?? false)
         return page
     }
 
     /// Where `recbot compose` writes the session's composition, for a session id recbot makes.
     public static func compositionPath(session: String, in dataDirectory: DataDirectory) -> String? {
         dataDirectory.confinedLayout(session: session).map { $0.path(of: $0.compositionFilename) }
+    }
+
+    /// Where `recbot compose` writes the composition's captions.
+    public static func compositionCaptionsPath(session: String, in dataDirectory: DataDirectory) -> String? {
+        dataDirectory.confinedLayout(session: session).map { $0.path(of: $0.compositionCaptionsFilename) }
     }
 
     /// A recording's exported captions, where recbot writes them: only for a row whose file is
@@ -74,7 +83,9 @@ public struct SessionPage: Sendable {
         body += summary()
         body += "<h2>Timeline</h2>\n<div class=\"timeline-box\">" + TimelineSVG.render(timeline) + "</div>\n"
         if hasComposition {
-            body += "<h2>Composition</h2>\n<figure class=\"player composition\"><video controls preload=\"metadata\" src=\"\(WebPaths.composition(session.id))\"></video>"
+            let track = hasCompositionCaptions
+                ? "<track kind=\"captions\" label=\"Messages\" srclang=\"und\" src=\"\(WebPaths.compositionCaptions(session.id))\" default>" : ""
+            body += "<h2>Composition</h2>\n<figure class=\"player composition\"><video controls preload=\"metadata\" src=\"\(WebPaths.composition(session.id))\">\(track)</video>"
                 + "<figcaption>The whole session: <code>recbot compose</code>'s grid of the senders, their audio mixed.</figcaption></figure>\n"
         }
         body += "<h2>Recordings</h2>\n"

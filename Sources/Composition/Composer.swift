@@ -21,6 +21,8 @@ public struct CompositionSettings: Sendable {
 
 public struct CompositionResult: Sendable, Equatable {
     public var path: String
+    /// Where the composition starts on the session's timeline, and how long it is.
+    public var startMilliseconds: Int64
     public var durationMilliseconds: Int64
     public var videoFrames: Int
     public var audioFrames: Int
@@ -118,7 +120,7 @@ public final class Composer {
         progress(1)
         var undrawn: [String: String] = [:]
         for sender in senders { for file in sender.files { if let codec = file.unsupportedVideo ?? file.videoCodec.flatMap({ SourceFile.drawable.contains($0) ? nil : $0.rawValue }) { undrawn[sender.connectionID] = codec } } }
-        return CompositionResult(path: path, durationMilliseconds: length, videoFrames: videoFrames, audioFrames: audioFrames, senders: senders.count,
+        return CompositionResult(path: path, startMilliseconds: start, durationMilliseconds: length, videoFrames: videoFrames, audioFrames: audioFrames, senders: senders.count,
                                  decodeErrors: senders.reduce(0) { $0 + $1.decodeErrors }, undrawnVideo: undrawn)
     }
 

@@ -38,6 +38,12 @@ public struct ArchiveLayout: Sendable {
     public var eventLogFilename: String { ArchiveFile.eventLogName }
     /// `recbot compose`'s default output: the whole session in one file.
     public var compositionFilename: String { "composed-\(recordingID).webm" }
+    /// The session's chat on the composition's timeline, beside it (`recbot compose`).
+    public var compositionCaptionsFilename: String { "composed-\(recordingID).vtt" }
+    /// The captions file beside a composition written to `path`.
+    public static func captionsPath(besideComposition path: String) -> String {
+        (path.hasSuffix(".webm") ? String(path.dropLast(5)) : path) + ".vtt"
+    }
     /// Marks the last split part of a sender (JSON only).
     public func splitEndFilename(connectionID: String) -> String { "split-archive-end-\(connectionID).json" }
 

@@ -135,21 +135,29 @@ public struct ArchiveWebEndpoints: Sendable {
         guard let size = try await catalogCall({ Self.regularFileSize(path) }) else {
             return Self.notFound("The file is not on this host's disk (moved, pruned, or recorded elsewhere).")
         }
-        if type == "vtt" {
-            guard size <= Self.maximumCaptionBytes, let data = try await catalogCall({ FileManager.default.contents(atPath: path) }) else {
-                return Self.notFound("The captions are too large to serve.")
-            }
-            return Response(status: .ok, headers: [.contentType: "text/vtt; charset=utf-8", .cacheControl: "no-cache"],
-                            body: .init(byteBuffer: ByteBuffer(bytes: data)))
-        }
+        if type == "vtt" { return try await captions(path: path, size: size) }
         return try await media(request, path: path, size: size, context: context)
     }
 
-    /// `<session>.webm`: the composition `recbot compose` wrote in the session's directory.
+    /// `<session>.webm`: the composition `recbot compose` wrote in the session's directory;
+    /// `<session>.vtt`: its captions.
     func composition(_ request: Request, name: String, context: BasicRequestContext) async throws -> Response {
+        if name.hasSuffix(".vtt") {
+            guard let path = SessionPage.compositionCaptionsPath(session: String(name.dropLast(4)), in: dataDirectory),
+                  let size = try await catalogCall({ Self.regularFileSize(path) }) else { return Self.notFound("No captions of that composition.") }
+            return try await captions(path: path, size: size)
+        }
         guard name.hasSuffix(".webm"), let path = SessionPage.compositionPath(session: String(name.dropLast(5)), in: dataDirectory),
               let size = try await catalogCall({ Self.regularFileSize(path) }) else { return Self.notFound("No composition of that session.") }
         return try await media(request, path: path, size: size, context: context)
+    }
+
+    private func captions(path: String, size: Int64) async throws -> Response {
+        guard size <= Self.maximumCaptionBytes, let data = try await catalogCall({ FileManager.default.contents(atPath: path) }) else {
+            return Self.notFound("The captions are too large to serve.")
+        }
+        return Response(status: .ok, headers: [.contentType: "text/vtt; charset=utf-8", .cacheControl: "no-cache"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
     }
 
     private func media(_ request: Request, path: String, size: Int64, context: BasicRequestContext) async throws -> Response {

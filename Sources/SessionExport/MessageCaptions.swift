@@ -7,10 +7,13 @@ public struct CaptionOptions: Sendable {
     public var connectionEvents: Bool
     /// How long a message stays on screen (cut short by the end of the file).
     public var cueMilliseconds: Int64
+    /// What each sender is called (its connection id when it has no name).
+    public var names: SenderNames
 
-    public init(connectionEvents: Bool = false, cueMilliseconds: Int64 = 5_000) {
+    public init(connectionEvents: Bool = false, cueMilliseconds: Int64 = 5_000, names: SenderNames = SenderNames()) {
         self.connectionEvents = connectionEvents
         self.cueMilliseconds = max(1, cueMilliseconds)
+        self.names = names
     }
 }
 
@@ -20,8 +23,18 @@ public struct CaptionOptions: Sendable {
 public enum MessageCaptions {
     /// The caption file, or nil when no message falls within the recording.
     public static func render(recording: RecordingRecord, events: [EventRecord], options: CaptionOptions = CaptionOptions()) -> String? {
-        let start = recording.startedAt
-        let length = recording.durationMs ?? recording.endedAt.flatMap { CatalogTime.span(from: start, to: $0) } ?? 0
+        let length = recording.durationMs ?? recording.endedAt.flatMap { CatalogTime.span(from: recording.startedAt, to: $0) } ?? 0
+        let header = "WEBVTT - messages of session \(WebVTTText.voiceName(recording.sessionID)) over \(WebVTTText.voiceName(recording.connectionID))"
+        return render(header: header, start: recording.startedAt, length: length, events: events, options: options)
+    }
+
+    /// A session's messages on a composition's timeline: zero is `start` (the session's start
+    /// plus the excerpt's offset), `length` milliseconds long.
+    public static func render(sessionID: String, start: Int64, length: Int64, events: [EventRecord], options: CaptionOptions = CaptionOptions()) -> String? {
+        render(header: "WEBVTT - messages of session \(WebVTTText.voiceName(sessionID))", start: start, length: length, events: events, options: options)
+    }
+
+    static func render(header: String, start: Int64, length: Int64, events: [EventRecord], options: CaptionOptions) -> String? {
         guard length > 0 else { return nil }
         var cues: [String] = []
         for event in events.sorted(by: { $0.receivedAt < $1.receivedAt }) {
@@ -31,7 +44,6 @@ public enum MessageCaptions {
             cues.append("\(WebVTTText.timestamp(milliseconds: offset)) --> \(WebVTTText.timestamp(milliseconds: end))\n\(text)")
         }
         guard !cues.isEmpty else { return nil }
-        let header = "WEBVTT - messages of session \(WebVTTText.voiceName(recording.sessionID)) over \(WebVTTText.voiceName(recording.connectionID))"
         return ([header] + cues).joined(separator: "\n\n") + "\n"
     }
 
@@ -41,7 +53,7 @@ public enum MessageCaptions {
         switch event.kind {
         case .datachannel:
             guard let label = event.label, label.hasPrefix("#") else { return nil }
-            let sender = WebVTTText.voiceName(event.senderConnectionID ?? "unknown sender")
+            let sender = WebVTTText.voiceName(event.senderConnectionID.map(options.names.name(for:)) ?? "unknown sender")
             return "<v \(sender)>\(WebVTTText.cueText(label, limit: 64)): \(WebVTTText.cueText(describe(event.payload)))</v>"
         case .notify:
             guard options.connectionEvents, let type = event.eventType,

@@ -147,7 +147,10 @@ COMPOSITION = """(async () => {
   await new Promise(r => setTimeout(r, 1000));
   const played = v.currentTime;
   v.pause();
-  return {videoWidth: v.videoWidth, videoHeight: v.videoHeight, duration: v.duration, played};
+  const track = v.textTracks[0];
+  for (let i = 0; i < 50 && track && !(track.cues && track.cues.length); i++) await new Promise(r => setTimeout(r, 100));
+  const cues = track && track.cues ? Array.from(track.cues).map(c => ({start: c.startTime, text: c.text})) : [];
+  return {videoWidth: v.videoWidth, videoHeight: v.videoHeight, duration: v.duration, played, captionMode: track ? track.mode : null, cues};
 })()"""
 
 LANDED = """(async () => {

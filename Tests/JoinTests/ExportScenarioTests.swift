@@ -35,6 +35,7 @@ import TestSupport
             #expect(cues.contains { $0["text"] as? String == "#chat: plain text" })
             let lateCue = try #require(cues.first { ($0["text"] as? String)?.contains("late message") == true })
             #expect(lateCue["text"] as? String == "#chat: late message on #chat &lt;b&gt;&amp;")
+            #expect(lateCue["voice"] as? String == "publisher-0", "a sender is called by its client id (it has no name in its metadata): \(lateCue)")
             let onTimeline = Int64(sentAt) - recording.startedAt
             let start = try #require(lateCue["start_ms"] as? Int)
             // The cue is stamped with the time recbot's sockets' thread read the message, so it

@@ -37,6 +37,13 @@ import Testing
             #expect(page["parts"] as? Int == 1 && page["players"] as? Int == 2 /* the recording and the composition */ && (page["ticks"] as? Int ?? 0) >= 1, "\(page)")
             let composition = try #require(page["composition"] as? [String: Any], "the session page shows its composition: \(page)")
             #expect(composition["videoWidth"] as? Int == 640 && (composition["played"] as? Double ?? 0) > 0.3, "\(composition)")
+            // The chat is on the composition too: the late message at its session time, under its sender's client id.
+            let compositionCues = composition["cues"] as? [[String: Any]] ?? []
+            let lateCue = try #require(compositionCues.first { ($0["text"] as? String)?.contains("late message on #chat") == true }, "\(composition)")
+            let lateOnSession = Double(try #require(late["sent_at_ms"] as? Int) - Int(session.startedAt)) / 1000
+            #expect(composition["captionMode"] as? String == "showing" && abs((lateCue["start"] as? Double ?? -1) - lateOnSession) <= 0.1,
+                    "cue \(lateCue) vs sent \(lateOnSession) s into the session")
+            #expect((lateCue["text"] as? String)?.hasPrefix("<v publisher-0>") == true, "\(lateCue)")
             let search = try #require(report["search"] as? [String: Any])
             #expect(search["rows"] as? Int == 1, "\(search)")
             #expect((search["moment"] as? String)?.contains("/archive/recordings/\(recordingID)#t=") == true, "\(search)")

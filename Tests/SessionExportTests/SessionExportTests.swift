@@ -60,6 +60,36 @@ import Testing
             """)
     }
 
+    /// A composition's captions: zero is where the composition starts on the session's timeline,
+    /// and each sender is called by its name.
+    @Test func compositionCaptionsUseTheSessionTimelineAndSenderNames() throws {
+        let names = SenderNames(connections: [
+            ConnectionRecord(sessionID: session.id, connectionID: "ALICE", firstSeenAt: 0, clientID: "ALICE", metadata: #"{"display_name":"Alice <A>"}"#),
+            ConnectionRecord(sessionID: session.id, connectionID: "BOB", firstSeenAt: 0, clientID: "bob-laptop", metadata: #"{"name":""}"#),
+            ConnectionRecord(sessionID: session.id, connectionID: "CAROL", firstSeenAt: 0, clientID: "CAROL", metadata: "not json"),
+        ])
+        #expect(names.name(for: "ALICE") == "Alice <A>" && names.name(for: "BOB") == "bob-laptop" && names.name(for: "CAROL") == "CAROL")
+        #expect(names.name(for: "DAVE") == "DAVE")
+        let events = [chat("too early", at: 1_001_000), chat("hi", at: 1_003_000), chat("yo", at: 1_004_000, sender: "BOB"),
+                      chat("carol", at: 1_005_000, sender: "CAROL"), chat("too late", at: 1_006_000)]
+        // An excerpt from 2 s to 5.5 s into the session.
+        let text = try #require(MessageCaptions.render(sessionID: session.id, start: 1_002_000, length: 3_500, events: events,
+                                                       options: CaptionOptions(names: names)))
+        #expect(text == """
+            WEBVTT - messages of session 01JD2G0000AAAAAAAAAAAAAAAA
+
+            00:00:01.000 --> 00:00:03.500
+            <v Alice A>#chat: hi</v>
+
+            00:00:02.000 --> 00:00:03.500
+            <v bob-laptop>#chat: yo</v>
+
+            00:00:03.000 --> 00:00:03.500
+            <v CAROL>#chat: carol</v>
+
+            """)
+    }
+
     @Test func connectionEventsOnlyWhenAskedFor() throws {
         let created = EventRecord(sessionID: session.id, kind: .notify, eventType: "connection.created", receivedAt: 1_002_000,
                                   payload: .json(#"{"type":"notify","event_type":"connection.created","connection_id":"CAROL"}"#))

@@ -5,6 +5,7 @@ import Composition
 import DiskLayout
 import Foundation
 import Outcomes
+import SessionExport
 
 extension VPXCodec: ExpressibleByArgument {
     public init?(argument: String) {
@@ -53,11 +54,12 @@ struct ComposeCommand: ParsableCommand {
     func run() throws {
         guard let catalog = try common.openCatalogForQuery() else { throw CommandEnd(cause: .notFound) }
         let id = session.value
-        let found = try catalog.query { c throws(CatalogError) -> (SessionRecord, [RecordingRecord])? in
+        let found = try catalog.query { c throws(CatalogError) -> (SessionRecord, [RecordingRecord], [EventRecord], [ConnectionRecord])? in
             guard let record = try c.session(id: id) else { return nil }
-            return (record, try c.recordings(RecordingFilter(sessionID: id)))
+            return (record, try c.recordings(RecordingFilter(sessionID: id)), try c.events(EventFilter(sessionID: id, kind: .datachannel)),
+                    try c.connections(sessionID: id))
         }
-        guard let (record, recordings) = found else { throw Console.fail("no session \(id)", cause: .notFound) }
+        guard let (record, recordings, messages, connections) = found else { throw Console.fail("no session \(id)", cause: .notFound) }
         let dataDirectory = common.dataDirectory
         var senders: [(connectionID: String, files: [SourceFile])] = []
         do {
@@ -92,16 +94,37 @@ struct ComposeCommand: ParsableCommand {
         }
         if showProgress { StandardStreams.err("\n") }
         for (sender, codec) in result.undrawnVideo.sorted(by: { $0.key < $1.key }) {
-            Console.note("\(sender): \(codec) video is not drawn yet (a grey tile with its audio)")
+            Console.note("\(sender): no \(codec) decoder could be opened; shown as a grey tile with its audio")
         }
+        let captions = try writeCaptions(session: record, messages: messages, connections: connections, beside: result)
         if json {
             Console.print(JSONValue.object([
-                ("path", .string(result.path)), ("duration_ms", .int(result.durationMilliseconds)), ("video_frames", .int(Int64(result.videoFrames))),
+                ("path", .string(result.path)), ("captions", .string(captions)), ("duration_ms", .int(result.durationMilliseconds)), ("video_frames", .int(Int64(result.videoFrames))),
                 ("audio_frames", .int(Int64(result.audioFrames))), ("senders", .int(Int64(result.senders))), ("decode_errors", .int(Int64(result.decodeErrors))),
             ]).rendered())
         } else {
             Console.print(result.path)
+            if let captions { Console.print(captions) }
         }
+    }
+
+    /// The chat on the composition's timeline, beside it (its path; nil when no message falls
+    /// within it, and a stale file from an earlier run is removed).
+    private func writeCaptions(session: SessionRecord, messages: [EventRecord], connections: [ConnectionRecord],
+                               beside result: CompositionResult) throws -> String? {
+        let path = ArchiveLayout.captionsPath(besideComposition: result.path)
+        let options = CaptionOptions(names: SenderNames(connections: connections))
+        guard let text = MessageCaptions.render(sessionID: session.id, start: session.startedAt + result.startMilliseconds,
+                                                length: result.durationMilliseconds, events: messages, options: options) else {
+            try? FileManager.default.removeItem(atPath: path)
+            return nil
+        }
+        do {
+            try ArchiveLayout.writeAtomically(Data(text.utf8), to: path)
+        } catch {
+            throw Console.fail("cannot write the composition's captions to \(path): \(error.localizedDescription)", cause: .storageFailed)
+        }
+        return path
     }
 }
 

@@ -50,11 +50,14 @@ struct SessionExporter {
     /// The paths written; a missing session ends the command as not found, a write failure as storage.
     func export(_ sessionID: String, formats: Set<ExportFormat>, into directory: String?,
                 captions: CaptionOptions = CaptionOptions()) throws -> [String] {
-        let found = try catalog.query { c throws(CatalogError) -> (SessionRecord, [EventRecord], [RecordingRecord])? in
+        let found = try catalog.query { c throws(CatalogError) -> (SessionRecord, [EventRecord], [RecordingRecord], [ConnectionRecord])? in
             guard let session = try c.session(id: sessionID) else { return nil }
-            return (session, try c.events(EventFilter(sessionID: sessionID)), try c.recordings(RecordingFilter(sessionID: sessionID)))
+            return (session, try c.events(EventFilter(sessionID: sessionID)), try c.recordings(RecordingFilter(sessionID: sessionID)),
+                    try c.connections(sessionID: sessionID))
         }
-        guard let (session, events, recordings) = found else { throw Console.fail("no session \(sessionID)", cause: .notFound) }
+        guard let (session, events, recordings, connections) = found else { throw Console.fail("no session \(sessionID)", cause: .notFound) }
+        var captions = captions
+        captions.names = SenderNames(connections: connections)
         let files = SessionExport.files(session: session, events: events, recordings: recordings, formats: formats, captions: captions)
         let target = directory ?? dataDirectory.layout(session: sessionID).directory
         do {
