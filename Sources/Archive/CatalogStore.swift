@@ -6,7 +6,7 @@
 /// Synchronous on purpose: writes run on the join's catalog-writer queue and the query
 /// commands are one-shot, so neither gains from async, and a blocking call keeps the two
 /// implementations interchangeable for every caller.
-public protocol CatalogStore: JobStore, SessionSegmentStore, RetentionStore, MessageSearchStore {
+public protocol CatalogStore: JobStore, SessionSegmentStore, RetentionStore, MessageSearchStore, CompositionStore {
     /// Where the catalog lives, for messages: a file path, or a URL without its password.
     var location: String { get }
 

@@ -35,7 +35,7 @@ func snapshot(_ path: String) throws -> (bytes: Data, siblings: [String]) {
         let mode = try catalog.read { db in try String.fetchOne(db, sql: "PRAGMA journal_mode") }
         #expect(mode == "wal")
         let tables = try catalog.read { db in try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'grdb%' AND name NOT LIKE 'event\\_search\\_%' ESCAPE '\\' ORDER BY name") }
-        #expect(tables == ["connections", "event_search", "events", "interruptions", "jobs", "recordings", "session_segments", "sessions", "uploads", "webhook_outbox"])
+        #expect(tables == ["compositions", "connections", "event_search", "events", "interruptions", "jobs", "recordings", "session_segments", "sessions", "uploads", "webhook_outbox"])
     }
 
     @Test func upgradesAnOlderSchemaKeepingItsData() throws {

@@ -49,6 +49,12 @@ import Testing
                                            "--width", "320", "--height", "240", "--from", "2s", "--to", "4s", "--json"])
             let cutResult = try JSONSerialization.jsonObject(with: Data(cut.stdout.utf8)) as? [String: Any]
             #expect(cut.status == 0 && cutResult?["duration_ms"] as? Int == 2_000, "\(cut.stdout) \(cut.stderr.suffix(1_000))")
+            // Both are cataloged: `recordings list --kind composed` finds them, with their place on the session's timeline.
+            let listed = try scenario.recbot(["recordings", "list", "--kind", "composed", "--json", "--data-dir", scenario.dataDirectory])
+            let rows = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]], "\(listed.stdout) \(listed.stderr)")
+            #expect(rows.map { $0["path"] as? String } == [out, excerpt] && rows.map { $0["from_ms"] as? Int } == [0, 2_000], "\(rows)")
+            #expect(rows.map { $0["duration_ms"] as? Int } == [duration, 2_000] && rows.allSatisfy { $0["session_id"] as? String == session.id }, "\(rows)")
+            #expect(rows.first?["width"] as? Int == 640 && rows.first?["senders"] as? Int == 1 && (rows.first?["bytes"] as? Int ?? 0) > 0, "\(rows)")
             let missing = try scenario.recbot(["compose", "01JD2G0000AAAAAAAAAAAAAAAA", "--data-dir", scenario.dataDirectory])
             #expect(missing.status == 66, "\(missing.stderr)")
         }

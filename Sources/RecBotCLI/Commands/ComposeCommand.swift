@@ -30,6 +30,7 @@ struct ComposeCommand: ParsableCommand {
     )
 
     @OptionGroup var common: CommonOptions
+    @OptionGroup var hostOptions: HostOptions
     @Argument(help: "The session id (a 26-character ULID).") var session: ULIDArgument
     @Option(help: ArgumentHelp("The file to write (default: composed-<session>.webm in the session's directory).", valueName: "path"))
     var out: String?
@@ -52,7 +53,9 @@ struct ComposeCommand: ParsableCommand {
     }
 
     func run() throws {
-        guard let catalog = try common.openCatalogForQuery() else { throw CommandEnd(cause: .notFound) }
+        // Opened to write: the composition is cataloged when it is complete.
+        guard let catalog = try common.openCatalogForWriting() else { throw CommandEnd(cause: .notFound) }
+        let host = try hostOptions.name(settings: try common.settings())
         let id = session.value
         let found = try catalog.query { c throws(CatalogError) -> (SessionRecord, [RecordingRecord], [EventRecord], [ConnectionRecord])? in
             guard let record = try c.session(id: id) else { return nil }
@@ -81,7 +84,7 @@ struct ComposeCommand: ParsableCommand {
         (settings.width, settings.height, settings.framesPerSecond, settings.videoCodec, settings.videoBitrateKbps) = (width, height, fps, codec, bitrate)
         (settings.from, settings.to) = (from?.milliseconds, to?.milliseconds)
         let layout = dataDirectory.layout(session: id)
-        let path = out ?? layout.path(of: layout.compositionFilename)
+        let path = URL(fileURLWithPath: out ?? layout.path(of: layout.compositionFilename)).standardizedFileURL.path
         let showProgress = isatty(STDERR_FILENO) == 1 && !json
         let result: CompositionResult
         do {
@@ -97,6 +100,9 @@ struct ComposeCommand: ParsableCommand {
             Console.note("\(sender): no \(codec) decoder could be opened; shown as a grey tile with its audio")
         }
         let captions = try writeCaptions(session: record, messages: messages, connections: connections, beside: result)
+        try catalog.query { c throws(CatalogError) in
+            try c.saveComposition(catalogRow(session: id, result: result, captions: captions, host: host))
+        }
         if json {
             Console.print(JSONValue.object([
                 ("path", .string(result.path)), ("captions", .string(captions)), ("duration_ms", .int(result.durationMilliseconds)), ("video_frames", .int(Int64(result.videoFrames))),
@@ -106,6 +112,16 @@ struct ComposeCommand: ParsableCommand {
             Console.print(result.path)
             if let captions { Console.print(captions) }
         }
+    }
+
+    private func catalogRow(session: String, result: CompositionResult, captions: String?, host: String) -> CompositionRecord {
+        let dataDirectory = common.dataDirectory
+        let size = (try? FileManager.default.attributesOfItem(atPath: result.path)[.size] as? NSNumber)?.int64Value
+        return CompositionRecord(
+            sessionID: session, path: dataDirectory.catalogPath(absolute: result.path) ?? result.path,
+            captionsPath: captions.map { dataDirectory.catalogPath(absolute: $0) ?? $0 }, layout: "grid", fromMs: result.startMilliseconds,
+            durationMs: result.durationMilliseconds, width: width, height: height, fps: fps, videoCodec: codec == .vp8 ? "VP8" : "VP9",
+            audioCodec: "OPUS", senders: result.senders, bytes: size, host: host, composedAt: Int64(Date().timeIntervalSince1970 * 1000))
     }
 
     /// The chat on the composition's timeline, beside it (its path; nil when no message falls

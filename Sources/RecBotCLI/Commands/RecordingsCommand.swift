@@ -6,7 +6,7 @@ import Recorder
 struct RecordingsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "recordings",
-        abstract: "List recorded files (one WebM per sender connection and part).",
+        abstract: "List recorded files (one WebM per sender connection and part) and compositions.",
         subcommands: [List.self, Show.self]
     )
 
@@ -19,12 +19,18 @@ struct RecordingsCommand: ParsableCommand {
         @Option(help: ArgumentHelp("Only recordings of this sender connection id.", valueName: "id")) var connection: String?
         @Option(help: "Only recordings of this channel.") var channel: String?
         @Option(help: "At most this many recordings.") var limit: Int?
+        @Option(help: ArgumentHelp("What to list: the senders' files, or `recbot compose`'s files.", valueName: "recorded|composed"))
+        var kind: Kind = .recorded
+
+        enum Kind: String, ExpressibleByArgument, CaseIterable { case recorded, composed }
 
         func validate() throws {
             if let limit, limit < 1 { throw ValidationError("--limit must be at least 1") }
+            if kind == .composed, connection != nil { throw ValidationError("--connection does not apply to --kind composed") }
         }
 
         func run() throws {
+            if kind == .composed { return try listCompositions() }
             let filter = RecordingFilter(sessionID: session?.value, connectionID: connection, channelID: channel, limit: limit)
             let recordings = try common.openCatalogForQuery()?.query { catalog throws(CatalogError) in try catalog.recordings(filter) } ?? []
             let directory = common.dataDirectory
@@ -33,6 +39,28 @@ struct RecordingsCommand: ParsableCommand {
                 return
             }
             Console.print(RecordingsCommand.table(recordings, dataDirectory: directory).rendered())
+        }
+
+        private func listCompositions() throws {
+            let filter = CompositionFilter(sessionID: session?.value, channelID: channel, limit: limit)
+            let compositions = try common.openCatalogForQuery()?.query { catalog throws(CatalogError) in try catalog.compositions(filter) } ?? []
+            let directory = common.dataDirectory
+            if output.json {
+                Console.print(JSONValue.array(compositions.map { .object(RecordJSON.composition($0, dataDirectory: directory)) }).rendered())
+                return
+            }
+            var table = TextTable([
+                ("SESSION", .left), ("LAYOUT", .left), ("SIZE", .left), ("CODECS", .left), ("FROM", .right), ("DURATION", .right),
+                ("SENDERS", .right), ("BYTES", .right), ("COMPOSED", .left), ("PATH", .left),
+            ])
+            for c in compositions {
+                table.add([
+                    c.sessionID, c.layout, "\(c.width)x\(c.height)@\(c.fps)", "\(c.videoCodec)+\(c.audioCodec)", HumanFormat.duration(milliseconds: c.fromMs),
+                    HumanFormat.duration(milliseconds: c.durationMs), String(c.senders), HumanFormat.size(bytes: c.bytes),
+                    HumanFormat.localTime(milliseconds: c.composedAt), directory.absolute(catalogPath: c.path),
+                ])
+            }
+            Console.print(table.rendered())
         }
     }
 

@@ -88,6 +88,16 @@ enum RecordJSON {
         ]
     }
 
+    static func composition(_ c: CompositionRecord, dataDirectory: DataDirectory) -> [(String, JSONValue)] {
+        [
+            ("kind", .string("composed")), ("session_id", .string(c.sessionID)), ("path", .string(dataDirectory.absolute(catalogPath: c.path))),
+            ("captions_path", .string(c.captionsPath.map { dataDirectory.absolute(catalogPath: $0) })), ("layout", .string(c.layout)),
+            ("from_ms", .int(c.fromMs)), ("duration_ms", .int(c.durationMs)), ("width", .int(c.width)), ("height", .int(c.height)),
+            ("fps", .int(c.fps)), ("video_codec", .string(c.videoCodec)), ("audio_codec", .string(c.audioCodec)),
+            ("senders", .int(c.senders)), ("bytes", .int(c.bytes)), ("host", .string(c.host)), ("composed_at", time(c.composedAt)),
+        ]
+    }
+
     static func recording(_ r: RecordingRecord, dataDirectory: DataDirectory) -> [(String, JSONValue)] {
         [
             ("id", .int(r.id)),
