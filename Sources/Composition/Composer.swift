@@ -2,8 +2,17 @@ import CodecBindings
 import Foundation
 import WebM
 
+/// How the senders are arranged (docs/compose.md).
+public enum CompositionLayout: String, Sendable, CaseIterable {
+    /// Everyone present, on an automatic grid.
+    case grid
+    /// The sender speaking now enlarged, the others in a row below.
+    case speaker
+}
+
 /// What `recbot compose` makes.
 public struct CompositionSettings: Sendable {
+    public var layout: CompositionLayout = .grid
     public var width = 1280
     public var height = 720
     public var framesPerSecond = 30
@@ -19,6 +28,12 @@ public struct CompositionSettings: Sendable {
     public init() {}
 }
 
+/// From `at` (milliseconds on the session's timeline) on, the speaker layout enlarges this sender.
+public struct SpeakerChange: Sendable, Equatable {
+    public var at: Int64
+    public var connectionID: String
+}
+
 public struct CompositionResult: Sendable, Equatable {
     public var path: String
     /// Where the composition starts on the session's timeline, and how long it is.
@@ -30,6 +45,8 @@ public struct CompositionResult: Sendable, Equatable {
     public var decodeErrors: Int
     /// Senders whose video decoder could not be opened, shown as a grey tile with their audio.
     public var undrawnVideo: [String: String]
+    /// The speaker layout's speaker from each time on (milliseconds on the session's timeline).
+    public var speakerChanges: [SpeakerChange] = []
 }
 
 /// Composes senders' files into one WebM: the automatic grid of whoever is present, every
@@ -75,6 +92,8 @@ public final class Composer {
         } catch { throw .output("\(error)") }
         var canvas = I420Image(width: settings.width, height: settings.height)
         var mixer = AudioMixer()
+        var speakers = SpeakerSelector()
+        var speakerChanges: [SpeakerChange] = []
         var (videoFrames, audioFrames) = (0, 0)
         let length = end - start
         var lastProgress = Date.distantPast
@@ -87,13 +106,19 @@ public final class Composer {
                 if videoAt >= end && audioAt >= end { break }
                 if audioAt <= videoAt {
                     let samples = OpusEncoder.samplesPerFrame
-                    let mixed = mixer.mix(senders.map { $0.audio(from: audioAt * 48, samples: samples) }, samples: samples * 2)
+                    let slots = senders.map { $0.audio(from: audioAt * 48, samples: samples) }
+                    if settings.layout == .speaker {
+                        let speaker = speakers.update(levels: zip(senders, slots).filter { $0.0.isPresent(at: audioAt) }
+                            .map { ($0.0.connectionID, SpeakerSelector.level($0.1)) })
+                        if let speaker, speaker != speakerChanges.last?.connectionID { speakerChanges.append(SpeakerChange(at: audioAt, connectionID: speaker)) }
+                    }
+                    let mixed = mixer.mix(slots, samples: samples * 2)
                     let packet = try audioEncoder.encode(mixed)
                     try writer.apply(try muxer.write(WebMFrame(track: .audio, timestampNanoseconds: (audioAt - start) * 1_000_000, isKeyframe: true, data: packet)))
                     audioFrames += 1
                     slot += 1
                 } else {
-                    draw(at: videoAt, on: &canvas)
+                    draw(at: videoAt, on: &canvas, speaker: speakers.speaker)
                     for encoded in try encoder.encode(canvas, pts: Int64(frame)) {
                         try writer.apply(try muxer.write(WebMFrame(track: .video, timestampNanoseconds: (videoAt - start) * 1_000_000,
                                                                    isKeyframe: encoded.isKeyframe, data: encoded.data)))
@@ -120,15 +145,29 @@ public final class Composer {
         progress(1)
         var undrawn: [String: String] = [:]
         for sender in senders { for file in sender.files { if let codec = file.unsupportedVideo ?? file.videoCodec.flatMap({ SourceFile.drawable.contains($0) ? nil : $0.rawValue }) { undrawn[sender.connectionID] = codec } } }
-        return CompositionResult(path: path, startMilliseconds: start, durationMilliseconds: length, videoFrames: videoFrames, audioFrames: audioFrames, senders: senders.count,
-                                 decodeErrors: senders.reduce(0) { $0 + $1.decodeErrors }, undrawnVideo: undrawn)
+        var result = CompositionResult(path: path, startMilliseconds: start, durationMilliseconds: length, videoFrames: videoFrames, audioFrames: audioFrames,
+                                       senders: senders.count, decodeErrors: senders.reduce(0) { $0 + $1.decodeErrors }, undrawnVideo: undrawn)
+        result.speakerChanges = speakerChanges
+        return result
     }
 
-    /// The grid at `time`: who is present, each picture fitted into its cell.
-    func draw(at time: Int64, on canvas: inout I420Image) {
-        canvas.fill(x: 0, y: 0, width: canvas.width, height: canvas.height)
+    /// Where each sender present at `time` goes, in the layout.
+    func placements(at time: Int64, width: Int, height: Int, speaker: String?) -> [(SenderTrack, Rectangle)] {
         let present = senders.filter { $0.isPresent(at: time) }
-        for (sender, cell) in zip(present, GridLayout.cells(count: present.count, width: canvas.width, height: canvas.height)) {
+        switch settings.layout {
+        case .grid:
+            return Array(zip(present, GridLayout.cells(count: present.count, width: width, height: height)))
+        case .speaker:
+            guard let cells = SpeakerLayout.cells(count: present.count, width: width, height: height) else { return [] }
+            let main = present.first { $0.connectionID == speaker } ?? present[0]
+            return [(main, cells.speaker)] + zip(present.filter { $0 !== main }, cells.others)
+        }
+    }
+
+    /// The layout at `time`: who is present, each picture fitted into its cell.
+    func draw(at time: Int64, on canvas: inout I420Image, speaker: String?) {
+        canvas.fill(x: 0, y: 0, width: canvas.width, height: canvas.height)
+        for (sender, cell) in placements(at: time, width: canvas.width, height: canvas.height, speaker: speaker) {
             if sender.drawsVideo(at: time), let picture = sender.picture(at: time) {
                 let target = GridLayout.fit(width: picture.width, height: picture.height, in: cell)
                 canvas.place(picture, x: target.x, y: target.y, width: target.width, height: target.height)

@@ -23,6 +23,52 @@ struct CompositionCoreTests {
         }
     }
 
+    @Test func theSpeakerIsLargeAndTheOthersSitInARowBelow() throws {
+        #expect(SpeakerLayout.cells(count: 0, width: 1280, height: 720) == nil)
+        let alone = try #require(SpeakerLayout.cells(count: 1, width: 1280, height: 720))
+        #expect(alone.speaker == Rectangle(x: 0, y: 0, width: 1280, height: 720) && alone.others.isEmpty)
+        let four = try #require(SpeakerLayout.cells(count: 4, width: 1280, height: 720))
+        #expect(four.speaker == Rectangle(x: 0, y: 0, width: 1280, height: 540))
+        #expect(four.others == [Rectangle(x: 160, y: 540, width: 320, height: 180), Rectangle(x: 480, y: 540, width: 320, height: 180),
+                                Rectangle(x: 800, y: 540, width: 320, height: 180)], "\(four.others)")
+        for count in 2...40 {
+            let cells = try #require(SpeakerLayout.cells(count: count, width: 1280, height: 720))
+            #expect(cells.others.count == count - 1)
+            for cell in cells.others {
+                #expect(cell.x >= 0 && cell.x + cell.width <= 1280 && cell.y + cell.height <= 720 && cell.width >= 2 && cell.x % 2 == 0 && cell.width % 2 == 0)
+            }
+        }
+    }
+
+    /// 20 ms slots of levels, `seconds` long.
+    func run(_ selector: inout SpeakerSelector, seconds: Double, _ levels: [(String, Double)]) -> [String?] {
+        (0..<Int(seconds * 50)).map { _ in selector.update(levels: levels.map { (id: $0.0, dBFS: $0.1) }) }
+    }
+
+    @Test func theSpeakerChangesOnlyForSustainedSpeechAndAtOnceWhenTheyLeave() {
+        var selector = SpeakerSelector()
+        // All silent: the first to join.
+        #expect(run(&selector, seconds: 0.2, [("A", -120), ("B", -120)]).last == "A")
+        // B speaks: after about a second (smoothing plus the hold), not before.
+        let switching = run(&selector, seconds: 3, [("A", -120), ("B", -20)])
+        let first = switching.firstIndex { $0 == "B" } ?? -1
+        #expect((50...100).contains(first), "B took over after \(first) slots")
+        #expect(switching.suffix(from: max(0, first)).allSatisfy { $0 == "B" })
+        // A coughs for half a second, louder than B: B stays.
+        #expect(run(&selector, seconds: 0.5, [("A", -6), ("B", -20)]).allSatisfy { $0 == "B" })
+        // Both talk at about the same level: no flapping.
+        #expect(run(&selector, seconds: 5, [("A", -22), ("B", -20)]).allSatisfy { $0 == "B" })
+        // B leaves: A at once, even quiet.
+        #expect(selector.update(levels: [(id: "A", dBFS: -60)]) == "A")
+        #expect(selector.update(levels: []) == nil)
+    }
+
+    @Test func aLevelIsTheRMSInDecibelsBelowFullScale() {
+        #expect(SpeakerSelector.level([]) == -120 && SpeakerSelector.level([0, 0, 0]) == -120)
+        #expect(abs(SpeakerSelector.level([Int16](repeating: 16_384, count: 960)) - -6.02) < 0.01)
+        #expect(abs(SpeakerSelector.level([32_767, -32_768]) - 0) < 0.01)
+    }
+
     @Test func aPictureIsFittedNeverStretched() {
         let cell = Rectangle(x: 640, y: 0, width: 640, height: 720)
         #expect(GridLayout.fit(width: 320, height: 240, in: cell) == Rectangle(x: 640, y: 120, width: 640, height: 480))

@@ -60,6 +60,38 @@ import Testing
         }
     }
 
+    /// Two senders, the second "talking" (its steady tone 20 dB above the other's): the speaker
+    /// layout enlarges it within about a second of its arrival and keeps it there; the quiet
+    /// one's beeps never take over.
+    @Test func theSpeakerLayoutEnlargesTheSenderWhoTalks() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8", "--speaking-publisher", "1"])
+            defer { scenario.stop() }
+            let joined = try scenario.join(["--duration", "6s"])
+            #expect(joined.status == 0, "recbot: \(joined.stderr.suffix(2_000))")
+            let publishers = try #require(try scenario.truth()["publishers"] as? [[String: Any]])
+            let talker = try #require(publishers.first { $0["client_id"] as? String == "publisher-1" }?["connection_id"] as? String)
+            let catalog = try scenario.catalog()
+            let session = try #require(try catalog.sessions().first)
+            let arrived = try #require(try catalog.recordings().filter { $0.connectionID == talker }.map(\.startedAt).min()) - session.startedAt
+
+            let out = scenario.directory.appendingPathComponent("speaker.webm").path
+            let composed = try scenario.recbot(["compose", session.id, "--data-dir", scenario.dataDirectory, "--out", out, "--layout", "speaker",
+                                                "--width", "640", "--height", "360", "--json"])
+            #expect(composed.status == 0, "\(composed.stderr.suffix(2_000))")
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(composed.stdout.utf8)) as? [String: Any], "\(composed.stdout)")
+            let speakers = try #require(result["speakers"] as? [[String: Any]], "\(result)")
+            let last = try #require(speakers.last)
+            #expect(last["connection_id"] as? String == talker, "the talker ends as the speaker: \(speakers)")
+            #expect(speakers.filter { $0["connection_id"] as? String == talker }.count == 1, "it is never replaced: \(speakers)")
+            let takeover = Int64(last["at_ms"] as? Int ?? -1)
+            #expect(takeover >= arrived && takeover <= arrived + 2_500, "speaker from \(takeover) ms, the talker arrived at \(arrived) ms")
+            #expect(result["decode_errors"] as? Int == 0 && result["senders"] as? Int == 2, "\(result)")
+            let listed = try scenario.recbot(["recordings", "list", "--kind", "composed", "--session", session.id, "--data-dir", scenario.dataDirectory])
+            #expect(listed.status == 0 && listed.stdout.contains("speaker") && listed.stdout.contains("640x360@30"), "\(listed.stdout)")
+        }
+    }
+
     struct Markers: CustomStringConvertible {
         var videoMarkers: [Double]
         var maxAbsOffset: Double?

@@ -192,7 +192,7 @@ def fill_in_rejected_sections(offer, answer):
 
 
 class Publisher:
-    def __init__(self, codec, index, rtx=True, resize_after=0, switch=None, clock=None, audio=True):
+    def __init__(self, codec, index, rtx=True, resize_after=0, switch=None, clock=None, audio=True, speaking=False):
         self.codec = codec
         self.sends_audio = audio
         self.index = index
@@ -204,7 +204,7 @@ class Publisher:
         self.video = PatternVideo(width=320, height=240, fps=30, clock=self.clock)
         if resize_after:
             self.video.resize_at(resize_after, *RESIZED)
-        self.audio = ToneAudio(clock=self.clock)
+        self.audio = ToneAudio(clock=self.clock, speaking=speaking)
         self.video_frames_sent = 0
         self.video_frames_sent_by_codec = collections.Counter()
         self.video_keyframes_sent = 0
@@ -533,7 +533,8 @@ class Channel:
                       "connections": [], "faults": []}
         shared = MediaClock() if args.shared_clock else None
         self.publishers = [Publisher(codec, index, rtx=not args.no_rtx, resize_after=args.resolution_change_after or args.layer_switch_after,
-                                     switch=args.switch_codec_after if index == 0 else None, clock=shared, audio=not args.video_only)
+                                     switch=args.switch_codec_after if index == 0 else None, clock=shared, audio=not args.video_only,
+                                     speaking=index == args.speaking_publisher)
                            for index, codec in enumerate(args.publisher)]
         self.impairment = RtpImpairment(args.loss, args.loss_seed, args.delay_audio_ms, burst=args.burst_loss, jitter_ms=args.jitter_ms)
         self.truth["impairment"] = {"loss_percent": args.loss, "loss_seed": args.loss_seed,
@@ -1195,6 +1196,8 @@ async def main():
     parser.add_argument("--no-rtx", action="store_true",
                         help="offer video without RTX: aiortc then answers NACKs by resending the packet on the media SSRC")
     parser.add_argument("--video-only", action="store_true", help="the publishers send video and no audio")
+    parser.add_argument("--speaking-publisher", type=int, default=-1, metavar="N",
+                        help="publisher N's steady tone is 20 dB louder than the others' (a speaker layout enlarges it)")
     parser.add_argument("--ignore-keyframe-requests", action="store_true",
                         help="VP9, AV1 and H.265 publishers answer no PLI or FIR: keyframes come only on --keyframe-interval")
     parser.add_argument("--keyframe-interval", type=float, default=2.0, metavar="SECONDS",

@@ -27,6 +27,7 @@ SAMPLE_RATE = 48000
 AUDIO_FRAME_SAMPLES = 960  # 20 ms
 AUDIO_FRAMES_PER_SECOND = SAMPLE_RATE // AUDIO_FRAME_SAMPLES
 QUIET_TONE = (440, 600)  # Hz, peak amplitude (about -35 dBFS)
+SPEAKING_TONE = (440, 6000)  # a publisher that "talks" (about -15 dBFS): what a speaker layout enlarges
 MARKER_TONE = (1000, 20000)  # Hz, peak amplitude (about -4 dBFS)
 
 
@@ -123,11 +124,12 @@ class ToneAudio(MediaStreamTrack):
 
     kind = "audio"
 
-    def __init__(self, clock=None):
+    def __init__(self, clock=None, speaking=False):
         super().__init__()
         self.clock = clock or MediaClock()
         self.index = 0
         self._cache = {}
+        self.tone = SPEAKING_TONE if speaking else QUIET_TONE
 
     @property
     def start(self):
@@ -148,7 +150,7 @@ class ToneAudio(MediaStreamTrack):
             key = ("marker",)
             frequency, amplitude, first = MARKER_TONE[0], MARKER_TONE[1], 0
         else:
-            frequency, amplitude = QUIET_TONE
+            frequency, amplitude = self.tone
             first = index * AUDIO_FRAME_SAMPLES
             # The phase at a frame's start repeats with the frame index modulo this period.
             period = SAMPLE_RATE // math.gcd(frequency * AUDIO_FRAME_SAMPLES, SAMPLE_RATE)

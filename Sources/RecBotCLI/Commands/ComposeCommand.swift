@@ -17,15 +17,18 @@ extension VPXCodec: ExpressibleByArgument {
     }
 }
 
+extension CompositionLayout: ExpressibleByArgument {}
+
 /// `recbot compose SESSION`: the session as one WebM a person can watch (docs/compose.md).
 struct ComposeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "compose",
-        abstract: "Compose a session's recordings into one WebM: a grid of whoever is present, every sender's audio mixed.",
+        abstract: "Compose a session's recordings into one WebM: whoever is present on a grid or around the speaker, every sender's audio mixed.",
         discussion: """
             Each sender's files are placed on the session's timeline by their start times (split \
             parts, rejoins and gaps included: a sender absent for a while leaves the grid, nothing is \
-            stretched). VP8, VP9, AV1 and H.264 senders are drawn. The output is VP8 or VP9 with Opus.
+            stretched). VP8, VP9, AV1 and H.264 senders are drawn, on an automatic grid or with the speaker \
+            enlarged (--layout). The output is VP8 or VP9 with Opus, the chat as WebVTT beside it.
             """ + ExitStatus.helpLine([.success, .notFound, .storage, .catalogUnavailable, .catalogCredentials])
     )
 
@@ -34,6 +37,8 @@ struct ComposeCommand: ParsableCommand {
     @Argument(help: "The session id (a 26-character ULID).") var session: ULIDArgument
     @Option(help: ArgumentHelp("The file to write (default: composed-<session>.webm in the session's directory).", valueName: "path"))
     var out: String?
+    @Option(help: ArgumentHelp("grid: everyone present on an automatic grid; speaker: the sender speaking now enlarged, the others in a row below.",
+                               valueName: "grid|speaker")) var layout: CompositionLayout = .grid
     @Option(help: "Width of the composition in pixels.") var width = 1280
     @Option(help: "Height of the composition in pixels.") var height = 720
     @Option(help: "Frames per second.") var fps = 30
@@ -81,6 +86,7 @@ struct ComposeCommand: ParsableCommand {
             throw Console.fail(error, cause: .storageFailed)
         }
         var settings = CompositionSettings()
+        settings.layout = layout
         (settings.width, settings.height, settings.framesPerSecond, settings.videoCodec, settings.videoBitrateKbps) = (width, height, fps, codec, bitrate)
         (settings.from, settings.to) = (from?.milliseconds, to?.milliseconds)
         let layout = dataDirectory.layout(session: id)
@@ -107,6 +113,7 @@ struct ComposeCommand: ParsableCommand {
             Console.print(JSONValue.object([
                 ("path", .string(result.path)), ("captions", .string(captions)), ("duration_ms", .int(result.durationMilliseconds)), ("video_frames", .int(Int64(result.videoFrames))),
                 ("audio_frames", .int(Int64(result.audioFrames))), ("senders", .int(Int64(result.senders))), ("decode_errors", .int(Int64(result.decodeErrors))),
+                ("speakers", .array(result.speakerChanges.map { .object([("at_ms", .int($0.at)), ("connection_id", .string($0.connectionID))]) })),
             ]).rendered())
         } else {
             Console.print(result.path)
@@ -119,7 +126,7 @@ struct ComposeCommand: ParsableCommand {
         let size = (try? FileManager.default.attributesOfItem(atPath: result.path)[.size] as? NSNumber)?.int64Value
         return CompositionRecord(
             sessionID: session, path: dataDirectory.catalogPath(absolute: result.path) ?? result.path,
-            captionsPath: captions.map { dataDirectory.catalogPath(absolute: $0) ?? $0 }, layout: "grid", fromMs: result.startMilliseconds,
+            captionsPath: captions.map { dataDirectory.catalogPath(absolute: $0) ?? $0 }, layout: layout.rawValue, fromMs: result.startMilliseconds,
             durationMs: result.durationMilliseconds, width: width, height: height, fps: fps, videoCodec: codec == .vp8 ? "VP8" : "VP9",
             audioCodec: "OPUS", senders: result.senders, bytes: size, host: host, composedAt: Int64(Date().timeIntervalSince1970 * 1000))
     }
