@@ -33,9 +33,18 @@ import Testing
             let composition = try Self.markers(out)
             let original = try Self.markers(source)
             #expect(composition.videoDecodeErrors == 0 && composition.videoMarkers.count >= 4, "\(composition)")
-            #expect(composition.maxAbsOffset.map { $0 <= 20 } == true, "A/V offset in the composition: \(composition)")
+            // Compose keeps each track's time, so the composition has the sender's own A/V offset:
+            // within 20 ms of it, and within 20 ms of zero for aiortc's VP8 (its H.264 encoder,
+            // libx264 in PyAV, stamps late on a busy machine: 114 ms once in the full suite).
+            let ownOffset = try #require(original.maxAbsOffset, "\(original)")
+            #expect(composition.maxAbsOffset.map { $0 <= ownOffset + 20 && (codec != "vp8" || $0 <= 20) } == true,
+                    "A/V offset in the composition: \(composition); in the sender's file: \(original)")
             // Each flash of the sender's file appears in the composition at its session time, within a frame.
             let shift = Double(recording.startedAt - session.startedAt) / 1_000
+            for time in original.audioMarkers {
+                let nearest = composition.audioMarkers.min { abs($0 - time - shift) < abs($1 - time - shift) }
+                #expect(nearest.map { abs($0 - time - shift) <= 0.01 } == true, "beep at \(time) s in the file (+\(shift) s) vs \(composition.audioMarkers)")
+            }
             for time in original.videoMarkers {
                 let nearest = composition.videoMarkers.min { abs($0 - time - shift) < abs($1 - time - shift) }
                 #expect(nearest.map { abs($0 - time - shift) <= 1.0 / 30 + 0.002 } == true,
@@ -94,16 +103,18 @@ import Testing
 
     struct Markers: CustomStringConvertible {
         var videoMarkers: [Double]
+        var audioMarkers: [Double]
         var maxAbsOffset: Double?
         var videoDecodeErrors: Int
-        var description: String { "video markers \(videoMarkers), max |A/V| \(maxAbsOffset.map { "\($0) ms" } ?? "none"), decode errors \(videoDecodeErrors)" }
+        var description: String { "video markers \(videoMarkers), audio markers \(audioMarkers), max |A/V| \(maxAbsOffset.map { "\($0) ms" } ?? "none"), decode errors \(videoDecodeErrors)" }
     }
 
     /// The flashes and beeps av_sync_check.py (PyAV) finds in a file.
     static func markers(_ path: String) throws -> Markers {
         let check = try runProcess("/usr/bin/env", ["python3", Scenario.checkersDirectory.appendingPathComponent("av_sync_check.py").path, path, "--json"])
         let report = try JSONSerialization.jsonObject(with: Data(check.stdoutText.utf8)) as? [String: Any] ?? [:]
-        return Markers(videoMarkers: report["video_marker_times"] as? [Double] ?? [], maxAbsOffset: report["max_abs_offset_ms"] as? Double,
+        return Markers(videoMarkers: report["video_marker_times"] as? [Double] ?? [], audioMarkers: report["audio_marker_times"] as? [Double] ?? [],
+                       maxAbsOffset: report["max_abs_offset_ms"] as? Double,
                        videoDecodeErrors: report["video_decode_errors"] as? Int ?? -1)
     }
 }
