@@ -4,14 +4,15 @@
 #include <string.h>
 #include <wels/codec_api.h>
 
-/// A decoder for Annex-B input with error concealment off, so a broken frame is reported.
-static inline ISVCDecoder *recbot_openh264_create(void) {
+/// A decoder for Annex-B input. `verify` turns error concealment off, so a broken frame is
+/// reported; `compose` turns it on, as a player does, so a picture is drawn from what arrived.
+static inline ISVCDecoder *recbot_openh264_create(int conceal) {
     ISVCDecoder *decoder = NULL;
     if (WelsCreateDecoder(&decoder) != 0 || decoder == NULL) return NULL;
     SDecodingParam param;
     memset(&param, 0, sizeof param);
     param.sVideoProperty.eVideoBsType = VIDEO_BITSTREAM_DEFAULT;
-    param.eEcActiveIdc = ERROR_CON_DISABLE;
+    param.eEcActiveIdc = conceal ? ERROR_CON_SLICE_COPY_CROSS_IDR : ERROR_CON_DISABLE;
     if ((*decoder)->Initialize(decoder, &param) != 0) {
         WelsDestroyDecoder(decoder);
         return NULL;

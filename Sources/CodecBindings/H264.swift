@@ -3,9 +3,13 @@ import COpenH264
 /// OpenH264 decoder (Debian libopenh264-dev): proves that recorded Annex-B access units decode.
 public final class H264Decoder {
     private let decoder: UnsafeMutablePointer<ISVCDecoder?>
+    private let concealsErrors: Bool
 
-    public init() throws(CodecError) {
-        guard let decoder = recbot_openh264_create() else {
+    /// `concealingErrors`: draw what arrived of a damaged picture (a player's choice) rather
+    /// than report it (a verifier's).
+    public init(concealingErrors: Bool = false) throws(CodecError) {
+        concealsErrors = concealingErrors
+        guard let decoder = recbot_openh264_create(concealingErrors ? 1 : 0) else {
             throw CodecError(codec: "H264", operation: "open", code: -1, detail: "WelsCreateDecoder/Initialize")
         }
         self.decoder = decoder
@@ -28,7 +32,7 @@ public final class H264Decoder {
         let state = accessUnit.withUnsafeBufferPointer { buffer in
             recbot_openh264_decode_picture(decoder, buffer.baseAddress, Int32(buffer.count), &picture)
         }
-        guard state == 0 else {
+        guard state == 0 || (concealsErrors && picture.width > 0) else {
             throw CodecError(codec: "H264", operation: "decode", code: state, detail: "decoding state 0x\(String(state, radix: 16))")
         }
         guard picture.width > 0, picture.height > 0, let result = collect(picture) else { return [] }

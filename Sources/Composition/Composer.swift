@@ -164,11 +164,17 @@ public final class Composer {
         }
     }
 
+    /// Half an output frame, in milliseconds.
+    var halfFrame: Int64 { Int64(500 / max(1, settings.framesPerSecond)) }
+
     /// The layout at `time`: who is present, each picture fitted into its cell.
     func draw(at time: Int64, on canvas: inout I420Image, speaker: String?) {
         canvas.fill(x: 0, y: 0, width: canvas.width, height: canvas.height)
         for (sender, cell) in placements(at: time, width: canvas.width, height: canvas.height, speaker: speaker) {
-            if sender.drawsVideo(at: time), let picture = sender.picture(at: time) {
+            // The picture nearest the output frame's time (up to half a frame ahead), not the
+            // last one before it: resampling to a fixed rate then moves a frame by at most half
+            // a frame (17 ms at 30 fps), never a whole one, which would put video behind audio.
+            if sender.drawsVideo(at: time), let picture = sender.picture(at: time + halfFrame) {
                 let target = GridLayout.fit(width: picture.width, height: picture.height, in: cell)
                 canvas.place(picture, x: target.x, y: target.y, width: target.width, height: target.height)
             } else {

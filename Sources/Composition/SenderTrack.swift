@@ -44,7 +44,7 @@ final class SenderTrack {
         case .vp8: return try? VPXDecoder(codec: .vp8)
         case .vp9: return try? VPXDecoder(codec: .vp9)
         case .av1: return try? AV1Decoder()
-        case .h264: return try? H264Decoder()
+        case .h264: return try? H264Decoder(concealingErrors: true)
         }
     }
 
