@@ -9,6 +9,13 @@ public struct SearchPage: Sendable {
     public var limit: Int
     public var error: String?
     public var caveat: String?
+    /// The other filters as typed (shown again in the form): `recbot search`'s --since, --until, --kind.
+    public var sinceText: String?
+    public var untilText: String?
+    public var kind: EventKind?
+
+    /// The kinds the form offers (what `recbot search --kind` takes).
+    public static let kinds: [EventKind] = [.datachannel, .notify, .push]
 
     public init(text: String, channelID: String?, results: [SearchResults.Result], limit: Int, error: String? = nil, caveat: String? = nil) {
         (self.text, self.channelID, self.results, self.limit, self.error, self.caveat) = (text, channelID, results, limit, error, caveat)
@@ -19,12 +26,16 @@ public struct SearchPage: Sendable {
         body += "<form class=\"filters\" method=\"get\" action=\"\(WebPaths.search)\">"
             + "<label>Text <input type=\"search\" name=\"q\" value=\"\(HTML.escape(text))\"></label>"
             + "<label>Channel <input name=\"channel\" value=\"\(HTML.escape(channelID ?? ""))\" placeholder=\"any\"></label>"
+            + "<label>Since <input name=\"since\" value=\"\(HTML.escape(sinceText ?? ""))\" placeholder=\"7d, 2026-11-22\"></label>"
+            + "<label>Until <input name=\"until\" value=\"\(HTML.escape(untilText ?? ""))\" placeholder=\"now\"></label>"
+            + "<label>Kind <select name=\"kind\"><option value=\"\">any</option>"
+            + Self.kinds.map { "<option\($0 == kind ? " selected" : "")>\($0.rawValue)</option>" }.joined() + "</select></label>"
             + "<button>Search</button></form>\n"
         if let error { body += "<p class=\"error\">\(HTML.escape(error))</p>\n" }
         if let caveat { body += "<p class=\"warning\">\(HTML.escape(caveat))</p>\n" }
         if !text.isEmpty && error == nil {
             body += results.isEmpty ? "<p class=\"empty\">No message contains “\(HTML.escape(text))”.</p>\n" : table()
-            if results.count >= limit { body += "<p>The newest \(limit) matches; narrow by channel to see others.</p>\n" }
+            if results.count >= limit { body += "<p>The newest \(limit) matches; narrow by channel, time or kind to see others.</p>\n" }
         }
         return WebPage(title: text.isEmpty ? "Search" : "Search: \(text)", body: body, searchText: text).rendered()
     }

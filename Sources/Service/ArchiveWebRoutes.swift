@@ -61,7 +61,7 @@ public struct ArchiveWebEndpoints: Sendable {
     // MARK: Pages
 
     func sessions(_ request: Request) async throws -> Response {
-        let query = request.uri.queryParameters
+        let query = FormQuery(request.uri.query)
         var filter = SessionListPage.Filter(channelID: query.get("channel").flatMap { $0.isEmpty ? nil : $0 },
                                             sinceText: query.get("since"), untilText: query.get("until"))
         var errors: [String] = []
@@ -86,17 +86,31 @@ public struct ArchiveWebEndpoints: Sendable {
     }
 
     func search(_ request: Request) async throws -> Response {
-        let query = request.uri.queryParameters
+        let query = FormQuery(request.uri.query)
         let text = String((query.get("q") ?? "").prefix(1_024))
         let channel = query.get("channel").flatMap { $0.isEmpty ? nil : $0 }
-        guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
-            return Self.page(.ok, SearchPage(text: "", channelID: channel, results: [], limit: MessageSearch.defaultLimit).rendered())
+        var page = SearchPage(text: text, channelID: channel, results: [], limit: MessageSearch.defaultLimit)
+        (page.sinceText, page.untilText) = (query.get("since"), query.get("until"))
+        var errors: [String] = []
+        let (since, until) = (time(page.sinceText, name: "since", errors: &errors), time(page.untilText, name: "until", errors: &errors))
+        if let kind = query.get("kind"), !kind.isEmpty {
+            page.kind = EventKind(rawValue: kind).flatMap { SearchPage.kinds.contains($0) ? $0 : nil }
+            if page.kind == nil { errors.append("kind: “\(kind.prefix(40))” is not one of \(SearchPage.kinds.map(\.rawValue).joined(separator: ", "))") }
         }
-        let search = MessageSearch(text: text, channelID: channel, limit: MessageSearch.defaultLimit)
+        guard errors.isEmpty else {
+            page.error = errors.joined(separator: "; ")
+            return Self.page(.badRequest, page.rendered())
+        }
+        guard !text.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+            page.text = ""
+            return Self.page(.ok, page.rendered())
+        }
+        let search = MessageSearch(text: text, channelID: channel, since: since, until: until, kinds: page.kind.map { [$0] } ?? [])
         let (results, caveat) = try await catalogCall { [store] in
             (try SearchResults.find(search, in: store), try store.searchIndexCaveat())
         }
-        return Self.page(.ok, SearchPage(text: text, channelID: channel, results: results, limit: search.limit, caveat: caveat).rendered())
+        (page.results, page.limit, page.caveat) = (results, search.limit, caveat)
+        return Self.page(.ok, page.rendered())
     }
 
     func session(id: String) async throws -> Response {

@@ -58,6 +58,15 @@ import Testing
             #expect(abs((seek["time"] as? Double ?? 0) - 3.0) < 0.05, "a #t=3.0 link landed at \(seek)")
             #expect(try serve.request("GET", "/archive/files/\(recordingID).webm", headers: ["range": "bytes=0-3"]).status == 206)
             #expect(try serve.request("GET", "/archive/files/\(recordingID + 1000).webm").status == 404)
+            // The search page's other filters, as `recbot search` has them.
+            let chat = try serve.request("GET", "/archive/search?q=late+message&kind=datachannel&since=1d")
+            #expect(chat.status == 200 && chat.body.contains("/archive/recordings/\(recordingID)#t=") && chat.body.contains("<option selected>datachannel"), "\(chat.status) \(chat.body.suffix(1_500))")
+            let notify = try serve.request("GET", "/archive/search?q=late+message&kind=notify")
+            #expect(notify.status == 200 && notify.body.contains("No message contains"), "\(notify.body.suffix(1_000))")
+            let future = try serve.request("GET", "/archive/search?q=late+message&until=2000-01-01")
+            #expect(future.status == 200 && future.body.contains("No message contains"), "\(future.body.suffix(1_000))")
+            #expect(try serve.request("GET", "/archive/search?q=x&since=yesterday-ish").status == 400)
+            #expect(try serve.request("GET", "/archive/search?q=x&kind=signaling").status == 400)
 
             // Beyond loopback the archive needs its user: refused without, shown with.
             let exposed = try ServeProcess(scenario: scenario, arguments: ["--capacity", "0"],

@@ -1,6 +1,6 @@
 // libFuzzer target for what reaches `recbot serve` from outside: Sora's webhook bodies, the
 // API's recording requests, a rules file (an operator's, but read like any file) and the web
-// archive's Range header. No crash; whatever parses validates, and its join flags come in
+// archive's Range header and form queries. No crash; whatever parses validates, and its join flags come in
 // name/value pairs; a range lies inside the file.
 import FuzzSupport
 import ServiceCore
@@ -19,6 +19,8 @@ public func fuzzServiceInputs(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int
         for rule in rules.rules { _ = rule.matches(SoraSessionInfo(channelID: "meet-1", sessionID: "S", metadata: #"{"record":true}"#)) }
     }
     let header = String(decoding: bytes.prefix(256), as: UTF8.self)
+    let form = FormQuery(header)
+    precondition(form.pairs.count <= FormQuery.maximumPairs, "pairs are bounded")
     for size in [Int64(0), 1, 1_000, Int64.max / 2] {
         if case .part(let range) = ByteRange(header: header, size: size) {
             precondition(range.lowerBound >= 0 && range.upperBound < size, "a range outside the file")
