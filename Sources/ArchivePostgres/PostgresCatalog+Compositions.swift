@@ -5,11 +5,8 @@ import PostgresNIO
 extension PostgresCatalog: CompositionStore {
     public func saveComposition(_ composition: CompositionRecord) throws(CatalogError) {
         let columns = composition.postgresColumns
-        let keys: Set = ["session_id", "path"]
-        let refresh = columns.names.filter { !keys.contains($0) }.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
         try link.withConnection { db in
-            _ = try db.query(PostgresQuery(unsafeSQL: "INSERT INTO compositions \(columns.insertClause) ON CONFLICT (session_id, path) DO UPDATE SET \(refresh)",
-                                           binds: columns.binds))
+            _ = try db.query(PostgresQuery(unsafeSQL: columns.upsert(into: "compositions", conflictKeys: ["session_id", "path"]), binds: columns.binds))
         }
     }
 

@@ -138,14 +138,9 @@ extension PostgresCatalog {
     @discardableResult
     public func saveUpload(_ upload: UploadRecord) throws(CatalogError) -> UploadRecord {
         let columns = upload.postgresColumns
-        let keys: Set = ["session_id", "file_name", "object_url"]
-        let refresh = columns.names.filter { !keys.contains($0) }.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        let upsert = columns.upsert(into: "uploads", conflictKeys: ["session_id", "file_name", "object_url"])
         return try link.withConnection { db in
-            let rows = try db.query(PostgresQuery(unsafeSQL: """
-                INSERT INTO uploads \(columns.insertClause)
-                ON CONFLICT (session_id, file_name, object_url) DO UPDATE SET \(refresh)
-                RETURNING \(UploadRecord.selectColumns)
-                """, binds: columns.binds))
+            let rows = try db.query(PostgresQuery(unsafeSQL: upsert + " RETURNING \(UploadRecord.selectColumns)", binds: columns.binds))
             guard let row = rows.rows.first else { throw CatalogError(path: location, reason: .server("upsert returned no row")) }
             return try UploadRecord(postgres: row)
         }
@@ -153,11 +148,8 @@ extension PostgresCatalog {
 
     public func saveInterruption(_ interruption: InterruptionRecord) throws(CatalogError) {
         let columns = interruption.postgresColumns
-        let keys: Set = ["session_id", "ordinal"]
-        let refresh = columns.names.filter { !keys.contains($0) }.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
         try link.withConnection { db in
-            _ = try db.query(PostgresQuery(unsafeSQL: "INSERT INTO interruptions \(columns.insertClause) ON CONFLICT (session_id, ordinal) DO UPDATE SET \(refresh)",
-                                           binds: columns.binds))
+            _ = try db.query(PostgresQuery(unsafeSQL: columns.upsert(into: "interruptions", conflictKeys: ["session_id", "ordinal"]), binds: columns.binds))
         }
     }
 

@@ -35,6 +35,13 @@ struct ColumnValues {
         return "(\(names.joined(separator: ", "))) VALUES \(tuples.joined(separator: ", "))"
     }
 
+    /// `INSERT INTO table (…) VALUES (…) ON CONFLICT (keys) DO UPDATE SET` every other column
+    /// to the new row's value: an insert, or a rewrite of the row the keys already name.
+    func upsert(into table: String, conflictKeys keys: [String]) -> String {
+        let refresh = names.filter { !keys.contains($0) }.map { "\($0) = EXCLUDED.\($0)" }.joined(separator: ", ")
+        return "INSERT INTO \(table) \(insertClause) ON CONFLICT (\(keys.joined(separator: ", "))) DO UPDATE SET \(refresh)"
+    }
+
     /// `a = $1, b = $2`, numbered from `first`.
     func assignments(from first: Int = 1) -> String {
         zip(names, placeholders(from: first)).map { "\($0) = \($1)" }.joined(separator: ", ")
