@@ -35,7 +35,7 @@ struct SearchBench: ParsableCommand {
         } else {
             catalog = try Catalog(path: directory + "/catalog.sqlite")
         }
-        let fill = reuse ? .zero : ContinuousClock().measure { try! MessageCorpus(messages: messages, perSession: perSession).store(in: catalog) }
+        let fill = reuse ? .zero : try ContinuousClock().measure { try MessageCorpus(messages: messages, perSession: perSession).store(in: catalog) }
         print("stored \(messages) messages in \(messages / perSession) sessions in \(fill) (\(catalog.location))")
         print("query                  matches  recbot search (median / max)   baseline scan   scan ÷ search")
         for query in MessageCorpus.queries {
