@@ -30,6 +30,8 @@ enum WebMElementID {
     static let trackType: UInt32 = 0x83
     static let flagLacing: UInt32 = 0x9C
     static let codecID: UInt32 = 0x86
+    static let name: UInt32 = 0x536E
+    static let language: UInt32 = 0x22_B59C
     static let codecPrivate: UInt32 = 0x63A2
     static let codecDelay: UInt32 = 0x56AA
     static let seekPreRoll: UInt32 = 0x56BB
@@ -47,6 +49,8 @@ enum WebMElementID {
     static let timestamp: UInt32 = 0xE7
     static let simpleBlock: UInt32 = 0xA3
     static let blockGroup: UInt32 = 0xA0
+    static let block: UInt32 = 0xA1
+    static let blockDuration: UInt32 = 0x9B
 
     static let cues: UInt32 = 0x1C53_BB6B
     static let cuePoint: UInt32 = 0xBB

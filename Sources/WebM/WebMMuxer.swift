@@ -1,4 +1,4 @@
-/// A frame handed to the muxer: one encoded video frame or one Opus packet.
+/// A frame handed to the muxer: one encoded video frame, one Opus packet or one text cue.
 public struct WebMFrame: Sendable {
     public var track: WebMTrackKind
     /// Presentation time on the recording's media clock (0 = the file's time 0), in nanoseconds.
@@ -6,12 +6,21 @@ public struct WebMFrame: Sendable {
     /// For video: an independently decodable frame. Audio frames are always keyframes.
     public var isKeyframe: Bool
     public var data: [UInt8]
+    /// How long a cue shows (subtitles only; written as its BlockDuration).
+    public var durationNanoseconds: Int64?
 
-    public init(track: WebMTrackKind, timestampNanoseconds: Int64, isKeyframe: Bool, data: [UInt8]) {
+    public init(track: WebMTrackKind, timestampNanoseconds: Int64, isKeyframe: Bool, data: [UInt8], durationNanoseconds: Int64? = nil) {
         self.track = track
         self.timestampNanoseconds = timestampNanoseconds
         self.isKeyframe = isKeyframe
         self.data = data
+        self.durationNanoseconds = durationNanoseconds
+    }
+
+    /// A WebVTT cue: its text from `start` for `duration` (nanoseconds). WebM's WebVTT mapping
+    /// puts the cue's identifier and settings lines before its text in the block (both empty here).
+    public static func cue(_ text: String, start: Int64, duration: Int64) -> WebMFrame {
+        WebMFrame(track: .subtitles, timestampNanoseconds: start, isKeyframe: true, data: Array("\n\n\(text)".utf8), durationNanoseconds: duration)
     }
 }
 
@@ -60,6 +69,8 @@ public enum WebMMuxerError: Error, Equatable, CustomStringConvertible {
 public struct WebMMuxerConfiguration: Sendable {
     public var video: WebMVideoTrack?
     public var audio: WebMAudioTrack?
+    /// A text track (compositions carry their chat in one); recordings have none.
+    public var subtitles: WebMSubtitleTrack?
     /// hisui requires both app strings to be "WebRTC SFU Sora" (the format we emulate).
     public var muxingApp: String
     public var writingApp: String
@@ -76,10 +87,12 @@ public struct WebMMuxerConfiguration: Sendable {
     public init(
         video: WebMVideoTrack?, audio: WebMAudioTrack?, segmentUID: [UInt8],
         muxingApp: String = "WebRTC SFU Sora", writingApp: String = "WebRTC SFU Sora",
-        maxClusterDurationMilliseconds: Int64 = 5_000, maxClusterBytes: Int = 4 << 20, maximumWriterLagBytes: UInt64 = 64 << 20
+        maxClusterDurationMilliseconds: Int64 = 5_000, maxClusterBytes: Int = 4 << 20, maximumWriterLagBytes: UInt64 = 64 << 20,
+        subtitles: WebMSubtitleTrack? = nil
     ) {
         self.video = video
         self.audio = audio
+        self.subtitles = subtitles
         self.segmentUID = segmentUID
         self.muxingApp = muxingApp
         self.writingApp = writingApp
@@ -94,6 +107,7 @@ public struct WebMMuxerStatistics: Sendable, Equatable {
     public var bytes: UInt64 = 0
     public var videoFrames = 0
     public var audioFrames = 0
+    public var subtitleCues = 0
     public var videoKeyframes = 0
     public var clusters = 0
     /// Timestamp of the latest block, in milliseconds (nil before the first frame).
@@ -163,7 +177,7 @@ public struct WebMMuxer: Sendable {
     public mutating func write(_ frame: WebMFrame) throws(WebMMuxerError) -> [WebMWrite] {
         if isFinalized { throw .alreadyFinalized }
         switch frame.track {
-        case .video where configuration.video == nil, .audio where configuration.audio == nil:
+        case .video where configuration.video == nil, .audio where configuration.audio == nil, .subtitles where configuration.subtitles == nil:
             throw .trackNotConfigured(frame.track)
         default: break
         }
@@ -187,7 +201,11 @@ public struct WebMMuxer: Sendable {
         }
         if clusterTimestamp == nil { openCluster(at: milliseconds, startsWithVideoKeyframe: isVideoKeyframe) }
 
-        appendSimpleBlock(frame, milliseconds: milliseconds)
+        if frame.track == .subtitles {
+            appendBlockGroup(frame, milliseconds: milliseconds)
+        } else {
+            appendSimpleBlock(frame, milliseconds: milliseconds)
+        }
         statistics.lastTimestampMilliseconds = milliseconds
         switch frame.track {
         case .video:
@@ -195,6 +213,8 @@ public struct WebMMuxer: Sendable {
             if frame.isKeyframe { statistics.videoKeyframes += 1 }
         case .audio:
             statistics.audioFrames += 1
+        case .subtitles:
+            statistics.subtitleCues += 1
         }
         return writes
     }
@@ -421,6 +441,17 @@ public struct WebMMuxer: Sendable {
                     }
                 }
             }
+            if let subtitles = configuration.subtitles {
+                tracks.writeMaster(WebMElementID.trackEntry) { entry in
+                    entry.writeUInt(WebMElementID.trackNumber, UInt64(WebMTrackKind.subtitles.trackNumber))
+                    entry.writeUInt(WebMElementID.trackUID, UInt64(WebMTrackKind.subtitles.trackNumber))
+                    entry.writeUInt(WebMElementID.trackType, 0x11)
+                    entry.writeUInt(WebMElementID.flagLacing, 0)
+                    entry.writeString(WebMElementID.name, subtitles.name)
+                    entry.writeString(WebMElementID.language, subtitles.language)
+                    entry.writeString(WebMElementID.codecID, WebMSubtitleTrack.codecID)
+                }
+            }
         }
         return out.bytes
     }
@@ -467,6 +498,24 @@ public struct WebMMuxer: Sendable {
         let keyframe = frame.track == .audio || frame.isKeyframe
         cluster.append(keyframe ? 0x80 : 0x00)
         cluster.append(frame.data)
+    }
+
+    /// A cue: a BlockGroup, since a SimpleBlock has no duration. The block's timestamp is the
+    /// cue's start; BlockDuration is in the file's milliseconds (at least one).
+    private mutating func appendBlockGroup(_ frame: WebMFrame, milliseconds: Int64) {
+        let relative = UInt16(bitPattern: Int16(milliseconds - (clusterTimestamp ?? milliseconds)))
+        var block = EBMLWriter(capacity: frame.data.count + 8)
+        block.writeID(WebMElementID.block)
+        block.writeSize(UInt64(frame.data.count + 4))
+        block.append(0x80 | frame.track.trackNumber)
+        block.append(UInt8(relative >> 8))
+        block.append(UInt8(relative & 0xFF))
+        block.append(0x00)
+        block.append(frame.data)
+        block.writeUInt(WebMElementID.blockDuration, UInt64(max(1, (frame.durationNanoseconds ?? 0) / 1_000_000)))
+        cluster.writeID(WebMElementID.blockGroup)
+        cluster.writeSize(UInt64(block.count))
+        cluster.append(block.bytes)
     }
 
     private mutating func closeCluster() -> [UInt8] {

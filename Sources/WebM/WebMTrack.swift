@@ -83,13 +83,37 @@ public struct WebMAudioTrack: Sendable, Equatable {
 public enum WebMTrackKind: Sendable, Equatable, CustomStringConvertible {
     case video
     case audio
+    /// Text cues (a composition's chat as WebVTT).
+    case subtitles
 
     public var trackNumber: UInt8 {
         switch self {
         case .video: 1
         case .audio: 2
+        case .subtitles: 3
         }
     }
 
-    public var description: String { self == .video ? "video" : "audio" }
+    public var description: String {
+        switch self {
+        case .video: "video"
+        case .audio: "audio"
+        case .subtitles: "subtitles"
+        }
+    }
+}
+
+/// A WebVTT text track as the WebM specification maps it (codec `D_WEBVTT/SUBTITLES`, track
+/// type 17): each cue is a block holding the cue's text, with its duration.
+public struct WebMSubtitleTrack: Sendable, Equatable {
+    public static let codecID = "D_WEBVTT/SUBTITLES"
+    /// The track's name as players list it.
+    public var name: String
+    /// An ISO 639-2 code ("und": undetermined).
+    public var language: String
+
+    public init(name: String, language: String = "und") {
+        self.name = name
+        self.language = language
+    }
 }

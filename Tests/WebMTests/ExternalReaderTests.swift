@@ -53,6 +53,39 @@ import WebMReader
         try expectCleanDecode(path)
     }
 
+    /// A text track of WebVTT cues (a composition's chat): FFmpeg reads each cue back at its
+    /// time, with its duration and text, and libwebm's parser still reads the file whole.
+    @Test func webVTTCuesReadBackWithTheirTimesAndText() throws {
+        let stream = try SyntheticStream.make(video: .vp8, audioChannels: 2, seconds: 2)
+        var muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(
+            video: WebMVideoTrack(codec: .vp8, width: 160, height: 120), audio: WebMAudioTrack(opusHead: OpusHead(channelCount: 2, preSkip: 312)),
+            segmentUID: Array(1...16), subtitles: WebMSubtitleTrack(name: "chat")))
+        let cues: [(Int64, Int64, String)] = [(250, 1_000, "<v alice>#chat: こんにちは</v>"), (1_500, 400, "<v bob>#chat: second</v>")]
+        var file = MemoryFile()
+        var next = 0
+        for frame in stream.frames {
+            while next < cues.count, cues[next].0 * 1_000_000 <= frame.timestampNanoseconds {
+                file.apply(try muxer.write(.cue(cues[next].2, start: cues[next].0 * 1_000_000, duration: cues[next].1 * 1_000_000)))
+                next += 1
+            }
+            file.apply(try muxer.write(frame))
+        }
+        file.apply(try muxer.finalize(durationMilliseconds: 2_000))
+        #expect(muxer.statistics.subtitleCues == 2)
+        let parsed = WebMReader.parse(file.bytes)
+        #expect(parsed.isComplete && parsed.tracks.contains { $0.codecID == "D_WEBVTT/SUBTITLES" }, "\(parsed.tracks)")
+        let path = try write(file.bytes, name: "cues.webm")
+        // The blocks hold WebM's cue layout: empty identifier and settings lines, then the cue text, voice spans and all.
+        #expect(parsed.frames.filter { $0.track == 3 }.map { String(decoding: $0.data, as: UTF8.self) } == cues.map { "\n\n" + $0.2 })
+        // FFmpeg (keeping the file's times: without -copyts it would shift them by the Opus codec delay) reads
+        // each cue at its time for its duration; its WebVTT writer drops the voice spans.
+        let extracted = try run("ffmpeg", ["-v", "error", "-copyts", "-i", path, "-map", "0:s:0", "-f", "webvtt", "-"])
+        #expect(extracted.status == 0, "\(extracted.error)")
+        #expect(extracted.output.contains("00:00.250 --> 00:01.250\n#chat: こんにちは"), "\(extracted.output)")
+        #expect(extracted.output.contains("00:01.500 --> 00:01.900\n#chat: second"), "\(extracted.output)")
+        try expectCleanDecode(path)
+    }
+
     @Test func h264AnnexBRoundTrip() throws {
         let directory = try temporaryDirectory()
         let source = directory.appendingPathComponent("in.h264").path
