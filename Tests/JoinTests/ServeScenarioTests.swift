@@ -114,7 +114,12 @@ final class ServeProcess {
             let startedAfter = Double(try #require(running.startedAt) - running.createdAt) / 1000
             #expect(startedAfter <= 2, "the job started \(startedAfter) s after the webhook")
             #expect(try scenario.catalog().jobs(JobFilter()).count == 1, "one job for one Sora session")
-            // Let it record, then end the Sora session.
+            // Let it record 4 s from its first file (connecting on a busy machine can take a
+            // second or more, which a sleep from the job's start would eat into), then end the Sora session.
+            let deadline = Date().addingTimeInterval(20)
+            while try scenario.catalog().recordings(RecordingFilter(sessionID: running.id)).isEmpty && Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.1)
+            }
             Thread.sleep(forTimeInterval: 4)
             let destroyed = Date()
             #expect(try serve.webhook(Self.sessionWebhook("session.destroyed", channel: "sora", session: "SORASESSION1")).status == 200)
