@@ -66,6 +66,25 @@ struct OpusPacketDecoder: FrameDecoder {
     }
 }
 
+/// A composition's chat cue, as WebM's WebVTT mapping lays it out: an identifier line and a
+/// settings line (either empty), then the cue's text; all UTF-8, and no line that would end
+/// the cue or start a new one in a .vtt (`-->`, an empty line inside the text).
+struct WebVTTCueCheck: FrameDecoder {
+    static let codecID = "D_WEBVTT/SUBTITLES"
+
+    mutating func decode(_ frame: [UInt8]) throws(CodecError) -> [(width: Int, height: Int)] {
+        guard let text = String(validating: frame, as: UTF8.self) else { throw Self.bad("not UTF-8") }
+        let lines = text.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false)
+        guard lines.count == 3 else { throw Self.bad("no identifier and settings lines before the text") }
+        guard !lines[0].contains("-->"), !lines[2].isEmpty, !lines[2].contains("-->"), !lines[2].contains("\n\n") else {
+            throw Self.bad("a cue line that would break a WebVTT file")
+        }
+        return [(0, 0)]
+    }
+
+    static func bad(_ why: String) -> CodecError { CodecError(codec: "WebVTT", operation: "cue", code: -1, detail: why) }
+}
+
 enum FrameDecoders {
     private static func lengthPrefixedOrAnnexB(_ decoder: H264Decoder, codecPrivate: [UInt8]) -> any FrameDecoder {
         LengthPrefixedH264Decoder(decoder: decoder, codecPrivate: codecPrivate) ?? decoder
@@ -80,6 +99,7 @@ enum FrameDecoders {
         case "V_MPEG4/ISO/AVC":
             try lengthPrefixedOrAnnexB(H264Decoder(), codecPrivate: codecPrivate)
         case "A_OPUS": OpusPacketDecoder(decoder: try OpusDecoder(channels: min(2, max(1, channels))))
+        case WebVTTCueCheck.codecID: WebVTTCueCheck()
         default: nil
         }
     }

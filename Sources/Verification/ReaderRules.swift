@@ -4,6 +4,9 @@ import WebMReader
 /// the file (recording-format.md). Each broken rule is one line.
 enum ReaderRules {
     static let soraApp = "WebRTC SFU Sora"
+    /// What `recbot compose` writes: not an archive hisui reads, so no Sora app strings, and a
+    /// chat text track (WebVTT, in BlockGroups) besides video and audio.
+    static let compositionApp = "recbot compose"
     static let videoCodecs: Set<String> = ["V_VP8", "V_VP9", "V_AV1", "V_MPEG4/ISO/AVC"]
     private static let segmentID: UInt32 = 0x1853_8067, seekHeadID: UInt32 = 0x114D_9B74, voidID: UInt32 = 0xEC
     private static let infoID: UInt32 = 0x1549_A966, tracksID: UInt32 = 0x1654_AE6B, clusterID: UInt32 = 0x1F43_B675
@@ -11,6 +14,15 @@ enum ReaderRules {
 
     static func violations(_ file: WebMParsedFile, blocks: BlockSummary) -> [String] {
         header(file) + segment(file) + tracks(file) + blocks.violations
+    }
+
+    static func isComposition(_ file: WebMParsedFile) -> Bool {
+        file.info.map { $0.muxingApp == compositionApp && $0.writingApp == compositionApp } ?? false
+    }
+
+    /// A composition's chat track: type 17 (subtitle), WebVTT, track 3.
+    static func isChatTrack(_ track: WebMParsedFile.Track, in file: WebMParsedFile) -> Bool {
+        isComposition(file) && track.type == 0x11 && track.codecID == WebVTTCueCheck.codecID && track.number == 3
     }
 
     private static func header(_ file: WebMParsedFile) -> [String] {
@@ -25,7 +37,9 @@ enum ReaderRules {
         }
         if let info = file.info {
             if info.timecodeScale != 1_000_000 { problems.append("TimestampScale \(info.timecodeScale), hisui requires 1000000") }
-            if info.muxingApp != soraApp || info.writingApp != soraApp { problems.append("MuxingApp/WritingApp are not '\(soraApp)'") }
+            if (info.muxingApp != soraApp || info.writingApp != soraApp) && !isComposition(file) {
+                problems.append("MuxingApp/WritingApp are not '\(soraApp)'")
+            }
         } else {
             problems.append("no Info")
         }
@@ -60,6 +74,8 @@ enum ReaderRules {
                 if track.number != 2 { problems.append("audio is track \(track.number), hisui requires track 2") }
                 if track.codecID != "A_OPUS" { problems.append("audio CodecID \(track.codecID), hisui decodes track 2 as Opus") }
                 if track.codecPrivate.count != 19 || !track.codecPrivate.starts(with: Array("OpusHead".utf8)) { problems.append("audio CodecPrivate is not a 19-byte OpusHead") }
+            case 0x11 where isChatTrack(track, in: file):
+                break
             default:
                 problems.append("track \(track.number) is neither video nor audio")
             }
@@ -80,11 +96,13 @@ struct BlockSummary {
 
     /// Set by the caller for a V_MPEG4/ISO/AVC track: its frames must be Annex-B.
     var annexBTrack: UInt64?
+    /// Set by the caller for a WebVTT track: cues need BlockGroups (for their duration).
+    var textTrack: UInt64?
     private(set) var notAnnexB = 0
 
     mutating func note(_ frame: WebMParsedFile.Frame, isKnownTrack: Bool) {
         if frame.track == annexBTrack, !(frame.data.starts(with: [0, 0, 1]) || frame.data.starts(with: [0, 0, 0, 1])) { notAnnexB += 1 }
-        if !frame.isSimpleBlock { blockGroups += 1 }
+        if !frame.isSimpleBlock && frame.track != textTrack { blockGroups += 1 }
         if !isKnownTrack { foreignTrackBlocks += 1 }
         if let last = lastTimestamp[frame.track], frame.timecode < last { decreasingTimestamps += 1 }
         lastTimestamp[frame.track] = max(lastTimestamp[frame.track] ?? frame.timecode, frame.timecode)

@@ -156,3 +156,48 @@ func ffprobeFrames(_ path: String, stream: String) throws -> Int? {
         }
     }
 }
+
+/// `recbot compose`'s files: not Sora archives (their own app strings) and with a chat text
+/// track of WebVTT cues in BlockGroups, which verify checks cue by cue.
+@Suite struct CompositionVerificationTests {
+    func composition(app: String, cues: [(Int64, [UInt8])]) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("composition-\(UUID()).webm").path
+        var muxer = try WebMMuxer(configuration: WebMMuxerConfiguration(
+            video: WebMVideoTrack(codec: .vp8, width: 160, height: 96), audio: nil, segmentUID: Array(1...16), muxingApp: app, writingApp: app,
+            subtitles: WebMSubtitleTrack(name: "chat")))
+        let writer = try WebMFileWriter(creatingAt: path)
+        var pending = cues
+        for (index, frame) in try vpxFrames(.vp8, count: 30).enumerated() {
+            let at = Int64(index) * 100 / 3
+            while let cue = pending.first, cue.0 <= at {
+                try writer.apply(try muxer.write(WebMFrame(track: .subtitles, timestampNanoseconds: cue.0 * 1_000_000, isKeyframe: true, data: cue.1,
+                                                           durationNanoseconds: 500_000_000)))
+                pending.removeFirst()
+            }
+            try writer.apply(try muxer.write(WebMFrame(track: .video, timestampNanoseconds: at * 1_000_000, isKeyframe: frame.isKeyframe, data: frame.data)))
+        }
+        try writer.apply(try muxer.finalize())
+        try writer.close()
+        return path
+    }
+
+    @Test func aCompositionWithItsChatTrackVerifies() throws {
+        let cues: [(Int64, [UInt8])] = [(100, Array("\n\n<v a>#chat: one</v>".utf8)), (100, Array("\n\n<v b>#chat: same ms</v>".utf8)), (400, Array("\n\nthree".utf8))]
+        let report = RecordingVerifier.verify(path: try composition(app: "recbot compose", cues: cues))
+        #expect(report.ok && report.readerRuleViolations.isEmpty, "\(report)")
+        let chat = try #require(report.tracks.first { $0.kind == "subtitles" })
+        #expect(chat.frames == 3 && chat.decodeErrors == 0, "\(chat)")
+        // The same file claiming to be a Sora archive breaks hisui's rules: a third track, BlockGroups.
+        let archive = RecordingVerifier.verify(path: try composition(app: "WebRTC SFU Sora", cues: cues))
+        #expect(!archive.ok && archive.readerRuleViolations.contains("track 3 is neither video nor audio"), "\(archive.readerRuleViolations)")
+    }
+
+    @Test func aCueThatWouldBreakAWebVTTFileIsAnError() throws {
+        for bad in ["no identifier lines", "\n\nends --> here", "\n\n", "\n\n\u{FFFD}"].map({ Array($0.utf8) }) + [[0x0A, 0x0A, 0xFF]] {
+            let report = RecordingVerifier.verify(path: try composition(app: "recbot compose", cues: [(50, bad)]))
+            let chat = report.tracks.first { $0.kind == "subtitles" }
+            let expectedErrors = bad == Array("\n\n\u{FFFD}".utf8) ? 0 : 1
+            #expect(chat?.decodeErrors == expectedErrors, "\(bad): \(report)")
+        }
+    }
+}
