@@ -102,7 +102,7 @@ let package = Package(
         .target(name: "Recorder", dependencies: ["DiskLayout", "WebM", "Media", "WireCoding"], swiftSettings: fuzzSwiftSettings),
         .target(name: "CodecBindings", dependencies: ["CVPX", "COpus", "CDav1d", "COpenH264", "CYUV"]),
         // `recbot compose`: a session's files decoded, placed on a grid, mixed and encoded into one WebM.
-        .target(name: "Composition", dependencies: ["CodecBindings", "WebM", "WebMReader"]),
+        .target(name: "Composition", dependencies: ["CodecBindings", "WebM", "WebMReader"], swiftSettings: fuzzSwiftSettings),
         // `recbot verify`: libwebm's reading of a file, every frame decoded.
         .target(name: "Verification", dependencies: ["WebMReader", "CodecBindings"], swiftSettings: fuzzSwiftSettings),
         // `recbot repair`: what a killed join left, finalized and cataloged.
@@ -279,7 +279,7 @@ let package = Package(
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzRepair", dependencies: ["Repair", "WebMReader", "WireCoding", "FuzzSupport"], path: "Sources/Fuzz/FuzzRepair", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
-        .executableTarget(name: "FuzzVerify", dependencies: ["Verification", "FuzzSupport"], path: "Sources/Fuzz/FuzzVerify", swiftSettings: fuzzSwiftSettings,
+        .executableTarget(name: "FuzzVerify", dependencies: ["Verification", "Composition", "FuzzSupport"], path: "Sources/Fuzz/FuzzVerify", swiftSettings: fuzzSwiftSettings,
                           linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzVP9", dependencies: ["Media", "Bitstreams", "FuzzSupport"], path: "Sources/Fuzz/FuzzVP9", swiftSettings: fuzzSwiftSettings, linkerSettings: fuzzLinkerSettings),
         .executableTarget(name: "FuzzMediaReceiver", dependencies: ["Media", "RTP", "FuzzSupport", "WireCoding"], path: "Sources/Fuzz/FuzzMediaReceiver", swiftSettings: fuzzSwiftSettings,

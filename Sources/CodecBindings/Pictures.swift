@@ -71,6 +71,8 @@ extension I420Image {
     public mutating func fill(x: Int, y top: Int, width: Int, height: Int, luma: UInt8 = 16, cb: UInt8 = 128, cr: UInt8 = 128) {
         let (x, top, width, height) = (x & ~1, top & ~1, width & ~1, height & ~1)
         let fullWidth = self.width
+        // A rectangle off the picture (a layout's region or cell) fills only what is on it.
+        guard x >= 0, top >= 0, width > 0, height > 0, x < fullWidth, top < self.height else { return }
         for row in top..<min(top + height, self.height) {
             let start = row * fullWidth + x
             self.y.withUnsafeMutableBufferPointer { $0[start..<(start + min(width, fullWidth - x))].update(repeating: luma) }

@@ -17,6 +17,15 @@ public struct CaptionOptions: Sendable {
     }
 }
 
+/// One caption: milliseconds on its file's timeline, and the cue's text (WebVTT cue payload).
+public struct CaptionCue: Sendable, Equatable {
+    public var start: Int64
+    public var end: Int64
+    public var text: String
+
+    public init(start: Int64, end: Int64, text: String) { (self.start, self.end, self.text) = (start, end, text) }
+}
+
 /// A session's messages as WebVTT captions for one recording: cue times are on that file's
 /// timeline (the clock of its blocks, whose zero is the recording's `started_at`), so a player
 /// shows each message over the frames captured when it arrived.
@@ -34,17 +43,29 @@ public enum MessageCaptions {
         render(header: "WEBVTT - messages of session \(WebVTTText.voiceName(sessionID))", start: start, length: length, events: events, options: options)
     }
 
+    /// A composition's caption file from its cues (nil when there are none).
+    public static func document(sessionID: String, cues: [CaptionCue]) -> String? {
+        document(header: "WEBVTT - messages of session \(WebVTTText.voiceName(sessionID))", cues: cues)
+    }
+
     static func render(header: String, start: Int64, length: Int64, events: [EventRecord], options: CaptionOptions) -> String? {
-        guard length > 0 else { return nil }
-        var cues: [String] = []
-        for event in events.sorted(by: { $0.receivedAt < $1.receivedAt }) {
-            guard let offset = CatalogTime.span(from: start, to: event.receivedAt), offset >= 0, offset < length,
-                  let text = caption(event, options: options) else { continue }
-            let end = offset + min(options.cueMilliseconds, length - offset)  // never past the file's end, never overflowing
-            cues.append("\(WebVTTText.timestamp(milliseconds: offset)) --> \(WebVTTText.timestamp(milliseconds: end))\n\(text)")
+        document(header: header, cues: cues(length: length, events: events, options: options) { CatalogTime.span(from: start, to: $0) })
+    }
+
+    /// Each message shown `cueMilliseconds` from where `place` puts it (never past `length`),
+    /// in time order; messages placed outside `0..<length` are left out.
+    public static func cues(length: Int64, events: [EventRecord], options: CaptionOptions = CaptionOptions(), place: (Int64) -> Int64?) -> [CaptionCue] {
+        guard length > 0 else { return [] }
+        return events.sorted(by: { $0.receivedAt < $1.receivedAt }).compactMap { event in
+            guard let offset = place(event.receivedAt), offset >= 0, offset < length, let text = caption(event, options: options) else { return nil }
+            return CaptionCue(start: offset, end: offset + min(options.cueMilliseconds, length - offset), text: text)  // never overflowing
         }
+    }
+
+    static func document(header: String, cues: [CaptionCue]) -> String? {
         guard !cues.isEmpty else { return nil }
-        return ([header] + cues).joined(separator: "\n\n") + "\n"
+        let blocks = cues.map { "\(WebVTTText.timestamp(milliseconds: $0.start)) --> \(WebVTTText.timestamp(milliseconds: $0.end))\n\($0.text)" }
+        return ([header] + blocks).joined(separator: "\n\n") + "\n"
     }
 
     /// A message of a messaging channel (a label starting with "#": Sora's), with its sender and

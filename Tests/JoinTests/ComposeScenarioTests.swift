@@ -101,6 +101,45 @@ import Testing
         }
     }
 
+    /// A hisui user's layout, unchanged: hisui's default layout (320x240 cells, at most three
+    /// columns, VP9, encoder tuning recbot does not apply) composes a two-sender session on
+    /// hisui's 642x240 canvas; a layout with a mistyped key ends with exit code 78, naming it.
+    @Test func hisuisDefaultLayoutFileComposesUnchanged() async throws {
+        try await blocking {
+            let scenario = try Scenario(serverArguments: ["--publisher", "vp8", "--publisher", "vp8"])
+            defer { scenario.stop() }
+            let joined = try scenario.join(["--duration", "5s"])
+            #expect(joined.status == 0, "recbot: \(joined.stderr.suffix(2_000))")
+            let session = try #require(try scenario.catalog().sessions().first)
+            let layout = scenario.directory.appendingPathComponent("compose-default.jsonc").path
+            try FileManager.default.copyItem(atPath: Self.fixtures.appendingPathComponent("hisui-default.jsonc").path, toPath: layout)
+
+            let out = scenario.directory.appendingPathComponent("hisui.webm").path
+            let composed = try scenario.recbot(["compose", session.id, "--data-dir", scenario.dataDirectory, "--out", out, "--layout-file", layout, "--json"])
+            #expect(composed.status == 0, "\(composed.stderr.suffix(2_000))")
+            #expect(composed.stderr.contains("not applied: libvpx_vp8_encode_params"), "\(composed.stderr)")
+            let result = try #require(try JSONSerialization.jsonObject(with: Data(composed.stdout.utf8)) as? [String: Any], "\(composed.stdout)")
+            #expect(result["decode_errors"] as? Int == 0 && result["senders"] as? Int == 2, "\(result)")
+            let duration = try #require(result["duration_ms"] as? Int)
+            #expect(abs((result["video_frames"] as? Int ?? 0) - duration * 25 / 1_000) <= 1, "hisui's default 25 fps: \(result)")
+            let listed = try scenario.recbot(["recordings", "list", "--kind", "composed", "--json", "--data-dir", scenario.dataDirectory])
+            let row = try #require((try JSONSerialization.jsonObject(with: Data(listed.stdout.utf8)) as? [[String: Any]])?.first, "\(listed.stdout)")
+            #expect(row["width"] as? Int == 642 && row["height"] as? Int == 240 && row["video_codec"] as? String == "VP9", "\(row)")
+            #expect(row["layout"] as? String == "hisui:compose-default.jsonc" && row["fps"] as? Int == 25, "\(row)")
+            let markers = try Self.markers(out)
+            #expect(markers.videoDecodeErrors == 0 && !markers.audioMarkers.isEmpty && !markers.videoMarkers.isEmpty, "\(markers)")
+            let verified = try scenario.recbot(["verify", out, "--data-dir", scenario.dataDirectory])
+            #expect(verified.status == 0, "\(verified.stdout) \(verified.stderr)")
+
+            let mistyped = scenario.directory.appendingPathComponent("mistyped.json").path
+            try Data(#"{"video_layout": {"main": {"video_sources": ["archive-*.json"], "max_colums": 2}}}"#.utf8).write(to: URL(fileURLWithPath: mistyped))
+            let refused = try scenario.recbot(["compose", session.id, "--data-dir", scenario.dataDirectory, "--out", out, "--layout-file", mistyped])
+            #expect(refused.status == 78 && refused.stderr.contains("video_layout.main.max_colums"), "\(refused.status) \(refused.stderr)")
+        }
+    }
+
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/corpus/verify")
+
     struct Markers: CustomStringConvertible {
         var videoMarkers: [Double]
         var audioMarkers: [Double]

@@ -10,6 +10,15 @@ import Testing
 /// server bound beyond loopback refuses a browser without credentials. RECBOT_WEB_SCREENSHOTS
 /// keeps each page's screenshot in that folder.
 @Suite(.serialized) struct WebArchiveScenarioTests {
+    /// The start (seconds) of the first cue of a WebVTT document whose text has `text`.
+    static func cueStart(in document: String, containing text: String) -> Double? {
+        let blocks = document.components(separatedBy: "\n\n")
+        guard let block = blocks.first(where: { $0.contains(text) && $0.contains("-->") }),
+              let timing = block.split(separator: "\n").first(where: { $0.contains("-->") }) else { return nil }
+        let start = timing.components(separatedBy: " --> ")[0].split(separator: ":").compactMap { Double($0) }
+        return start.reduce(0) { $0 * 60 + $1 }
+    }
+
     @Test func aRecordedSessionCanBeFoundPlayedAndLinkedInABrowser() async throws {
         try await blocking {
             let scenario = try Scenario.exportedChatSession()
@@ -44,6 +53,13 @@ import Testing
             #expect(composition["captionMode"] as? String == "showing" && abs((lateCue["start"] as? Double ?? -1) - lateOnSession) <= 0.1,
                     "cue \(lateCue) vs sent \(lateOnSession) s into the session")
             #expect((lateCue["text"] as? String)?.hasPrefix("<v publisher-0>") == true, "\(lateCue)")
+            // ... and inside the file, as its WebVTT text track, which FFmpeg reads back with the cue at the same time.
+            let composedPath = composed.stdout.split(separator: "\n").first.map(String.init) ?? ""
+            let track = try runProcess("/usr/bin/ffmpeg", ["-v", "error", "-copyts", "-i", composedPath, "-map", "0:s:0", "-f", "webvtt", "-"]).stdoutText
+            let trackCue = Self.cueStart(in: track, containing: "late message on #chat")
+            #expect(trackCue.map { abs($0 - lateOnSession) <= 0.1 } == true, "the file's text track: \(track)")
+            let verified = try scenario.recbot(["verify", composedPath, "--data-dir", scenario.dataDirectory, "--json"])
+            #expect(verified.status == 0 && verified.stdout.contains("\"subtitles\""), "a composition with its chat track verifies: \(verified.stdout)")
             let search = try #require(report["search"] as? [String: Any])
             #expect(search["rows"] as? Int == 1, "\(search)")
             #expect((search["moment"] as? String)?.contains("/archive/recordings/\(recordingID)#t=") == true, "\(search)")
