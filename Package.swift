@@ -353,7 +353,7 @@ let package = Package(
                                                            .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "ServiceCoreTests", dependencies: ["ServiceCore"]),
         .testTarget(name: "ArchiveWebTests", dependencies: ["ArchiveWeb", "Archive"]),
-        .testTarget(name: "CompositionTests", dependencies: ["Composition", "CodecBindings"]),
+        .testTarget(name: "CompositionTests", dependencies: ["Composition", "CodecBindings", "WebM", "WebMReader"]),
         .testTarget(name: "STUNTests", dependencies: ["STUN", "WireCoding"]),
         .testTarget(name: "RecBotMetricsTests", dependencies: [
             "RecBotMetrics", "RecBot", "Media", .product(name: "Prometheus", package: "swift-prometheus"),
