@@ -395,16 +395,20 @@ public struct WebMMuxer: Sendable {
         return (info.bytes, headerLength + durationElementOffset + 3)
     }
 
+    /// A TrackEntry's first children: number (hisui wants TrackNumber first), UID, type, no lacing.
+    private static func writeTrackHead(_ entry: inout EBMLWriter, _ kind: WebMTrackKind, type: UInt64) {
+        entry.writeUInt(WebMElementID.trackNumber, UInt64(kind.trackNumber))
+        entry.writeUInt(WebMElementID.trackUID, UInt64(kind.trackNumber))
+        entry.writeUInt(WebMElementID.trackType, type)
+        entry.writeUInt(WebMElementID.flagLacing, 0)
+    }
+
     private func makeTracks() -> [UInt8] {
         var out = EBMLWriter()
         out.writeMaster(WebMElementID.tracks) { tracks in
             if let video = configuration.video {
                 tracks.writeMaster(WebMElementID.trackEntry) { entry in
-                    // hisui wants TrackNumber as the first child.
-                    entry.writeUInt(WebMElementID.trackNumber, UInt64(WebMTrackKind.video.trackNumber))
-                    entry.writeUInt(WebMElementID.trackUID, UInt64(WebMTrackKind.video.trackNumber))
-                    entry.writeUInt(WebMElementID.trackType, 1)
-                    entry.writeUInt(WebMElementID.flagLacing, 0)
+                    Self.writeTrackHead(&entry, .video, type: 1)
                     entry.writeString(WebMElementID.codecID, video.codec.codecID)
                     if let codecPrivate = video.codecPrivate, !codecPrivate.isEmpty {
                         entry.writeBinary(WebMElementID.codecPrivate, codecPrivate)
@@ -425,10 +429,7 @@ public struct WebMMuxer: Sendable {
             }
             if let audio = configuration.audio {
                 tracks.writeMaster(WebMElementID.trackEntry) { entry in
-                    entry.writeUInt(WebMElementID.trackNumber, UInt64(WebMTrackKind.audio.trackNumber))
-                    entry.writeUInt(WebMElementID.trackUID, UInt64(WebMTrackKind.audio.trackNumber))
-                    entry.writeUInt(WebMElementID.trackType, 2)
-                    entry.writeUInt(WebMElementID.flagLacing, 0)
+                    Self.writeTrackHead(&entry, .audio, type: 2)
                     entry.writeString(WebMElementID.codecID, audio.codec.codecID)
                     entry.writeBinary(WebMElementID.codecPrivate, audio.opusHead.bytes)
                     if audio.opusHead.preSkip > 0 {
@@ -443,10 +444,7 @@ public struct WebMMuxer: Sendable {
             }
             if let subtitles = configuration.subtitles {
                 tracks.writeMaster(WebMElementID.trackEntry) { entry in
-                    entry.writeUInt(WebMElementID.trackNumber, UInt64(WebMTrackKind.subtitles.trackNumber))
-                    entry.writeUInt(WebMElementID.trackUID, UInt64(WebMTrackKind.subtitles.trackNumber))
-                    entry.writeUInt(WebMElementID.trackType, 0x11)
-                    entry.writeUInt(WebMElementID.flagLacing, 0)
+                    Self.writeTrackHead(&entry, .subtitles, type: 0x11)
                     entry.writeString(WebMElementID.name, subtitles.name)
                     entry.writeString(WebMElementID.language, subtitles.language)
                     entry.writeString(WebMElementID.codecID, WebMSubtitleTrack.codecID)
