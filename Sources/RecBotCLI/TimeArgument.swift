@@ -145,3 +145,29 @@ public struct ULIDArgument: ExpressibleByArgument, Sendable, Equatable {
         value = id.string
     }
 }
+
+/// A place in a session for `compose --from/--to`: an offset into it (`90s`, `1m30s`, a bare
+/// number of seconds) or a wall-clock time (RFC 3339, or a local date-time as `--since` takes),
+/// which becomes the offset from the session's start.
+public enum SessionMomentArgument: ExpressibleByArgument, Sendable, Equatable {
+    case offset(Int64)
+    case time(Int64)
+
+    public init?(argument: String) {
+        if let offset = DurationArgument(argument: argument) {
+            self = .offset(offset.milliseconds)
+        } else if let time = TimeArgument.parseDateTime(argument.trimmingCharacters(in: .whitespaces)) {
+            self = .time(time)
+        } else {
+            return nil
+        }
+    }
+
+    /// Milliseconds into a session that started at `start` (a time before it is its start).
+    public func offset(sessionStart start: Int64) -> Int64 {
+        switch self {
+        case .offset(let milliseconds): milliseconds
+        case .time(let time): max(0, CatalogTime.span(from: start, to: time) ?? 0)
+        }
+    }
+}

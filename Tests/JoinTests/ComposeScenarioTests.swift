@@ -52,10 +52,13 @@ import Testing
             }
 
             guard codec == "vp8" else { return }
-            // An excerpt: 2 s from 2 s in.
+            // An excerpt: 2 s from 2 s in, the start given as a wall-clock time (RFC 3339), the end as an offset.
             let excerpt = scenario.directory.appendingPathComponent("excerpt.webm").path
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let twoSecondsIn = formatter.string(from: Date(timeIntervalSince1970: Double(session.startedAt + 2_000) / 1_000))
             let cut = try scenario.recbot(["compose", session.id, "--data-dir", scenario.dataDirectory, "--out", excerpt,
-                                           "--width", "320", "--height", "240", "--from", "2s", "--to", "4s", "--json"])
+                                           "--width", "320", "--height", "240", "--from", twoSecondsIn, "--to", "4s", "--json"])
             let cutResult = try JSONSerialization.jsonObject(with: Data(cut.stdout.utf8)) as? [String: Any]
             #expect(cut.status == 0 && cutResult?["duration_ms"] as? Int == 2_000, "\(cut.stdout) \(cut.stderr.suffix(1_000))")
             // Both are cataloged: `recordings list --kind composed` finds them, with their place on the session's timeline.

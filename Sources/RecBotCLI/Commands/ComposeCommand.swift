@@ -47,8 +47,9 @@ struct ComposeCommand: ParsableCommand {
     @Option(help: "Frames per second (default 30).") var fps: Int?
     @Option(help: ArgumentHelp("The video codec (default vp8).", valueName: "vp8|vp9")) var codec: VPXCodec?
     @Option(help: ArgumentHelp("Video bitrate in kbit/s (default 2500).", valueName: "kbps")) var bitrate: Int?
-    @Option(help: ArgumentHelp("Start this far into the session (90s, 1m30s).", valueName: "offset")) var from: DurationArgument?
-    @Option(help: ArgumentHelp("End this far into the session.", valueName: "offset")) var to: DurationArgument?
+    @Option(help: ArgumentHelp("Start this far into the session (90s, 1m30s), or at this time (2026-11-22T10:15:00+09:00, 2026-11-22 10:15).",
+                               valueName: "offset|time")) var from: SessionMomentArgument?
+    @Option(help: ArgumentHelp("End this far into the session, or at this time.", valueName: "offset|time")) var to: SessionMomentArgument?
     @Flag(help: "Print the result as JSON.") var json = false
 
     func validate() throws {
@@ -61,7 +62,8 @@ struct ComposeCommand: ParsableCommand {
         }
         if let fps { guard (1...60).contains(fps) else { throw ValidationError("--fps must be from 1 to 60") } }
         if let bitrate { guard (50...50_000).contains(bitrate) else { throw ValidationError("--bitrate must be from 50 to 50000 kbit/s") } }
-        if let from, let to, to.milliseconds <= from.milliseconds { throw ValidationError("--to must be later than --from") }
+        if case .offset(let start)? = from, case .offset(let end)? = to, end <= start { throw ValidationError("--to must be later than --from") }
+        if case .time(let start)? = from, case .time(let end)? = to, end <= start { throw ValidationError("--to must be later than --from") }
         if layoutFile != nil {
             guard width == nil, fps == nil, codec == nil, bitrate == nil else {
                 throw ValidationError("--width, --height, --fps, --codec and --bitrate come from the layout file with --layout-file")
@@ -79,7 +81,6 @@ struct ComposeCommand: ParsableCommand {
         settings.framesPerSecond = fps ?? settings.framesPerSecond
         settings.videoCodec = codec ?? settings.videoCodec
         settings.videoBitrateKbps = bitrate ?? settings.videoBitrateKbps
-        (settings.from, settings.to) = (from?.milliseconds, to?.milliseconds)
         return settings
     }
 
@@ -96,6 +97,7 @@ struct ComposeCommand: ParsableCommand {
         guard let (record, recordings, messages, connections) = found else { throw Console.fail("no session \(id)", cause: .notFound) }
         let dataDirectory = common.dataDirectory
         var settings = optionSettings
+        (settings.from, settings.to) = (from?.offset(sessionStart: record.startedAt), to?.offset(sessionStart: record.startedAt))
         var chosen = CompositionFiles.choose(recordings)
         if let layoutFile {
             let plan = try hisuiPlan(layoutFile, session: record, recordings: recordings)
