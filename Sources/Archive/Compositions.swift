@@ -54,6 +54,8 @@ public protocol CompositionStore {
     func saveComposition(_ composition: CompositionRecord) throws(CatalogError)
     /// Oldest first (by when they were composed), then by session and path.
     func compositions(_ filter: CompositionFilter) throws(CatalogError) -> [CompositionRecord]
+    /// Deletes the session's rows for these paths (files a prune removed); how many went.
+    func removeCompositions(sessionID: String, paths: [String]) throws(CatalogError) -> Int
 }
 
 extension Catalog: CompositionStore {
@@ -71,6 +73,13 @@ extension Catalog: CompositionStore {
             request = request.order(Column("composed_at"), Column("session_id"), Column("path"))
             if let limit = filter.limit { request = request.limit(limit) }
             return try request.fetchAll(db)
+        }
+    }
+
+    public func removeCompositions(sessionID: String, paths: [String]) throws(CatalogError) -> Int {
+        guard !paths.isEmpty else { return 0 }
+        return try write { db in
+            try CompositionRecord.filter(Column("session_id") == sessionID && paths.contains(Column("path"))).deleteAll(db)
         }
     }
 }

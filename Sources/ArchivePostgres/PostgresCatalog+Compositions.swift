@@ -17,6 +17,13 @@ extension PostgresCatalog: CompositionStore {
         query.finish(orderBy: "composed_at, session_id, path", limit: filter.limit)
         return try fetch(query, CompositionRecord.init(postgres:))
     }
+
+    public func removeCompositions(sessionID: String, paths: [String]) throws(CatalogError) -> Int {
+        guard !paths.isEmpty else { return 0 }
+        return try link.withConnection { db in
+            try db.changes("DELETE FROM compositions WHERE session_id = \(sessionID) AND path = ANY(\(paths))")
+        }
+    }
 }
 
 extension CompositionRecord {

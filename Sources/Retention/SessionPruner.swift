@@ -9,6 +9,8 @@ public struct PruneOutcome: Sendable {
     public var removed: [String] = []
     public var bytesFreed: Int64 = 0
     public var mark: PruneMark?
+    /// Composition rows whose files went with the session's directory.
+    public var compositionsRemoved = 0
     public var error: String?
 
     /// Nothing done yet (what a dry run reports).
@@ -47,6 +49,14 @@ public struct SessionPruner {
         }
         if outcome.error == nil, let layout = dataDirectory.confinedLayout(session: decision.session.id) {
             rmdir(layout.directory)  // only when empty: a file that came meanwhile stays
+        }
+        // A composition written in the session's directory went with it: its row would name a file
+        // that is gone. One composed elsewhere (`--out`) stays, and so does its row.
+        let removedPaths = outcome.removed.map { dataDirectory.catalogPath(absolute: $0) ?? $0 } + outcome.removed
+        do {
+            outcome.compositionsRemoved = try catalog.removeCompositions(sessionID: decision.session.id, paths: removedPaths)
+        } catch {
+            outcome.error = outcome.error ?? "the files are gone, but their composition rows stay: \(error)"
         }
         return outcome
     }

@@ -82,6 +82,31 @@ struct RetentionContractTests {
         #expect(try catalog.recordings(RecordingFilter(sessionID: elsewhere)).first?.prunedAt == nil)
     }
 
+    /// `recbot compose` writes into the session's directory by default: the prune removes that
+    /// file and its catalog row (the row would name a file that is gone); a composition written
+    /// elsewhere with `--out` is not the prune's, and keeps its file and row.
+    @Test(arguments: CatalogBackend.allCases) func aCompositionInTheSessionsDirectoryGoesWithItsRow(backend: CatalogBackend) throws {
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let catalog = try backend.makeCatalog()
+        let id = try session(catalog, ids(1), daysAgo: 40)
+        let layout = DataDirectory(path: root).layout(session: id)
+        try Data(count: 300).write(to: URL(fileURLWithPath: layout.path(of: "composed-\(id).webm")))
+        let elsewhere = root + "/exports/meeting.webm"
+        try FileManager.default.createDirectory(atPath: root + "/exports", withIntermediateDirectories: true)
+        try Data(count: 200).write(to: URL(fileURLWithPath: elsewhere))
+        for path in [layout.catalogPath("composed-\(id).webm"), "exports/meeting.webm"] {
+            try catalog.saveComposition(CompositionRecord(sessionID: id, path: path, captionsPath: nil, layout: "grid", fromMs: 0, durationMs: 60_000,
+                                                          width: 1280, height: 720, fps: 30, videoCodec: "VP8", audioCodec: "OPUS", senders: 1,
+                                                          bytes: 300, host: "here", composedAt: Self.now - 39 * Self.day))
+        }
+        let policy = PrunePolicy(startedBefore: Self.now - 30 * Self.day, host: "here")
+        let planned = try PruneSelection(catalog: catalog, dataDirectory: DataDirectory(path: root)).decisions(policy)
+        let outcome = try #require(planned.first.map { SessionPruner(catalog: catalog, dataDirectory: DataDirectory(path: root)).prune($0, policy: policy, now: Self.now) })
+        #expect(outcome.error == nil && outcome.compositionsRemoved == 1 && outcome.removed.count == 3, "\(outcome)")
+        #expect(try catalog.compositions(CompositionFilter(sessionID: id)).map(\.path) == ["exports/meeting.webm"])
+        #expect(FileManager.default.fileExists(atPath: elsewhere) && !FileManager.default.fileExists(atPath: layout.directory))
+    }
+
     @Test(arguments: CatalogBackend.allCases) func aHoldTakenAfterTheSelectionWinsAndEventsGoOnlyWhenAsked(backend: CatalogBackend) throws {
         defer { try? FileManager.default.removeItem(atPath: root) }
         let catalog = try backend.makeCatalog()
