@@ -119,6 +119,8 @@ public struct ArchiveUploader: Sendable {
         for index in updated.indices {
             var record = updated[index].record
             guard record.status == .uploaded, let uploadedAt = record.uploadedAt else { continue }
+            // A composition stays: its catalog row names the local file, and the web archive plays it.
+            if ArchiveFile(name: record.fileName)?.isComposition == true { continue }
             let path = layout.path(of: record.fileName)
             // Only the bytes that were verified: same size, not modified since.
             let state = try LocalFileState(path: path, fileName: record.fileName)

@@ -1,7 +1,8 @@
 import DiskLayout
 
 /// Which files of a session directory go up, in what order (`ArchiveFile.uploadRank`): media
-/// first, then the sidecars that describe them, then split end markers, and the report last.
+/// first, then the sidecars that describe them, then split end markers, the report, and after
+/// it a composition (made from the recording, not part of it).
 /// sora-archive-uploader's consumers take an `archive-*.json` to mean its media is there and the
 /// report to mean the whole recording is: an interrupted upload must never leave a sidecar
 /// without its media, or a report without its files. Anything else (temporary files, dotfiles)
@@ -20,6 +21,6 @@ public enum UploadOrder {
     public static func isMedia(_ name: String) -> Bool { ArchiveFile(name: name)?.isMedia ?? false }
 
     public static func contentType(_ name: String) -> String {
-        isMedia(name) ? "video/webm" : "application/json"
+        ArchiveFile(name: name)?.contentType ?? "application/octet-stream"
     }
 }

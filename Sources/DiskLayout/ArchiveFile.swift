@@ -15,6 +15,9 @@ public enum ArchiveFile: Equatable, Sendable {
     case messages(connectionID: String, part: Int)
     /// `events.jsonl`: the session's notify, push and data-channel messages on its timeline.
     case eventLog
+    /// `composed-<recording id>.webm`, or its chat `.vtt`: `recbot compose`'s file, made from the
+    /// recording (uploaded after the report, and kept on disk where the catalog names it).
+    case composition(recordingID: String, captions: Bool)
 
     static let messagesSuffix = ".messages.vtt"
     static let eventLogName = "events.jsonl"
@@ -22,6 +25,8 @@ public enum ArchiveFile: Equatable, Sendable {
     public init?(name: String) {
         if name == Self.eventLogName {
             self = .eventLog
+        } else if let composition = Self.composition(name) {
+            self = composition
         } else if let base = Self.strip(name, suffix: Self.messagesSuffix) {
             guard let (id, part) = Self.sender(base) else { return nil }
             self = .messages(connectionID: id, part: part)
@@ -53,7 +58,32 @@ public enum ArchiveFile: Equatable, Sendable {
         case .splitEnd: 2
         case .messages, .eventLog: 3
         case .report: 4
+        case .composition: 5
         }
+    }
+
+    /// A MIME type for object storage.
+    public var contentType: String {
+        switch self {
+        case .media, .composition(_, captions: false): "video/webm"
+        case .messages, .composition(_, captions: true): "text/vtt; charset=utf-8"
+        case .eventLog: "application/x-ndjson"
+        case .sidecar, .splitEnd, .report: "application/json"
+        }
+    }
+
+    public var isComposition: Bool {
+        if case .composition = self { return true }
+        return false
+    }
+
+    private static func composition(_ name: String) -> ArchiveFile? {
+        for (suffix, captions) in [(".webm", false), (".vtt", true)] {
+            if let base = strip(name, suffix: suffix), let id = strip(base, prefix: "composed-"), ArchiveLayout.isSafeConnectionID(id) {
+                return .composition(recordingID: id, captions: captions)
+            }
+        }
+        return nil
     }
 
     public var isMedia: Bool {

@@ -139,6 +139,20 @@ struct ArchiveUploadTests {
         #expect(try fixture.objects.count == 5)
     }
 
+    /// A composition in the session's directory goes up after the report, and stays on disk
+    /// when the recording's files are removed: its catalog row names it, the web archive plays it.
+    @Test func aCompositionGoesUpLastAndStaysOnDisk() async throws {
+        let fixture = try UploadFixture()
+        _ = try fixture.writeSession()
+        let composed = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0) })
+        try composed.write(to: URL(fileURLWithPath: fixture.directory + "/composed-\(fixture.session.id).webm"))
+        let result = try await fixture.upload(try fixture.uploader(deleteAfterUpload: true))
+        #expect(result.files.map(\.record.fileName).suffix(2) == ["report-\(fixture.session.id).json", "composed-\(fixture.session.id).webm"])
+        #expect(try fixture.object("composed-\(fixture.session.id).webm") == composed)
+        #expect(result.deletedLocalFiles)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: fixture.directory).sorted() == ["archive-CCCC.webm.tmp", "composed-\(fixture.session.id).webm"])
+    }
+
     /// A finalize that timed out ends the session with a file still `recording`: it and every
     /// other file stay (the local copy is the one repair can mend), and the result says why. Once
     /// repaired, the next upload sends the mended file and removes them all.

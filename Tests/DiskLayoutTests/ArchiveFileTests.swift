@@ -13,6 +13,20 @@ import Testing
         #expect(ArchiveFile(name: layout.eventLogFilename) == .eventLog)
         #expect(ArchiveFile(name: layout.splitEndFilename(connectionID: "SENDER1")) == .splitEnd(connectionID: "SENDER1"))
         #expect(ArchiveFile(name: layout.reportFilename) == .report(recordingID: "01JD2G0000AAAAAAAAAAAAAAAA"))
+        #expect(ArchiveFile(name: layout.compositionFilename) == .composition(recordingID: "01JD2G0000AAAAAAAAAAAAAAAA", captions: false))
+        #expect(ArchiveFile(name: layout.compositionCaptionsFilename) == .composition(recordingID: "01JD2G0000AAAAAAAAAAAAAAAA", captions: true))
+    }
+
+    /// A composition goes up after the report (it is made from the recording, not part of it),
+    /// and each kind of file has its MIME type.
+    @Test func compositionsUploadAfterTheReportAndEachFileHasItsType() {
+        let names = ["report-R.json", "composed-R.vtt", "composed-R.webm", "archive-X.webm", "archive-X.messages.vtt", "events.jsonl", "archive-X.json"]
+        let types = Dictionary(uniqueKeysWithValues: names.map { ($0, ArchiveFile(name: $0)!.contentType) })
+        #expect(ArchiveFile(name: "composed-R.webm")!.uploadRank > ArchiveFile(name: "report-R.json")!.uploadRank)
+        #expect(types["composed-R.webm"] == "video/webm" && types["archive-X.webm"] == "video/webm" && types["archive-X.json"] == "application/json")
+        #expect(types["composed-R.vtt"] == "text/vtt; charset=utf-8" && types["archive-X.messages.vtt"] == "text/vtt; charset=utf-8")
+        #expect(types["events.jsonl"] == "application/x-ndjson")
+        for stranger in ["composed-.webm", "composed-a b.webm", "composed-R.webm.tmp", "composed-R.json"] { #expect(ArchiveFile(name: stranger) == nil, "\(stranger)") }
     }
 
     @Test func namesThatAreNotPartOfARecordingAreNotClassified() {

@@ -179,11 +179,11 @@ import Testing
 
 @Suite struct UploadOrderTests {
     @Test func mediaGoesBeforeSidecarsAndTheReportGoesLast() {
-        let names = ["report-R.json", "archive-B.json", ".upload.lock", "archive-B.webm", "notes.txt", "split-archive-end-A.json",
-                     "split-archive-A_0001.json", "split-archive-A_0001.webm", "archive-A.webm", "archive-A.webm.tmp"]
+        let names = ["report-R.json", "archive-B.json", ".upload.lock", "archive-B.webm", "notes.txt", "split-archive-end-A.json", "composed-R.webm",
+                     "split-archive-A_0001.json", "split-archive-A_0001.webm", "archive-A.webm", "archive-A.webm.tmp", "composed-R.webm.tmp"]
         #expect(UploadOrder.files(names) == [
             "archive-A.webm", "archive-B.webm", "split-archive-A_0001.webm", "archive-B.json", "split-archive-A_0001.json",
-            "split-archive-end-A.json", "report-R.json",
+            "split-archive-end-A.json", "report-R.json", "composed-R.webm",
         ])
     }
 }
