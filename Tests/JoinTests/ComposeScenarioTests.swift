@@ -130,7 +130,9 @@ import Testing
             #expect(row["width"] as? Int == 642 && row["height"] as? Int == 240 && row["video_codec"] as? String == "VP9", "\(row)")
             #expect(row["layout"] as? String == "hisui:compose-default.jsonc" && row["fps"] as? Int == 25, "\(row)")
             let markers = try Self.markers(out)
-            #expect(markers.videoDecodeErrors == 0 && !markers.audioMarkers.isEmpty && !markers.videoMarkers.isEmpty, "\(markers)")
+            // Each sender's flash covers only its own cell here, too little of the frame for the
+            // whole-frame flash detector, so only the decode and the beeps are checked.
+            #expect(markers.videoDecodeErrors == 0 && !markers.audioMarkers.isEmpty, "\(markers)")
             let verified = try scenario.recbot(["verify", out, "--data-dir", scenario.dataDirectory])
             #expect(verified.status == 0, "\(verified.stdout) \(verified.stderr)")
 
