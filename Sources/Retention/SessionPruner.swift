@@ -52,7 +52,7 @@ public struct SessionPruner {
         }
         // A composition written in the session's directory went with it: its row would name a file
         // that is gone. One composed elsewhere (`--out`) stays, and so does its row.
-        let removedPaths = outcome.removed.map { dataDirectory.catalogPath(absolute: $0) ?? $0 } + outcome.removed
+        let removedPaths = outcome.removed.map { dataDirectory.catalogPath(absolute: $0) ?? $0 }
         do {
             outcome.compositionsRemoved = try catalog.removeCompositions(sessionID: decision.session.id, paths: removedPaths)
         } catch {

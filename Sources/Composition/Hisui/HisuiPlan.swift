@@ -29,7 +29,6 @@ public struct HisuiPlan: Sendable, Equatable {
     /// The end of the last source, on the session's timeline.
     public var end: Int64
     public var videoBitrateKbps: Int
-    public var videoSourceCount: Int
     public var framesPerSecond: Int
     public var videoCodec: VPXCodec
 
@@ -52,8 +51,8 @@ public struct HisuiPlan: Sendable, Equatable {
         guard let last = all.map(\.end).max() else { throw .sources("no source in the layout matches a recorded file of the session") }
         end = last
         cuts = Self.cuts(all, trimAll: layout.trim)
-        videoSourceCount = Set(planned.flatMap { $0.1.map(\.connectionID) }).count
-        let bitrate = layout.videoBitrate ?? max(1, videoSourceCount) * 200 * 1_024
+        let videoSources = Set(planned.flatMap { $0.1.map(\.connectionID) }).count
+        let bitrate = layout.videoBitrate ?? max(1, videoSources) * 200 * 1_024
         videoBitrateKbps = min(50_000, max(50, bitrate / 1_000))
         (framesPerSecond, videoCodec) = (layout.framesPerSecond, layout.videoCodec)
     }
